@@ -1,0 +1,46 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Orchestra",
+    platforms: [
+        .macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9),
+    ],
+    products: [
+        .library(name: "Orchestra", targets: ["Orchestra"]),
+        .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
+        .executable(name: "orchestra", targets: ["orchestra"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .target(
+            name: "Orchestra",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "OrchestraTestKit",
+            dependencies: ["Orchestra"]
+        ),
+        .executableTarget(
+            name: "orchestra",
+            dependencies: [
+                "Orchestra",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "OrchestraTests",
+            dependencies: ["Orchestra", "OrchestraTestKit"]
+        ),
+        .testTarget(
+            name: "OrchestraTestKitTests",
+            dependencies: ["OrchestraTestKit"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,130 @@
+/// Runs a batch stream: the driver task that starts items, and the consumer's `next()`.
+///
+/// The driver is an unstructured task because an `AsyncIterator` cannot own a task group
+/// across `next()` calls. Each item still runs in its own child task of the driver's one task
+/// group; the driver is cancelled as soon as the iterator is dropped or its consumer is
+/// cancelled, which cancels every running item and starts nothing new.
+final class BatchStreamStorage<Output: Sendable>: Sendable {
+    typealias Machine = BatchStreamStateMachine<Output>
+
+    private let state: Locked<Machine>
+
+    init(order: Machine.Order, limit: Int, buffer: Int, function: StaticString) {
+        precondition(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
+        precondition(buffer >= 0, "\(function): buffer must be 0 or more, got \(buffer)")
+        state = Locked(Machine(order: order, capacity: limit + buffer))
+    }
+
+    /// Starts the driver on the first `next()`.
+    func startIfNeeded<Base: Sequence & Sendable>(
+        base: Base,
+        limit: Int,
+        transform: @escaping @Sendable (Base.Element) async throws -> Output
+    ) where Base.Element: Sendable {
+        guard state.withLock({ $0.isIdle }) else { return }
+        // Unstructured on purpose: see the type's documentation. It inherits the consumer's
+        // priority and task-local values, and is cancelled by `terminate()`.
+        let task = Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                var inFlight = 0
+                var index = 0
+                for element in base {
+                    guard await waitForSlot() else { break }
+                    if inFlight == limit {
+                        await group.next()
+                        inFlight -= 1
+                    }
+                    let position = index
+                    index += 1
+                    group.addTask {
+                        let result = await Result { try await transform(element) }
+                        self.deliver((position, result))
+                    }
+                    inFlight += 1
+                }
+                for await _ in group {}
+            }
+            state.withLock { $0.driverFinished() }?.resume(returning: nil)
+        }
+        state.withLock { $0.started(task) }?.cancel()
+    }
+
+    /// The driver waits until it may start another item; `false` means stop.
+    private func waitForSlot() async -> Bool {
+        switch state.withLock({ $0.reserveSlot() }) {
+        case .proceed: return true
+        case .stop: return false
+        case .suspend: break
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Machine.DriverContinuation) in
+                if let now = state.withLock({ $0.suspendDriver(continuation, isCancelled: Task.isCancelled) }) {
+                    continuation.resume(returning: now)
+                }
+            }
+        } onCancel: {
+            state.withLock { $0.cancelDriverWait() }?.resume(returning: false)
+        }
+    }
+
+    private func deliver(_ item: Machine.Item) {
+        if let (consumer, next) = state.withLock({ $0.deliver(item) }) {
+            consumer.resume(returning: next)
+        }
+    }
+
+    /// The consumer's `next()`: the next item in the stream's order, or `nil` at the end or
+    /// when the consuming task is cancelled (which also stops the batch).
+    func next(isolation: isolated (any Actor)?) async -> Machine.Item? {
+        switch state.withLock({ $0.next() }) {
+        case .deliver(let item, let driver):
+            driver?.resume(returning: true)
+            return item
+        case .end:
+            return nil
+        case .suspend:
+            break
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation(isolation: isolation) { (continuation: Machine.ConsumerContinuation) in
+                let (action, task) = state.withLock {
+                    $0.suspendConsumer(continuation, isCancelled: Task.isCancelled)
+                }
+                task?.cancel()
+                switch action {
+                case .deliver(let item, let driver):
+                    driver?.resume(returning: true)
+                    continuation.resume(returning: item)
+                case .end:
+                    continuation.resume(returning: nil)
+                case .suspend:
+                    break
+                }
+            }
+        } onCancel: {
+            terminate()
+        }
+    }
+
+    /// Stops the batch: cancels the driver (and with it every running item) and ends the
+    /// stream for the consumer.
+    func terminate() {
+        let (task, consumer, driver) = state.withLock { $0.terminate() }
+        task?.cancel()
+        consumer?.resume(returning: nil)
+        driver?.resume(returning: false)
+    }
+}
+
+/// Owned by an iterator: dropping the iterator stops the batch.
+final class BatchStreamHandle<Output: Sendable>: Sendable {
+    let storage: BatchStreamStorage<Output>
+
+    init(_ storage: BatchStreamStorage<Output>) {
+        self.storage = storage
+    }
+
+    deinit {
+        storage.terminate()
+    }
+}

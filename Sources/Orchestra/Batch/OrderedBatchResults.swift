@@ -1,0 +1,71 @@
+extension Sequence where Self: Sendable, Element: Sendable {
+    /// Transforms the elements concurrently, at most `limit` at once, and delivers the outcomes
+    /// in input order, each as soon as it and every earlier one are done.
+    ///
+    /// The seeds' "parallel requests, ordered handling" (built there with `NSConditionLock`):
+    ///
+    /// ```swift
+    /// for await result in pages.orderedResults(limit: 3, { try await fetch($0) }) {
+    ///     append(try result.get())       // page 1, then page 2, … whatever order they arrive in
+    /// }
+    /// ```
+    ///
+    /// Work starts on the first `next()`. Items running plus finished-but-undelivered never
+    /// exceed `limit + buffer`, so item *i + limit* (with no buffer) does not start before item
+    /// *i* is delivered: a slow item holds back at most `limit + buffer` results.
+    ///
+    /// Cancellation: dropping the iterator or cancelling the consuming task cancels the running
+    /// items and starts nothing new; the sequence then ends.
+    ///
+    /// - Parameters:
+    ///   - limit: The most items running at once; must be at least 1.
+    ///   - buffer: How many finished results may wait beyond `limit`; 0 by default.
+    ///   - transform: The work for one element.
+    public func orderedResults<Output: Sendable>(
+        limit: Int,
+        buffer: Int = 0,
+        _ transform: @escaping @Sendable (Element) async throws -> Output
+    ) -> OrderedBatchResults<Self, Output> {
+        precondition(limit >= 1, "orderedResults(limit:_:): limit must be at least 1, got \(limit)")
+        precondition(buffer >= 0, "orderedResults(limit:_:): buffer must be 0 or more, got \(buffer)")
+        return OrderedBatchResults(base: self, limit: limit, buffer: buffer, transform: transform)
+    }
+}
+
+/// The outcomes of a batch in input order; see ``Swift/Sequence/orderedResults(limit:buffer:_:)``.
+public struct OrderedBatchResults<Base: Sequence & Sendable, Output: Sendable>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+    public typealias Element = Result<Output, any Error>
+    public typealias Failure = Never
+
+    let base: Base
+    let limit: Int
+    let buffer: Int
+    let transform: @Sendable (Base.Element) async throws -> Output
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(self)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        private let sequence: OrderedBatchResults
+        private let handle: BatchStreamHandle<Output>
+
+        init(_ sequence: OrderedBatchResults) {
+            self.sequence = sequence
+            handle = BatchStreamHandle(BatchStreamStorage(
+                order: .input, limit: sequence.limit, buffer: sequence.buffer,
+                function: "orderedResults(limit:_:)"
+            ))
+        }
+
+        public mutating func next() async -> Element? {
+            await next(isolation: nil)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+            handle.storage.startIfNeeded(base: sequence.base, limit: sequence.limit, transform: sequence.transform)
+            return await handle.storage.next(isolation: actor)?.result
+        }
+    }
+}

@@ -1,0 +1,81 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
+#endif
+
+/// Something went wrong in code Orchestra coordinates that is not an error of the awaited
+/// operation itself: a completion handler called twice, or called after its caller gave up.
+///
+/// Diagnostics never change what the awaiting code sees; they exist so the bug behind them can
+/// be found. They go to a ``DiagnosticsHandler``.
+public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
+    /// What kind of misuse was seen.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        private init(_ description: String) { self.description = description }
+
+        /// A completion was called again after the first call; the later call was ignored.
+        public static let doubleCompletion = Kind("double completion")
+        /// A completion was called after the awaiting task was cancelled; it was ignored.
+        public static let lateCompletion = Kind("late completion")
+    }
+
+    /// What kind of misuse this is.
+    public var kind: Kind
+    /// A sentence naming what happened and what was ignored.
+    public var message: String
+    /// Where the coordinating call was made (`#fileID:#line` of the caller).
+    public var location: String
+
+    public init(kind: Kind, message: String, location: String) {
+        self.kind = kind
+        self.message = message
+        self.location = location
+    }
+
+    public var description: String { "\(location): \(kind): \(message)" }
+}
+
+/// Where ``OrchestraDiagnostic``s go.
+///
+/// Give one per call (for example `withCallback(diagnostics:)`), per instance, or for a whole
+/// task tree with ``DiagnosticsHandler/$current``:
+///
+/// ```swift
+/// try await DiagnosticsHandler.$current.withValue(.init { logger.warning("\($0)") }) {
+///     try await syncEverything()
+/// }
+/// ```
+///
+/// The handler in effect is captured when the coordinating call starts, so a completion that
+/// fires later on another thread still reports to it. Handlers may be called on any thread.
+public struct DiagnosticsHandler: Sendable {
+    private let handle: @Sendable (OrchestraDiagnostic) -> Void
+
+    public init(_ handle: @escaping @Sendable (OrchestraDiagnostic) -> Void) {
+        self.handle = handle
+    }
+
+    /// Reports a diagnostic.
+    public func report(_ diagnostic: OrchestraDiagnostic) {
+        handle(diagnostic)
+    }
+
+    /// Writes each diagnostic as one line to standard error (the default).
+    public static let standardError = DiagnosticsHandler { diagnostic in
+        let line = Array("[Orchestra] \(diagnostic)\n".utf8)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// Drops diagnostics.
+    public static let ignore = DiagnosticsHandler { _ in }
+
+    /// The handler for the current task and its child tasks; ``standardError`` unless bound
+    /// with `DiagnosticsHandler.$current.withValue(_:operation:)`.
+    @TaskLocal public static var current: DiagnosticsHandler = .standardError
+}

@@ -1,0 +1,80 @@
+/// Admits at most ``limit`` concurrent pieces of work; the limit can change while work runs.
+///
+/// The seeds' "set how many downloads run at once, dynamically": raise the limit and waiting
+/// work is admitted at once; lower it and running work finishes undisturbed while nothing new
+/// starts until the number running is below the new limit.
+///
+/// ```swift
+/// let limiter = ConcurrencyLimiter(limit: 2)
+/// async let a = limiter.withPermit { try await download(url1) }
+/// limiter.limit = 6   // e.g. the user switched to Wi‑Fi
+/// ```
+///
+/// Waiters are admitted first in, first out. Cancellation while waiting throws
+/// `CancellationError` and takes no slot.
+public final class ConcurrencyLimiter: Sendable {
+    private let storage: Locked<PermitStateMachine>
+
+    /// Creates a limiter.
+    ///
+    /// - Parameter limit: The maximum number of concurrent holders; `0` pauses admission.
+    public init(limit: Int) {
+        precondition(limit >= 0, "ConcurrencyLimiter(limit:): limit must be 0 or more, got \(limit)")
+        storage = Locked(PermitStateMachine(available: limit))
+    }
+
+    /// The maximum number of concurrent holders. Setting it admits waiters at once when it
+    /// rises; when it falls, running work is not interrupted.
+    ///
+    /// Setting a negative value is a programmer error and traps.
+    public var limit: Int {
+        get { storage.withLock { $0.capacity } }
+        set { setLimit(newValue) }
+    }
+
+    /// Changes the limit; see ``limit``.
+    public func setLimit(_ newLimit: Int) {
+        precondition(newLimit >= 0, "ConcurrencyLimiter.limit must be 0 or more, got \(newLimit)")
+        let admitted = storage.withLock { $0.setCapacity(newLimit) }
+        for waiter in admitted { waiter.resume() }
+    }
+
+    /// Takes a slot, suspending until the number running is below the limit.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled before it gets a slot.
+    nonisolated(nonsending) public func acquire() async throws {
+        try await storage.acquirePermit()
+    }
+
+    /// Takes a slot if one is free now.
+    public func tryAcquire() -> Bool {
+        storage.withLock { $0.tryAcquire() }
+    }
+
+    /// Gives back a slot taken by ``acquire()`` or ``tryAcquire()``.
+    public func release() {
+        storage.releasePermit()
+    }
+
+    /// Runs `body` while holding a slot, releasing it however `body` ends.
+    ///
+    /// - Throws: `CancellationError` if cancelled while waiting (then `body` does not run),
+    ///   or whatever `body` throws.
+    nonisolated(nonsending) public func withPermit<Result>(
+        _ body: nonisolated(nonsending) () async throws -> Result
+    ) async throws -> Result {
+        try await acquire()
+        defer { release() }
+        return try await body()
+    }
+
+    /// The number of slots in use now (may exceed ``limit`` right after it was lowered).
+    public var running: Int {
+        storage.withLock { $0.inUse }
+    }
+
+    /// The number of tasks waiting for a slot now.
+    public var waitingCount: Int {
+        storage.withLock { $0.waiterCount }
+    }
+}

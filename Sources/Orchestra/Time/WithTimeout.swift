@@ -1,0 +1,87 @@
+/// Runs `body`, cancelling it if it has not finished within `timeout`.
+///
+/// ```swift
+/// let avatar = try await withTimeout(.seconds(5)) { try await fetchAvatar() }
+/// ```
+///
+/// `body` runs in a child task. When the time is up it is cancelled and awaited: a body that
+/// ignores cancellation delays the return until it ends. If the body still returns a value
+/// (it finished at the same instant as the deadline), that value is returned: a result that
+/// is already there is never thrown away.
+///
+/// Cancellation: cancelling the calling task cancels `body` and the timer; the call then
+/// ends with whatever `body` ends with (usually `CancellationError`).
+///
+/// - Parameters:
+///   - timeout: How long `body` may run.
+///   - tolerance: Passed to the clock's `sleep`.
+///   - clock: The clock that measures the time; `ContinuousClock` by default, a manual clock
+///     in tests.
+///   - body: The work.
+/// - Throws: ``TimeoutError`` (code ``TimeoutError/Code/timedOut``, naming `timeout`) if the
+///   time ran out first; otherwise whatever `body` throws.
+public func withTimeout<Value: Sendable, C: Clock>(
+    _ timeout: Duration,
+    tolerance: Duration? = nil,
+    clock: C = ContinuousClock(),
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: @escaping @Sendable () async throws -> Value
+) async throws -> Value where C.Duration == Duration {
+    try await race(
+        body,
+        against: clock.now.advanced(by: timeout),
+        tolerance: tolerance,
+        clock: clock,
+        error: TimeoutError(timeout: timeout)
+    )
+}
+
+/// Runs `body`, cancelling it if it has not finished by `deadline`.
+///
+/// The same as ``withTimeout(_:tolerance:clock:isolation:_:)`` with an absolute instant;
+/// useful when several steps share one deadline (a batch that must end by a given time).
+///
+/// - Throws: ``TimeoutError`` if the deadline passed first; otherwise whatever `body` throws.
+public func withDeadline<Value: Sendable, C: Clock>(
+    _ deadline: C.Instant,
+    tolerance: Duration? = nil,
+    clock: C = ContinuousClock(),
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: @escaping @Sendable () async throws -> Value
+) async throws -> Value where C.Duration == Duration {
+    try await race(body, against: deadline, tolerance: tolerance, clock: clock, error: TimeoutError(timeout: nil))
+}
+
+private enum RaceOutcome<Value: Sendable>: Sendable {
+    case finished(Value)
+    case deadlinePassed
+}
+
+private func race<Value: Sendable, C: Clock>(
+    _ body: @escaping @Sendable () async throws -> Value,
+    against deadline: C.Instant,
+    tolerance: Duration?,
+    clock: C,
+    error: TimeoutError,
+    isolation: isolated (any Actor)? = #isolation
+) async throws -> Value where C.Duration == Duration {
+    try await withThrowingTaskGroup(of: RaceOutcome<Value>.self, isolation: isolation) { group in
+        group.addTask { .finished(try await body()) }
+        group.addTask {
+            try await clock.sleep(until: deadline, tolerance: tolerance)
+            return .deadlinePassed
+        }
+        // Leaving the closure by a throw cancels and awaits the other child.
+        switch try await group.next()! {
+        case .finished(let value):
+            group.cancelAll()
+            return value
+        case .deadlinePassed:
+            group.cancelAll()
+            if case .success(.finished(let value))? = await group.nextResult() {
+                return value
+            }
+            throw error
+        }
+    }
+}
