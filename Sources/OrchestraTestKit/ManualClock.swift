@@ -116,29 +116,37 @@ public final class ManualClock: Clock, Sendable {
 
     /// Moves time forward by `duration` and wakes every sleeper whose deadline has come,
     /// earliest first.
-    public func advance(by duration: Duration) {
+    ///
+    /// - Returns: The number of sleepers woken.
+    @discardableResult
+    public func advance(by duration: Duration) -> Int {
         precondition(duration >= .zero, "ManualClock.advance(by:): duration must not be negative, got \(duration)")
         let due = state.withLock { $0.advance(to: $0.now.advanced(by: duration)) }
         for sleeper in due { sleeper.resume() }
+        return due.count
     }
 
     /// Moves time forward to `instant` (never backwards) and wakes the sleepers now due.
-    public func advance(to instant: Instant) {
+    ///
+    /// - Returns: The number of sleepers woken.
+    @discardableResult
+    public func advance(to instant: Instant) -> Int {
         let due = state.withLock { $0.advance(to: instant) }
         for sleeper in due { sleeper.resume() }
+        return due.count
     }
 
     /// Moves time to the earliest deadline among the sleepers and wakes those due then.
     ///
-    /// - Returns: The new time, or `nil` (time unchanged) if nobody is asleep.
+    /// - Returns: The number of sleepers woken; `0` (time unchanged) if nobody is asleep.
     @discardableResult
-    public func advanceToNextDeadline() -> Instant? {
-        let (instant, due) = state.withLock { state -> (Instant?, [CheckedContinuation<Void, any Error>]) in
-            guard let next = state.sleepers.values.map(\.deadline).min() else { return (nil, []) }
-            return (next, state.advance(to: next))
+    public func advanceToNextDeadline() -> Int {
+        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard let next = state.sleepers.values.map(\.deadline).min() else { return [] }
+            return state.advance(to: next)
         }
         for sleeper in due { sleeper.resume() }
-        return instant
+        return due.count
     }
 
     /// The number of tasks asleep on the clock now.

@@ -77,7 +77,7 @@ public struct RetryPolicy: Sendable {
     public func backoff(afterAttempt attempt: Int) -> Duration {
         let exponent = Double(max(attempt - 1, 0))
         let scaled = initialDelay.seconds * pow(multiplier, exponent)
-        return scaled >= maxDelay.seconds ? maxDelay : .seconds(scaled)
+        return scaled >= maxDelay.seconds ? maxDelay : .wholeNanoseconds(scaled)
     }
 
     /// The delay to wait after failed attempt number `attempt` (1-based) ended with `error`:
@@ -89,7 +89,7 @@ public struct RetryPolicy: Sendable {
         let full = backoff(afterAttempt: attempt)
         guard jitter > 0 else { return full }
         let fraction = 1 - jitter * randomSource.nextUnitInterval()
-        return .seconds(full.seconds * fraction)
+        return .wholeNanoseconds(full.seconds * fraction)
     }
 }
 
@@ -98,6 +98,11 @@ extension Duration {
     var seconds: Double {
         let (whole, attoseconds) = components
         return Double(whole) + Double(attoseconds) / 1e18
+    }
+
+    /// `seconds` rounded to whole nanoseconds, so 0.1 × 3 is 300 ms and not 300.000000000000004.
+    static func wholeNanoseconds(_ seconds: Double) -> Duration {
+        .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 }
 
