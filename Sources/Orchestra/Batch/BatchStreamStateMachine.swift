@@ -84,8 +84,9 @@ struct BatchStreamStateMachine<Output: Sendable> {
         return driver
     }
 
-    /// An item finished. Returns the consumer to resume and what it receives.
-    mutating func deliver(_ item: Item) -> (ConsumerContinuation, Item)? {
+    /// An item finished. Returns the waiting consumer with what it receives, and the driver
+    /// to wake if that delivery freed a slot.
+    mutating func deliver(_ item: Item) -> (consumer: ConsumerContinuation, item: Item, driver: DriverContinuation?)? {
         if case .terminated = phase { return nil }
         switch order {
         case .completion: completed.append(item)
@@ -93,7 +94,7 @@ struct BatchStreamStateMachine<Output: Sendable> {
         }
         guard let consumer, let next = popDeliverable() else { return nil }
         self.consumer = nil
-        return (consumer, next)
+        return (consumer, next, takeDriverForFreedSlot())
     }
 
     /// The driver started every item and all of them delivered.

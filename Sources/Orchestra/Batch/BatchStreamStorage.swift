@@ -68,8 +68,9 @@ final class BatchStreamStorage<Output: Sendable>: Sendable {
     }
 
     private func deliver(_ item: Machine.Item) {
-        if let (consumer, next) = state.withLock({ $0.deliver(item) }) {
-            consumer.resume(returning: next)
+        if let handoff = state.withLock({ $0.deliver(item) }) {
+            handoff.driver?.resume(returning: true)
+            handoff.consumer.resume(returning: handoff.item)
         }
     }
 
