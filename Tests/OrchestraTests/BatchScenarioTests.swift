@@ -15,6 +15,7 @@ struct BatchScenarioTests {
             #expect(starts[index] == reference.starts[index], "download \(index)", sourceLocation: sourceLocation)
         }
         #expect(network.probe.maximum == reference.maxConcurrency, "most downloads at once", sourceLocation: sourceLocation)
+        #expect(network.clock.pendingSleepers.isEmpty, "nothing left suspended on the clock", sourceLocation: sourceLocation)
     }
 
     /// dispatch_group enter/leave + notify: all in parallel, one final callback.
@@ -124,5 +125,6 @@ struct BatchScenarioTests {
         #expect(maxBeforeRaise.withLock { $0 } == 2)
         #expect(network.probe.maximum == 5)
         #expect(limiter.running == 0)
+        #expect(network.clock.pendingSleepers.isEmpty)
     }
 }
