@@ -27,9 +27,9 @@ extension Sequence where Self: Sendable, Element: Sendable {
         buffer: Int = 0,
         _ transform: @escaping @Sendable (Element) async throws -> Output
     ) -> BatchCompletions<Self, Output> {
-        precondition(limit >= 1, "completions(limit:_:): limit must be at least 1, got \(limit)")
-        precondition(buffer >= 0, "completions(limit:_:): buffer must be 0 or more, got \(buffer)")
-        return BatchCompletions(base: self, limit: limit, buffer: buffer, transform: transform)
+        BatchCompletions(source: BatchStreamSource(
+            base: self, limit: limit, buffer: buffer, function: "completions(limit:_:)", transform: transform
+        ))
     }
 }
 
@@ -40,34 +40,21 @@ where Base.Element: Sendable {
     public typealias Element = (index: Int, result: Result<Output, any Error>)
     public typealias Failure = Never
 
-    let base: Base
-    let limit: Int
-    let buffer: Int
-    let transform: @Sendable (Base.Element) async throws -> Output
+    let source: BatchStreamSource<Base, Output>
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(self)
+        Iterator(cursor: BatchStreamCursor(source, order: .completion))
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        private let sequence: BatchCompletions
-        private let handle: BatchStreamHandle<Output>
-
-        init(_ sequence: BatchCompletions) {
-            self.sequence = sequence
-            handle = BatchStreamHandle(BatchStreamStorage(
-                order: .completion, limit: sequence.limit, buffer: sequence.buffer,
-                function: "completions(limit:_:)"
-            ))
-        }
+        let cursor: BatchStreamCursor<Base, Output>
 
         public mutating func next() async -> Element? {
             await next(isolation: nil)
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-            handle.storage.startIfNeeded(base: sequence.base, limit: sequence.limit, transform: sequence.transform)
-            guard let item = await handle.storage.next(isolation: actor) else { return nil }
+            guard let item = await cursor.next(isolation: actor) else { return nil }
             return (item.index, item.result)
         }
     }

@@ -9,10 +9,8 @@ final class BatchStreamStorage<Output: Sendable>: Sendable {
 
     private let state: Locked<Machine>
 
-    init(order: Machine.Order, limit: Int, buffer: Int, function: StaticString) {
-        precondition(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
-        precondition(buffer >= 0, "\(function): buffer must be 0 or more, got \(buffer)")
-        state = Locked(Machine(order: order, capacity: limit + buffer))
+    init(order: Machine.Order, capacity: Int) {
+        state = Locked(Machine(order: order, capacity: capacity))
     }
 
     /// Starts the driver on the first `next()`.
@@ -127,5 +125,42 @@ final class BatchStreamHandle<Output: Sendable>: Sendable {
 
     deinit {
         storage.terminate()
+    }
+}
+
+/// What a batch stream runs: the inputs, the limits and the work for one element.
+struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
+    let base: Base
+    let limit: Int
+    let buffer: Int
+    let transform: @Sendable (Base.Element) async throws -> Output
+
+    init(
+        base: Base, limit: Int, buffer: Int, function: StaticString,
+        transform: @escaping @Sendable (Base.Element) async throws -> Output
+    ) {
+        precondition(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
+        precondition(buffer >= 0, "\(function): buffer must be 0 or more, got \(buffer)")
+        self.base = base
+        self.limit = limit
+        self.buffer = buffer
+        self.transform = transform
+    }
+}
+
+/// The shared part of the batch streams' iterators: starts the driver on the first `next()`
+/// and stops the batch when the last copy of the iterator is dropped.
+struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base.Element: Sendable {
+    private let source: BatchStreamSource<Base, Output>
+    private let handle: BatchStreamHandle<Output>
+
+    init(_ source: BatchStreamSource<Base, Output>, order: BatchStreamStateMachine<Output>.Order) {
+        self.source = source
+        handle = BatchStreamHandle(BatchStreamStorage(order: order, capacity: source.limit + source.buffer))
+    }
+
+    func next(isolation actor: isolated (any Actor)?) async -> BatchStreamStateMachine<Output>.Item? {
+        handle.storage.startIfNeeded(base: source.base, limit: source.limit, transform: source.transform)
+        return await handle.storage.next(isolation: actor)
     }
 }

@@ -26,9 +26,9 @@ extension Sequence where Self: Sendable, Element: Sendable {
         buffer: Int = 0,
         _ transform: @escaping @Sendable (Element) async throws -> Output
     ) -> OrderedBatchResults<Self, Output> {
-        precondition(limit >= 1, "orderedResults(limit:_:): limit must be at least 1, got \(limit)")
-        precondition(buffer >= 0, "orderedResults(limit:_:): buffer must be 0 or more, got \(buffer)")
-        return OrderedBatchResults(base: self, limit: limit, buffer: buffer, transform: transform)
+        OrderedBatchResults(source: BatchStreamSource(
+            base: self, limit: limit, buffer: buffer, function: "orderedResults(limit:_:)", transform: transform
+        ))
     }
 }
 
@@ -38,34 +38,21 @@ where Base.Element: Sendable {
     public typealias Element = Result<Output, any Error>
     public typealias Failure = Never
 
-    let base: Base
-    let limit: Int
-    let buffer: Int
-    let transform: @Sendable (Base.Element) async throws -> Output
+    let source: BatchStreamSource<Base, Output>
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(self)
+        Iterator(cursor: BatchStreamCursor(source, order: .input))
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        private let sequence: OrderedBatchResults
-        private let handle: BatchStreamHandle<Output>
-
-        init(_ sequence: OrderedBatchResults) {
-            self.sequence = sequence
-            handle = BatchStreamHandle(BatchStreamStorage(
-                order: .input, limit: sequence.limit, buffer: sequence.buffer,
-                function: "orderedResults(limit:_:)"
-            ))
-        }
+        let cursor: BatchStreamCursor<Base, Output>
 
         public mutating func next() async -> Element? {
             await next(isolation: nil)
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-            handle.storage.startIfNeeded(base: sequence.base, limit: sequence.limit, transform: sequence.transform)
-            return await handle.storage.next(isolation: actor)?.result
+            await cursor.next(isolation: actor)?.result
         }
     }
 }
