@@ -9,7 +9,7 @@ let package = Package(
     products: [
         .library(name: "Orchestra", targets: ["Orchestra"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
-        .executable(name: "orchestra", targets: ["orchestra"]),
+        .executable(name: "orchestra", targets: ["OrchestraCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -26,8 +26,10 @@ let package = Package(
             name: "OrchestraTestKit",
             dependencies: ["Orchestra"]
         ),
+        // Not named "orchestra": on a case-insensitive file system (macOS's default) its build
+        // products would collide with the "Orchestra" module's. The product keeps the name.
         .executableTarget(
-            name: "orchestra",
+            name: "OrchestraCLI",
             dependencies: [
                 "Orchestra",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -85,6 +85,21 @@ struct BatchBehaviourTests {
         #expect(work.started.count == 2)
     }
 
+    @Test func anAlreadyCancelledCallerStartsNothingAndLosesNoElement() async throws {
+        let started = EventLog<Int>()
+        let outcome = Task { () -> (map: Result<[Int], any Error>, results: [Result<Int, any Error>]) in
+            withUnsafeCurrentTask { $0?.cancel() }
+            let map = await Result { try await [1, 2, 3].concurrentMap(limit: 2) { started.append($0); return $0 } }
+            let results = await [1, 2, 3].concurrentResults(limit: 2) { started.append($0); return $0 }
+            return (map, results)
+        }
+        let (map, results) = await outcome.value
+        #expect(map.failure is CancellationError, "concurrentMap must throw, not return a short array")
+        #expect(results.count == 3)
+        #expect(results.allSatisfy { $0.failure is CancellationError })
+        #expect(started.count == 0)
+    }
+
     @Test func leavingACompletionsLoopEarlyCancelsInFlightWorkAndStartsNothingNew() async throws {
         let work = ScriptedWork(count: 10)
         let consumer = Task { () -> Int? in

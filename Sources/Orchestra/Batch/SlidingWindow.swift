@@ -34,6 +34,8 @@ extension Sequence where Element: Sendable {
             }
             var running = 0
             while running < limit, !Task.isCancelled, startNext() { running += 1 }
+            // Already cancelled before anything started: every element is unstarted.
+            if running == 0, Task.isCancelled { return iterator }
             while let (position, result) = try await group.next() {
                 try onResult(position, result)
                 if Task.isCancelled {

@@ -1,0 +1,62 @@
+/// One scenario from the seed articles, replayed with Orchestra on simulated downloads.
+struct Scenario: Sendable {
+    /// The name given to `--scenario`.
+    let name: String
+    /// What happens, in one line.
+    let title: String
+    /// A few words for the `--help` catalog.
+    let summary: String
+    /// The hand-rolled pattern from the seed articles that this scenario replaces.
+    let replaces: String
+    /// The Orchestra call that replaces it.
+    let orchestra: String
+    /// The most downloads that may run at once; the demo checks what it observed against it.
+    let limit: Int
+    /// The timeline's rows, top to bottom.
+    let lanes: [LaneSpec]
+    /// The scenario itself.
+    let body: @Sendable (Stage) async throws -> Void
+
+    init(
+        name: String,
+        title: String,
+        summary: String,
+        replaces: String,
+        orchestra: String,
+        limit: Int,
+        lanes: [LaneSpec] = Scenario.imageLanes,
+        body: @escaping @Sendable (Stage) async throws -> Void
+    ) {
+        self.name = name
+        self.title = title
+        self.summary = summary
+        self.replaces = replaces
+        self.orchestra = orchestra
+        self.limit = limit
+        self.lanes = lanes
+        self.body = body
+    }
+
+    /// A lane per simulated image.
+    static let imageLanes = SimulatedImage.all.map { LaneSpec.download($0.name) }
+
+    /// Every scenario, in the order the demo plays them.
+    static let all: [Scenario] = [
+        .allAtOnce, .completions, .ordered, .serial, .limitTwo,
+        .raiseLimit, .dependencies, .tokenRefresh, .retry,
+    ]
+
+    /// The scenario called `name`, or numbered `name` (1-based).
+    static func named(_ name: String) -> Scenario? {
+        if let number = Int(name), all.indices.contains(number - 1) { return all[number - 1] }
+        return all.first { $0.name == name.lowercased() }
+    }
+
+    /// ` 1  all-at-once    8 at once, one callback when all are done` lines, for `--help`.
+    static var catalog: String {
+        let width = all.map(\.name.count).max() ?? 0
+        return all.enumerated().map { offset, scenario in
+            "\(Format.right("\(offset + 1)", 2))  \(Format.left(scenario.name, width))  \(scenario.summary)"
+        }.joined(separator: "\n")
+    }
+}

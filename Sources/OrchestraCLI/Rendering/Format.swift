@@ -1,0 +1,72 @@
+import Orchestra
+
+extension Duration {
+    /// The duration in milliseconds, as a `Double`.
+    var inMilliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1_000 + Double(attoseconds) / 1e15
+    }
+}
+
+/// Small text helpers for aligned, Foundation-free output.
+enum Format {
+    /// `412 ms`.
+    static func milliseconds(_ duration: Duration) -> String {
+        "\(Int(duration.inMilliseconds.rounded())) ms"
+    }
+
+    /// `6.4 s`, or `412 ms` under a second.
+    static func wallTime(_ duration: Duration) -> String {
+        let milliseconds = duration.inMilliseconds
+        guard milliseconds >= 1_000 else { return self.milliseconds(duration) }
+        let tenths = Int((milliseconds / 100).rounded())
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+
+    /// A speed factor as the user would type it: `3`, `0.5`.
+    static func factor(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? "\(Int(value))" : "\(value)"
+    }
+
+    /// `text` padded with spaces on the left to `width` characters.
+    static func right(_ text: String, _ width: Int) -> String {
+        String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+
+    /// `text` padded with spaces on the right to `width` characters.
+    static func left(_ text: String, _ width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+
+    /// `1 request`, `3 requests`.
+    static func count(_ number: Int, _ singular: String, plural: String? = nil) -> String {
+        "\(number) \(number == 1 ? singular : plural ?? singular + "s")"
+    }
+
+    /// `1st`, `2nd`, `3rd`, `4th`, …
+    static func ordinal(_ number: Int) -> String {
+        let suffix: String
+        switch (number % 10, number % 100) {
+        case (_, 11...13): suffix = "th"
+        case (1, _): suffix = "st"
+        case (2, _): suffix = "nd"
+        case (3, _): suffix = "rd"
+        default: suffix = "th"
+        }
+        return "\(number)\(suffix)"
+    }
+
+    /// How an error reads in the demo's output: short, and naming the Orchestra error.
+    static func error(_ error: any Error) -> String {
+        switch error {
+        case let error as CallbackError:
+            "CallbackError.\(error.code)"
+        case let error as TimeoutError:
+            error.timeout.map { "TimeoutError: timed out after \(milliseconds($0))" } ?? "TimeoutError: deadline passed"
+        case is CancellationError:
+            "cancelled"
+        default:
+            "\(error)"
+        }
+    }
+}
