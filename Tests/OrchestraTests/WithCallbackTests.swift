@@ -110,6 +110,21 @@ struct WithCallbackTests {
         api.respond(.success("too late"))
         try await waitUntil("the late completion was reported") { diagnostics.count == 1 }
         #expect(diagnostics.events.first?.kind == .lateCompletion)
+        #expect(diagnostics.events.first?.isExpected == true, "the legacy work was asked to cancel")
+    }
+
+    @Test func aLateCompletionWithoutACancellationHandlerIsReportedAsUnexpected() async throws {
+        let call = Task { [api, handler] in
+            try await withCallback(diagnostics: handler) { completion in api.fetch { completion($0) } }
+        }
+        try await waitUntil("the legacy call started") { api.pendingCount == 1 }
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        api.respond(.success("ran to the end"))
+        try await waitUntil("the late completion was reported") { diagnostics.count == 1 }
+        #expect(diagnostics.events.first?.kind == .lateCompletion)
+        #expect(diagnostics.events.first?.isExpected == false)
+        #expect(diagnostics.events.first?.message.contains("pass onCancel:") == true)
     }
 
     @Test func aHandlerRegisteredOnTheCompletionCancelsTheLegacyWork() async throws {

@@ -24,6 +24,8 @@ extension Sequence where Element: Sendable {
     /// - Parameters:
     ///   - limit: The most elements in flight at once; must be at least 1 (a smaller value is a
     ///     programmer error and traps with a message naming it).
+    ///   - isolation: Where results are collected and the call returns; the caller's actor by
+    ///     default.
     ///   - transform: The work for one element; runs concurrently with the others.
     /// - Complexity: O(n) time; memory O(limit) besides the returned array.
     public func concurrentMap<Output: Sendable>(
@@ -62,6 +64,8 @@ extension Sequence where Element: Sendable {
     ///
     /// - Parameters:
     ///   - limit: The most elements in flight at once; must be at least 1.
+    ///   - isolation: Where results are collected and the call returns; the caller's actor by
+    ///     default.
     ///   - transform: The work for one element.
     public func concurrentResults<Output: Sendable>(
         limit: Int,

@@ -10,7 +10,9 @@ struct CallbackStateMachine<Value: Sendable> {
     private enum Phase {
         case starting
         case waiting(Continuation)
-        case cancelled
+        /// `askedToStop`: cancellation handlers were run, so a completion that still arrives
+        /// is the legacy API acknowledging the cancellation.
+        case cancelled(askedToStop: Bool)
         case finished
     }
 
@@ -25,7 +27,7 @@ struct CallbackStateMachine<Value: Sendable> {
     /// The continuation is ready; start the legacy work unless the task is already cancelled.
     mutating func register(_ continuation: Continuation, isCancelled: Bool) -> RegisterAction {
         guard case .starting = phase, !isCancelled else {
-            phase = .cancelled
+            phase = .cancelled(askedToStop: false)
             return .resumeCancelled
         }
         phase = .waiting(continuation)
@@ -35,7 +37,8 @@ struct CallbackStateMachine<Value: Sendable> {
     enum CompleteAction {
         case resume(Continuation)
         case reportDouble
-        case reportLate
+        /// `expected`: the legacy work had been asked to stop (see ``Phase``).
+        case reportLate(expected: Bool)
     }
 
     /// The completion was called.
@@ -47,8 +50,8 @@ struct CallbackStateMachine<Value: Sendable> {
             return .resume(continuation)
         case .finished, .starting:
             return .reportDouble
-        case .cancelled:
-            return .reportLate
+        case .cancelled(let askedToStop):
+            return .reportLate(expected: askedToStop)
         }
     }
 
@@ -66,10 +69,10 @@ struct CallbackStateMachine<Value: Sendable> {
     mutating func cancel() -> (Continuation?, [@Sendable () -> Void]) {
         switch phase {
         case .starting:
-            phase = .cancelled
+            phase = .cancelled(askedToStop: false)
             return (nil, [])
         case .waiting(let continuation):
-            phase = .cancelled
+            phase = .cancelled(askedToStop: !cancelHandlers.isEmpty)
             defer { cancelHandlers = [] }
             return (continuation, cancelHandlers)
         case .cancelled, .finished:
@@ -85,6 +88,7 @@ struct CallbackStateMachine<Value: Sendable> {
             cancelHandlers.append(handler)
             return false
         case .cancelled:
+            phase = .cancelled(askedToStop: true)
             return true
         case .finished:
             return false

@@ -36,11 +36,15 @@ public final class Completion<Value: Sendable>: Sendable {
                 message: "the completion handler was called again with \(describe(result)); the call was ignored",
                 location: location
             ))
-        case .reportLate:
+        case .reportLate(let expected):
+            let why = expected
+                ? "; expected, since the legacy work was asked to cancel"
+                : "; nothing had asked the legacy work to cancel (pass onCancel:), so it ran to the end unobserved"
             diagnostics.report(OrchestraDiagnostic(
                 kind: .lateCompletion,
-                message: "the completion handler was called with \(describe(result)) after the awaiting task was cancelled; the call was ignored",
-                location: location
+                message: "the completion handler was called with \(describe(result)) after the awaiting task was cancelled; the call was ignored\(why)",
+                location: location,
+                isExpected: expected
             ))
         }
     }
@@ -99,11 +103,16 @@ extension Completion where Value == Void {
 /// `CancellationError` is thrown. If it is cancelled while waiting, the await ends at once
 /// with `CancellationError`, `onCancel` and the handlers given to ``Completion/onCancel(_:)``
 /// run, and a completion that arrives later is reported as
-/// ``OrchestraDiagnostic/Kind/lateCompletion``.
+/// ``OrchestraDiagnostic/Kind/lateCompletion``, marked ``OrchestraDiagnostic/isExpected`` when a
+/// cancellation handler had asked the legacy work to stop (URLSession, for one, then calls back
+/// with a "cancelled" error), so the default handler stays quiet about it.
 ///
 /// - Parameters:
+///   - isolation: Where `body` runs and the call returns; the caller's actor by default.
 ///   - diagnostics: Where misuse is reported; `DiagnosticsHandler.current` by default.
 ///   - onCancel: Cancels the legacy work when the awaiting task is cancelled.
+///   - fileID: The call site, named in diagnostics and errors; leave the default.
+///   - line: The call site's line; leave the default.
 ///   - body: Starts the legacy work and arranges for the completion to be called.
 public func withCallback<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,

@@ -31,11 +31,16 @@ public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
     public var message: String
     /// Where the coordinating call was made (`#fileID:#line` of the caller).
     public var location: String
+    /// Whether this is the normal echo of something Orchestra asked for, not a bug: for
+    /// example a legacy API that, once asked to cancel, still calls its completion with a
+    /// "cancelled" error (URLSession does). ``DiagnosticsHandler/standardError`` skips these.
+    public var isExpected: Bool
 
-    public init(kind: Kind, message: String, location: String) {
+    public init(kind: Kind, message: String, location: String, isExpected: Bool = false) {
         self.kind = kind
         self.message = message
         self.location = location
+        self.isExpected = isExpected
     }
 
     public var description: String { "\(location): \(kind): \(message)" }
@@ -44,7 +49,7 @@ public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
 /// Where ``OrchestraDiagnostic``s go.
 ///
 /// Give one per call (for example `withCallback(diagnostics:)`), per instance, or for a whole
-/// task tree with ``DiagnosticsHandler/$current``:
+/// task tree with `DiagnosticsHandler.$current`:
 ///
 /// ```swift
 /// try await DiagnosticsHandler.$current.withValue(.init { logger.warning("\($0)") }) {
@@ -66,8 +71,10 @@ public struct DiagnosticsHandler: Sendable {
         handle(diagnostic)
     }
 
-    /// Writes each diagnostic as one line to standard error (the default).
+    /// Writes each unexpected diagnostic as one line to standard error (the default);
+    /// diagnostics marked ``OrchestraDiagnostic/isExpected`` are dropped.
     public static let standardError = DiagnosticsHandler { diagnostic in
+        guard !diagnostic.isExpected else { return }
         let line = Array("[Orchestra] \(diagnostic)\n".utf8)
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }

@@ -3,11 +3,13 @@
 /// server asked for (`Retry-After`).
 ///
 /// ```swift
+/// struct ServerError: Error { var status: Int; var retryAfter: Duration? }
+///
 /// let policy = RetryPolicy(
 ///     maxAttempts: 4,
 ///     initialDelay: .milliseconds(200),
-///     isRetryable: { ($0 as? URLError)?.code == .timedOut },
-///     serverDelay: { ($0 as? HTTPStatusError)?.retryAfter }
+///     isRetryable: { [503, 504].contains(($0 as? ServerError)?.status ?? 0) },
+///     serverDelay: { ($0 as? ServerError)?.retryAfter }
 /// )
 /// let data = try await withRetry(policy) { try await fetch(url) }
 /// ```

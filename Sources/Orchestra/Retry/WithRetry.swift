@@ -25,6 +25,7 @@ public struct RetryEvent: Sendable {
 /// - Parameters:
 ///   - policy: Attempts, backoff, jitter and which errors to retry.
 ///   - clock: The clock the backoff sleeps on; a manual clock in tests.
+///   - isolation: Where `body` and `onRetry` run; the caller's actor by default.
 ///   - onRetry: Called before each backoff, in the caller's isolation (for logging).
 ///   - body: One attempt.
 public func withRetry<Value, C: Clock>(

@@ -10,13 +10,15 @@
 /// is already there is never thrown away.
 ///
 /// Cancellation: cancelling the calling task cancels `body` and the timer; the call then
-/// ends with whatever `body` ends with (usually `CancellationError`).
+/// throws `CancellationError` (or the error `body` threw first).
 ///
 /// - Parameters:
 ///   - timeout: How long `body` may run.
 ///   - tolerance: Passed to the clock's `sleep`.
 ///   - clock: The clock that measures the time; `ContinuousClock` by default, a manual clock
 ///     in tests.
+///   - isolation: Where the call awaits and returns; the caller's actor by default. `body`
+///     itself runs in a child task.
 ///   - body: The work.
 /// - Throws: ``TimeoutError`` (code ``TimeoutError/Code/timedOut``, naming `timeout`) if the
 ///   time ran out first; otherwise whatever `body` throws.
