@@ -82,14 +82,3 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
         storage.withLock { $0.attach(task, key: key, generation: generation) }?.cancel()
     }
 }
-
-extension Result where Failure == any Error {
-    /// Captures the outcome of an async throwing closure.
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
-}
