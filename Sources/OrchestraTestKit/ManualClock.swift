@@ -120,7 +120,7 @@ public final class ManualClock: Clock, Sendable {
     /// - Returns: The number of sleepers woken.
     @discardableResult
     public func advance(by duration: Duration) -> Int {
-        precondition(duration >= .zero, "ManualClock.advance(by:): duration must not be negative, got \(duration)")
+        checkArgument(duration >= .zero, "ManualClock.advance(by:): duration must not be negative, got \(duration)")
         let due = state.withLock { $0.advance(to: $0.now.advanced(by: duration)) }
         for sleeper in due { sleeper.resume() }
         return due.count

@@ -139,8 +139,8 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
         base: Base, limit: Int, buffer: Int, function: StaticString,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
     ) {
-        precondition(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
-        precondition(buffer >= 0, "\(function): buffer must be 0 or more, got \(buffer)")
+        checkArgument(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
+        checkArgument(buffer >= 0, "\(function): buffer must be 0 or more, got \(buffer)")
         self.base = base
         self.limit = limit
         self.buffer = buffer

@@ -15,7 +15,7 @@ extension Sequence where Element: Sendable {
         transform: @escaping @Sendable (Element) async throws -> Output,
         onResult: (Int, Result<Output, any Error>) throws -> Void
     ) async throws -> Iterator? {
-        precondition(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
+        checkArgument(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
         return try await withThrowingTaskGroup(of: (Int, Result<Output, any Error>).self, isolation: isolation) { group in
             var iterator = makeIterator()
             var index = 0

@@ -47,11 +47,11 @@ public struct RetryPolicy: Sendable {
         isRetryable: @escaping @Sendable (any Error) -> Bool = { _ in true },
         serverDelay: @escaping @Sendable (any Error) -> Duration? = { _ in nil }
     ) {
-        precondition(maxAttempts >= 1, "RetryPolicy(maxAttempts:): must be at least 1, got \(maxAttempts)")
-        precondition(initialDelay >= .zero, "RetryPolicy(initialDelay:): must not be negative, got \(initialDelay)")
-        precondition(multiplier >= 1, "RetryPolicy(multiplier:): must be at least 1, got \(multiplier)")
-        precondition(maxDelay >= .zero, "RetryPolicy(maxDelay:): must not be negative, got \(maxDelay)")
-        precondition((0...1).contains(jitter), "RetryPolicy(jitter:): must be between 0 and 1, got \(jitter)")
+        checkArgument(maxAttempts >= 1, "RetryPolicy(maxAttempts:): must be at least 1, got \(maxAttempts)")
+        checkArgument(initialDelay >= .zero, "RetryPolicy(initialDelay:): must not be negative, got \(initialDelay)")
+        checkArgument(multiplier >= 1, "RetryPolicy(multiplier:): must be at least 1, got \(multiplier)")
+        checkArgument(maxDelay >= .zero, "RetryPolicy(maxDelay:): must not be negative, got \(maxDelay)")
+        checkArgument((0...1).contains(jitter), "RetryPolicy(jitter:): must be between 0 and 1, got \(jitter)")
         self.maxAttempts = maxAttempts
         self.initialDelay = initialDelay
         self.multiplier = multiplier

@@ -21,7 +21,7 @@ public final class AsyncSemaphore: Sendable {
     ///
     /// - Parameter value: The number of permits available at first; must be zero or more.
     public init(value: Int) {
-        precondition(value >= 0, "AsyncSemaphore(value:): value must be 0 or more, got \(value)")
+        checkArgument(value >= 0, "AsyncSemaphore(value:): value must be 0 or more, got \(value)")
         storage = Locked(PermitStateMachine(available: value))
     }
 

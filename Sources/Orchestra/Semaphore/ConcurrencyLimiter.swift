@@ -19,7 +19,7 @@ public final class ConcurrencyLimiter: Sendable {
     ///
     /// - Parameter limit: The maximum number of concurrent holders; `0` pauses admission.
     public init(limit: Int) {
-        precondition(limit >= 0, "ConcurrencyLimiter(limit:): limit must be 0 or more, got \(limit)")
+        checkArgument(limit >= 0, "ConcurrencyLimiter(limit:): limit must be 0 or more, got \(limit)")
         storage = Locked(PermitStateMachine(available: limit))
     }
 
@@ -34,7 +34,7 @@ public final class ConcurrencyLimiter: Sendable {
 
     /// Changes the limit; see ``limit``.
     public func setLimit(_ newLimit: Int) {
-        precondition(newLimit >= 0, "ConcurrencyLimiter.limit must be 0 or more, got \(newLimit)")
+        checkArgument(newLimit >= 0, "ConcurrencyLimiter.limit must be 0 or more, got \(newLimit)")
         let admitted = storage.withLock { $0.setCapacity(newLimit) }
         for waiter in admitted { waiter.resume() }
     }
