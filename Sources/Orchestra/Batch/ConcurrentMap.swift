@@ -28,69 +28,35 @@ extension Sequence where Element: Sendable {
     ///     default.
     ///   - transform: The work for one element; runs concurrently with the others.
     /// - Complexity: O(n) time; memory O(limit) besides the returned array.
+    @inlinable
     public func concurrentMap<Output: Sendable>(
         limit: Int,
         isolation: isolated (any Actor)? = #isolation,
         _ transform: @escaping @Sendable (Element) async throws -> Output
     ) async throws -> [Output] {
-        var results: [Output?] = []
-        results.reserveCapacity(underestimatedCount)
-        let unstarted = try await slidingWindow(
-            limit: limit,
-            function: "concurrentMap(limit:_:)",
-            isolation: isolation,
-            transform: transform
-        ) { index, result in
-            if index >= results.count { results.append(contentsOf: repeatElement(nil, count: index - results.count + 1)) }
-            results[index] = try result.get()
-        }
-        if unstarted != nil { throw CancellationError() }
-        return results.map { $0! }
-    }
-
-    /// Transforms every element concurrently, at most `limit` at once, and returns every
-    /// outcome, success or failure, in input order. Never throws.
-    ///
-    /// ```swift
-    /// for (url, result) in zip(urls, await urls.concurrentResults(limit: 4) { try await download($0) }) {
-    ///     if case .failure(let error) = result { log("\(url): \(error)") }
-    /// }
-    /// ```
-    ///
-    /// Each element runs in its own child task of one task group owned by this call.
-    ///
-    /// Cancellation: cancelling the calling task cancels the running elements and starts
-    /// nothing new; elements that never started get `.failure(CancellationError())`.
-    ///
-    /// - Parameters:
-    ///   - limit: The most elements in flight at once; must be at least 1.
-    ///   - isolation: Where results are collected and the call returns; the caller's actor by
-    ///     default.
-    ///   - transform: The work for one element.
-    public func concurrentResults<Output: Sendable>(
-        limit: Int,
-        isolation: isolated (any Actor)? = #isolation,
-        _ transform: @escaping @Sendable (Element) async throws -> Output
-    ) async -> [Result<Output, any Error>] {
-        var results: [Result<Output, any Error>?] = []
-        results.reserveCapacity(underestimatedCount)
-        func store(_ index: Int, _ result: Result<Output, any Error>) {
-            if index >= results.count { results.append(contentsOf: repeatElement(nil, count: index - results.count + 1)) }
-            results[index] = result
-        }
-        do {
-            if var unstarted = try await slidingWindow(
-                limit: limit,
-                function: "concurrentResults(limit:_:)",
-                isolation: isolation,
-                transform: transform,
-                onResult: store
-            ) {
-                while unstarted.next() != nil { results.append(.failure(CancellationError())) }
+        checkArgument(limit >= 1, "concurrentMap(limit:_:): limit must be at least 1, got \(limit)")
+        return try await withThrowingTaskGroup(of: (Int, Output).self, isolation: isolation) { group in
+            var results: [Output?] = []
+            results.reserveCapacity(underestimatedCount)
+            var iterator = makeIterator()
+            // Fail-fast comes from the group: the first child error leaves this closure, which
+            // cancels and awaits the other children. Cancellation of the caller is checked
+            // before each start, so nothing new starts and no element is silently skipped.
+            func startNext() throws -> Bool {
+                if Task.isCancelled { throw CancellationError() }
+                guard let element = iterator.next() else { return false }
+                let position = results.count
+                results.append(nil)
+                group.addTask { (position, try await transform(element)) }
+                return true
             }
-        } catch {
-            preconditionFailure("concurrentResults: the result handler cannot throw, but got \(error)")
+            var running = 0
+            while running < limit, try startNext() { running += 1 }
+            while let (position, value) = try await group.next() {
+                results[position] = value
+                _ = try startNext()
+            }
+            return results.map { $0! }
         }
-        return results.map { $0! }
     }
 }

@@ -57,6 +57,10 @@ struct PermitStateMachine {
 
     /// Returns one permit; hands it to the oldest waiter if there is one.
     mutating func release() -> Continuation? {
+        if waiters.isEmpty {
+            available += 1
+            return nil
+        }
         if available >= 0, let waiter = waiters.popFirst() {
             return waiter
         }

@@ -4,6 +4,7 @@
 /// Unlike `precondition`, whose message is dropped in optimized builds, this prints the message
 /// (naming the function, the parameter and the value) in every build configuration, so the
 /// crash report says what was wrong.
+@usableFromInline
 package func checkArgument(
     _ condition: Bool,
     _ message: @autoclosure () -> String,

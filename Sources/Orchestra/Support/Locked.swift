@@ -22,7 +22,9 @@ package final class Locked<State>: @unchecked Sendable {
     #else
     private let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
-    private var state: State
+    // The mutex already serialises every access; the runtime exclusivity check would only add
+    // cost on the hottest path of every primitive.
+    @exclusivity(unchecked) private var state: State
 
     package init(_ initial: State) {
         self.state = initial
