@@ -51,6 +51,7 @@ public final class AsyncSemaphore: Sendable {
     ///
     /// - Throws: `CancellationError` if cancelled while waiting for the permit (then `body`
     ///   does not run), or whatever `body` throws.
+    @inlinable
     nonisolated(nonsending) public func withPermit<Result>(
         _ body: nonisolated(nonsending) () async throws -> Result
     ) async throws -> Result {

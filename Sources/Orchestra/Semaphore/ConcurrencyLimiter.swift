@@ -60,6 +60,7 @@ public final class ConcurrencyLimiter: Sendable {
     ///
     /// - Throws: `CancellationError` if cancelled while waiting (then `body` does not run),
     ///   or whatever `body` throws.
+    @inlinable
     nonisolated(nonsending) public func withPermit<Result>(
         _ body: nonisolated(nonsending) () async throws -> Result
     ) async throws -> Result {
