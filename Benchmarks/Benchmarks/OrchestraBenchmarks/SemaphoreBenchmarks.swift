@@ -1,0 +1,71 @@
+import Benchmark
+import Dispatch
+import Foundation
+import Orchestra
+
+/// Benchmark 2: the uncontended cost of taking and returning a permit.
+///
+/// Each measured iteration does 1,000 pairs (`scalingFactor: .kilo`), so the measurement's own
+/// overhead is spread over a thousand operations; package-benchmark's text output shows the
+/// figure per pair (the `*` columns), and `ratios.py` divides by 1,000 the same way. The target is
+/// `AsyncSemaphore.wait()` + `signal()` under 100 ns. `DispatchSemaphore` wait/signal, the
+/// blocking primitive it replaces, is the baseline; an `NSLock` pair shows the floor of any
+/// lock-based implementation.
+enum SemaphoreWorkload {
+    /// Pairs per measured iteration; `ratios.py` (`OPS_PER_ITERATION["Semaphore"]`) uses the same figure.
+    static var scalingFactor: BenchmarkScalingFactor { .kilo }
+}
+
+func registerSemaphoreBenchmarks() {
+    let configuration = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal],
+        warmupIterations: 10,
+        scalingFactor: SemaphoreWorkload.scalingFactor,
+        maxDuration: .seconds(2),
+        maxIterations: 1_000_000
+    )
+
+    Benchmark("Semaphore/AsyncSemaphore wait+signal", configuration: configuration) { benchmark in
+        let semaphore = AsyncSemaphore(value: 1)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            try await semaphore.wait()
+            semaphore.signal()
+        }
+    }
+
+    Benchmark("Semaphore/AsyncSemaphore withPermit", configuration: configuration) { benchmark in
+        let semaphore = AsyncSemaphore(value: 1)
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            try await semaphore.withPermit { blackHole(index) }
+        }
+    }
+
+    Benchmark("Semaphore/ConcurrencyLimiter acquire+release", configuration: configuration) { benchmark in
+        let limiter = ConcurrencyLimiter(limit: 1)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            try await limiter.acquire()
+            limiter.release()
+        }
+    }
+
+    Benchmark("Semaphore/DispatchSemaphore wait+signal (baseline)", configuration: configuration) { benchmark in
+        let semaphore = DispatchSemaphore(value: 1)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            semaphore.wait()
+            semaphore.signal()
+        }
+    }
+
+    Benchmark("Semaphore/NSLock lock+unlock", configuration: configuration) { benchmark in
+        let lock = NSLock()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            lock.lock()
+            lock.unlock()
+        }
+    }
+}

@@ -1,0 +1,38 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks for Orchestra, kept in their own package so the library itself does not depend
+// on package-benchmark. Run from the repository root:
+//
+//     swift package --package-path Benchmarks benchmark
+//     python3 Benchmarks/ratios.py          # the same run, with ratios to each baseline
+//
+// See BENCHMARKS.md at the repository root for what is measured and the latest figures.
+let package = Package(
+    name: "OrchestraBenchmarks",
+    platforms: [
+        .macOS(.v13),
+    ],
+    dependencies: [
+        // Named, so that the product is found whatever the checkout's directory is called
+        // (a path dependency's identity is otherwise its directory name).
+        .package(name: "Orchestra", path: ".."),
+        // Only the MallocInterposer trait, which backs the malloc metrics. The default
+        // RuntimeInterposer trait would also pull in swift-runtime-interposer, not mirrored here.
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "OrchestraBenchmarks",
+            dependencies: [
+                .product(name: "Orchestra", package: "Orchestra"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
+            path: "Benchmarks/OrchestraBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "package-benchmark"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Runs the Orchestra benchmarks once and prints each median next to its ratio to a baseline.
+
+package-benchmark prints one table per benchmark but no ratio between two benchmarks of the
+same run. This script asks it for machine-readable output (`--format influx --path stdout`,
+one CSV line per benchmark, metric and percentile, raw values: nanoseconds, bytes or counts)
+and prints, for every benchmark and metric:
+
+    median (p50) | median per operation | ratio to the baseline of its group
+
+then whether each target of the benchmark issue was met (see TARGETS below).
+
+Groups and baselines come from the benchmark names: "Group/what", and in each group the
+benchmark whose name ends in "(baseline)" is the reference (see
+Benchmarks/OrchestraBenchmarks/OrchestraBenchmarks.swift).
+
+Usage, from the repository root or anywhere:
+
+    python3 Benchmarks/ratios.py                         # build, run everything, print the table
+    python3 Benchmarks/ratios.py --filter 'Semaphore/.*' # extra arguments go to `benchmark`
+    python3 Benchmarks/ratios.py --save run.csv          # also keep the raw CSV
+    python3 Benchmarks/ratios.py --from-file run.csv     # table from a saved CSV, no run
+
+Exit status: that of the benchmark run (non-zero if it failed), or 1 if no result was parsed.
+"""
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+from collections import OrderedDict
+
+# Operations done by one measured iteration, per group, for the "per op" column. Keep in step
+# with BatchWorkload.jobCount and SemaphoreWorkload.scalingFactor in the Swift sources.
+OPS_PER_ITERATION = {
+    "Batch": 100_000,
+    "Semaphore": 1_000,
+}
+
+BASELINE_MARK = "(baseline)"
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# The targets of the benchmark issue, checked after the table. Each is
+# (description, function of the medians returning (figure as text, met)) and is skipped when its
+# benchmarks were not run (e.g. with --filter).
+WALL = "Time(wallclock)"
+PEAK_DELTA = "MemoryΔ(residentpeak)"
+
+
+def target_window_ratio(medians):
+    figure = medians["Batch/concurrentMap"][WALL] / medians["Batch/TaskGroup sliding window (baseline)"][WALL]
+    return f"{figure:.2f}x", figure <= 1.3
+
+
+def target_semaphore_ns(medians):
+    figure = medians["Semaphore/AsyncSemaphore wait+signal"][WALL] / OPS_PER_ITERATION["Semaphore"]
+    return f"{figure:.0f} ns", figure < 100
+
+
+def flat_memory(group, expect_flat=True):
+    # Growth of the resident peak from 10k to 100k inputs, per extra input. Anything kept per
+    # input (a task, a continuation, a boxed result) costs well over 16 bytes; the unbounded
+    # task-group control shows about 1.6 KB.
+    def check(medians):
+        small = medians[f"{group}/10k (baseline)"][PEAK_DELTA]
+        large = medians[f"{group}/100k"][PEAK_DELTA]
+        per_input = round((large - small) / 90_000, 1) + 0.0  # + 0.0 prints -0.0 as 0.0
+        return f"{per_input:.1f} B/input ({large / small:.2f}x for 10x inputs)", (per_input < 16) == expect_flat
+    return check
+
+
+TARGETS = [
+    ("concurrentMap within 1.3x of the hand-written window", target_window_ratio),
+    ("AsyncSemaphore wait()+signal() under 100 ns", target_semaphore_ns),
+    ("memory flat in inputs: concurrentMap returning Void", flat_memory("Memory concurrentMap Void")),
+    ("memory flat in inputs: completions consumed", flat_memory("Memory completions")),
+    ("control, must grow (the metric sees per-input state): unbounded TaskGroup",
+     flat_memory("Memory unbounded TaskGroup (control)", expect_flat=False)),
+]
+
+
+def metric_kind(metric):
+    """'time', 'bytes' or 'count', from package-benchmark's metric description."""
+    if metric.startswith("Time"):
+        return "time"
+    if metric.startswith("Memory"):
+        return "bytes"
+    return "count"
+
+
+def format_value(value, kind):
+    if value is None:
+        return "-"
+    if kind == "time":
+        for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {unit}"
+        return f"{value:.3g} ns"
+    if kind == "bytes":
+        for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {unit}"
+        return f"{value:.0f} B"
+    if value == int(value) and abs(value) >= 1:
+        return f"{int(value):,}"
+    return f"{value:.3g}"
+
+
+def parse_influx(lines):
+    """Returns {benchmark: {metric: median}} in first-seen order.
+
+    Influx rows are: measurement, hostName, processorType, processors, memory, kernelVersion,
+    metric, unit, test, percentile, value, test_average, iterations, warmup_iterations, time.
+    Fields are read from the end so that a comma in a host description cannot shift them;
+    a benchmark name with a comma arrives quoted, which the csv module handles.
+    """
+    medians = OrderedDict()
+    for row in csv.reader(lines):
+        if len(row) < 15 or row[0].startswith("#") or row[0] == "measurement":
+            continue
+        metric, test, percentile, value = row[-9], row[-7], row[-6], row[-5]
+        try:
+            if float(percentile) != 50.0:
+                continue
+            medians.setdefault(test, OrderedDict())[metric] = float(value)
+        except ValueError:
+            continue  # not a result line (build output that happens to contain commas)
+    return medians
+
+
+def group_of(name):
+    return name.rsplit("/", 1)[0] if "/" in name else name
+
+
+def table(medians):
+    baselines = {}
+    for name in medians:
+        if name.endswith(BASELINE_MARK):
+            baselines.setdefault(group_of(name), name)
+
+    rows = [("Benchmark", "Metric", "Median", "Per op", "vs baseline")]
+    for name, metrics in medians.items():
+        group = group_of(name)
+        ops = next((n for prefix, n in OPS_PER_ITERATION.items() if group.startswith(prefix)), None)
+        baseline = baselines.get(group)
+        for metric, median in metrics.items():
+            kind = metric_kind(metric)
+            per_op = median / ops if ops and kind in ("time", "count") else None
+            ratio = "-"
+            if baseline is not None:
+                reference = medians[baseline].get(metric)
+                if name == baseline:
+                    ratio = "1.00x (ref)"
+                elif reference:
+                    ratio = f"{median / reference:.2f}x"
+            rows.append((name, metric, format_value(median, kind), format_value(per_op, kind), ratio))
+
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def target_report(medians):
+    lines = []
+    for description, check in TARGETS:
+        try:
+            figure, met = check(medians)
+        except (KeyError, ZeroDivisionError):
+            continue
+        lines.append(f"{'met    ' if met else 'MISSED '} {description}: {figure}")
+    return "\n".join(["", "Targets:"] + lines) if lines else ""
+
+
+def run_benchmarks(extra_arguments):
+    command = [
+        "swift", "package", "--package-path", PACKAGE_DIR, "benchmark",
+        "--format", "influx", "--path", "stdout", "--no-progress",
+    ] + extra_arguments
+    print("$ " + " ".join(command), file=sys.stderr, flush=True)
+    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    return completed.returncode, completed.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Run the Orchestra benchmarks and print medians with ratios to each group's baseline.",
+        epilog="Unrecognised arguments (e.g. --filter REGEX) are passed to `swift package benchmark`.",
+    )
+    parser.add_argument("--from-file", metavar="CSV", help="read a saved influx CSV instead of running")
+    parser.add_argument("--save", metavar="CSV", help="also write the raw influx CSV of this run here")
+    options, extra = parser.parse_known_args()
+
+    if options.from_file:
+        status = 0
+        with open(options.from_file, encoding="utf-8") as file:
+            output = file.read()
+    else:
+        status, output = run_benchmarks(extra)
+        if options.save:
+            with open(options.save, "w", encoding="utf-8") as file:
+                file.write(output)
+
+    medians = parse_influx(output.splitlines())
+    if not medians:
+        sys.stdout.write(output)
+        print("ratios.py: no benchmark results found in the output above", file=sys.stderr)
+        return status or 1
+    print(table(medians))
+    print(target_report(medians))
+    if status != 0:
+        print(f"ratios.py: the benchmark run exited with status {status}", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
