@@ -6,7 +6,7 @@ import Testing
 enum Seeds {
     /// Download times in milliseconds; chosen so no two downloads end at the same instant in
     /// the scenarios below.
-    static let latencies: [Int] = [310, 820, 530, 1270, 440, 760, 690, 1030]
+    static let latencies: [Int] = [310, 820, 530, 1270, 440, 770, 690, 1030]
     static let urls = latencies.indices.map { "https://img.example/\($0).png" }
 }
 
@@ -33,11 +33,21 @@ final class SimulatedNetwork: Sendable {
     }
 
     /// Drives the clock until every download has ended: before each step it waits until
-    /// `expectedSleepers(now)` downloads are asleep, then moves to the next deadline.
-    func drive(totalWakeups: Int, expectedSleepers: (Duration) -> Int) async throws {
+    /// `expectedSleepers(now)` downloads are asleep and `settled(woken)` holds (for example:
+    /// every download woken so far has been handled), then moves to the next deadline.
+    ///
+    /// `settled` matters at the end of a batch, when nothing new starts: without it the next
+    /// step could wake a download before the one woken earlier was handled.
+    func drive(
+        totalWakeups: Int,
+        expectedSleepers: (Duration) -> Int,
+        settled: @escaping @Sendable (Int) -> Bool = { _ in true }
+    ) async throws {
         var woken = 0
         while woken < totalWakeups {
             try await clock.waitForSleepers(expectedSleepers(clock.now.offset), timeout: .seconds(20))
+            let wokenSoFar = woken
+            try await waitUntil("the downloads woken so far are handled") { settled(wokenSoFar) }
             woken += clock.advanceToNextDeadline()
         }
     }
