@@ -20,6 +20,7 @@ let package = Package(
             name: "Orchestra",
             dependencies: [
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(

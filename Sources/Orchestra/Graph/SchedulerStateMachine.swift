@@ -1,0 +1,277 @@
+import HeapModule
+
+/// What happens to the dependents of a node that failed.
+public enum FailurePolicy: Sendable, Hashable {
+    /// Dependents of a failed node are skipped, naming the failure; independent branches go on.
+    case cancelDependents
+    /// The first failure cancels everything still running and skips everything not started.
+    case failFast
+}
+
+/// The scheduling policy of a task graph, as a pure state machine: no tasks, no clocks, so a
+/// runner and a discrete-event simulation drive it the same way.
+///
+/// Rules:
+/// - A node becomes ready when every dependency succeeded (an `afterOutcomesOf:` node: when
+///   every dependency ended, however).
+/// - Among ready nodes the one started next has the highest priority; within a priority, the
+///   longest remaining path (``GraphBlueprint/bottomLevels``); then the lowest insertion index.
+/// - At most `limit` nodes run at once, and at most each resource's limit use that resource. A
+///   ready node whose resource is full is parked and never blocks other ready nodes.
+/// - A node waiting out a retry backoff holds no slot and no resource.
+/// - A node that fails, is cancelled or skipped makes its ordinary dependents skipped (with the
+///   root cause); under ``FailurePolicy/failFast`` it ends the whole run.
+///
+/// Complexity: each event is O(log ready + affected edges).
+struct SchedulerStateMachine {
+    enum Order: Sendable {
+        /// Priority, then longest remaining path, then insertion order.
+        case criticalPath
+        /// Priority, then the order nodes became ready (plain FIFO), for comparison.
+        case readyOrder
+    }
+
+    enum NodeState: Equatable, Sendable {
+        case waiting(remaining: Int)
+        case ready
+        case running
+        case backingOff
+        case succeeded
+        case failed
+        case cancelled
+        /// Never ran because `cause` failed, was cancelled or was skipped itself.
+        case skipped(cause: Int)
+
+        var isTerminal: Bool {
+            switch self {
+            case .succeeded, .failed, .cancelled, .skipped: true
+            case .waiting, .ready, .running, .backingOff: false
+            }
+        }
+    }
+
+    enum Outcome: Sendable {
+        case succeeded
+        case failed
+        case cancelled
+    }
+
+    /// What the runner must do after an event.
+    struct Transition: Equatable, Sendable {
+        /// Nodes to start now, in order.
+        var launch: [Int] = []
+        /// Nodes that will never run, with the node whose failure caused it.
+        var skipped: [Skip] = []
+        /// Running nodes to cancel (fail-fast).
+        var cancelRunning: [Int] = []
+    }
+
+    struct Skip: Equatable, Sendable {
+        var node: Int
+        var cause: Int
+    }
+
+    private struct ReadyEntry: Comparable {
+        var priority: Int
+        var level: Double
+        var sequence: Int
+        var node: Int
+
+        static func < (lhs: ReadyEntry, rhs: ReadyEntry) -> Bool {
+            if lhs.priority != rhs.priority { return lhs.priority < rhs.priority }
+            if lhs.level != rhs.level { return lhs.level < rhs.level }
+            return lhs.sequence > rhs.sequence
+        }
+    }
+
+    let blueprint: GraphBlueprint
+    let order: Order
+    let failurePolicy: FailurePolicy
+    private(set) var limit: Int
+    private(set) var states: [NodeState]
+    private(set) var running = 0
+    private(set) var terminalCount = 0
+    private var ready = Heap<ReadyEntry>()
+    private var readySequence = 0
+    private var resourceInUse: [Int]
+    /// Per resource, ready nodes that found it full.
+    private var parked: [[ReadyEntry]]
+    private var stopped = false
+
+    init(_ blueprint: GraphBlueprint, limit: Int, order: Order = .criticalPath, failurePolicy: FailurePolicy = .cancelDependents) {
+        self.blueprint = blueprint
+        self.order = order
+        self.failurePolicy = failurePolicy
+        self.limit = limit
+        self.states = blueprint.dependencies.map { .waiting(remaining: $0.count) }
+        self.resourceInUse = Array(repeating: 0, count: blueprint.resourceNames.count)
+        self.parked = Array(repeating: [], count: blueprint.resourceNames.count)
+    }
+
+    var isFinished: Bool { terminalCount == blueprint.count }
+
+    /// Makes the nodes without dependencies ready and returns what to start.
+    mutating func start() -> Transition {
+        for node in 0..<blueprint.count where blueprint.dependencies[node].isEmpty {
+            makeReady(node)
+        }
+        return Transition(launch: fillSlots())
+    }
+
+    /// A running node ended.
+    mutating func finish(_ node: Int, _ outcome: Outcome) -> Transition {
+        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.ids[node]) finished while \(states[node])")
+        release(node)
+        var transition = Transition()
+        switch outcome {
+        case .succeeded: settle(node, as: .succeeded, into: &transition)
+        case .failed: settle(node, as: .failed, into: &transition)
+        case .cancelled: settle(node, as: .cancelled, into: &transition)
+        }
+        if outcome == .failed, failurePolicy == .failFast {
+            halt(cause: node, into: &transition)
+        }
+        transition.launch = fillSlots()
+        return transition
+    }
+
+    /// A running node failed an attempt and waits before retrying: it gives back its slot and
+    /// its resources.
+    mutating func suspendForBackoff(_ node: Int) -> Transition {
+        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.ids[node]) backed off while \(states[node])")
+        release(node)
+        states[node] = .backingOff
+        return Transition(launch: fillSlots())
+    }
+
+    /// A node's backoff is over: it competes for a slot again, like any ready node.
+    mutating func resumeAfterBackoff(_ node: Int) -> Transition {
+        guard states[node] == .backingOff, !stopped else { return Transition() }
+        makeReady(node)
+        return Transition(launch: fillSlots())
+    }
+
+    /// Cancels one node that has not ended: if it runs, the runner cancels it and reports
+    /// `.cancelled` through ``finish(_:_:)``; if it has not started, it ends now and its
+    /// ordinary dependents are skipped. Its dependents are never released early.
+    mutating func cancel(_ node: Int) -> Transition {
+        var transition = Transition()
+        switch states[node] {
+        case .running:
+            transition.cancelRunning = [node]
+        case .waiting, .ready, .backingOff:
+            removeFromQueues(node)
+            settle(node, as: .cancelled, into: &transition)
+            transition.launch = fillSlots()
+        case .succeeded, .failed, .cancelled, .skipped:
+            break
+        }
+        return transition
+    }
+
+    /// Stops the run (the awaiting task was cancelled): nothing new starts, every node not
+    /// started is cancelled, and the running ones are returned to be cancelled.
+    mutating func cancelAll() -> Transition {
+        var transition = Transition()
+        halt(cause: nil, into: &transition)
+        return transition
+    }
+
+    /// Changes the concurrency limit; a higher limit may start nodes at once.
+    mutating func setLimit(_ newLimit: Int) -> Transition {
+        limit = newLimit
+        return Transition(launch: fillSlots())
+    }
+
+    // MARK: - Internals
+
+    private mutating func makeReady(_ node: Int) {
+        states[node] = .ready
+        readySequence += 1
+        let level = order == .criticalPath ? blueprint.bottomLevels[node] : 0
+        let sequence = order == .criticalPath ? node : readySequence
+        ready.insert(ReadyEntry(priority: blueprint.priorities[node], level: level, sequence: sequence, node: node))
+    }
+
+    /// Starts the best ready nodes while slots are free; parks nodes whose resources are full.
+    private mutating func fillSlots() -> [Int] {
+        var launches: [Int] = []
+        while running < limit, !stopped, let entry = ready.popMax() {
+            if let full = blueprint.resources[entry.node].first(where: { resourceInUse[$0] >= blueprint.resourceLimits[$0] }) {
+                parked[full].append(entry)
+                continue
+            }
+            for resource in blueprint.resources[entry.node] { resourceInUse[resource] += 1 }
+            states[entry.node] = .running
+            running += 1
+            launches.append(entry.node)
+        }
+        return launches
+    }
+
+    /// Gives back a running node's slot and resources; parked nodes compete again.
+    private mutating func release(_ node: Int) {
+        running -= 1
+        for resource in blueprint.resources[node] {
+            resourceInUse[resource] -= 1
+            for entry in parked[resource] { ready.insert(entry) }
+            parked[resource].removeAll()
+        }
+    }
+
+    private mutating func removeFromQueues(_ node: Int) {
+        guard states[node] == .ready else { return }
+        // Rare (cancelling a single ready node): rebuild without it.
+        ready = Heap(ready.unordered.filter { $0.node != node })
+        for resource in parked.indices { parked[resource].removeAll { $0.node == node } }
+    }
+
+    /// Records a terminal state and propagates it to the dependents, breadth first.
+    private mutating func settle(_ node: Int, as state: NodeState, into transition: inout Transition) {
+        var pending: [(node: Int, state: NodeState)] = [(node, state)]
+        while let (current, currentState) = pending.popLast() {
+            states[current] = currentState
+            terminalCount += 1
+            let cause: Int
+            switch currentState {
+            case .skipped(let root): cause = root
+            default: cause = current
+            }
+            for dependent in blueprint.dependents[current] {
+                guard case .waiting(let remaining) = states[dependent] else { continue }
+                if currentState == .succeeded || blueprint.runsAfterAnyOutcome[dependent] {
+                    if remaining == 1, !stopped { makeReady(dependent) } else { states[dependent] = .waiting(remaining: remaining - 1) }
+                } else {
+                    // Mark now so a second failed dependency does not skip it twice.
+                    states[dependent] = .skipped(cause: cause)
+                    transition.skipped.append(Skip(node: dependent, cause: cause))
+                    pending.append((dependent, .skipped(cause: cause)))
+                }
+            }
+        }
+    }
+
+    /// Stops the run: nothing new starts, running nodes are returned to be cancelled, and every
+    /// node not started ends: skipped because of `cause` (fail-fast), or cancelled (no cause).
+    private mutating func halt(cause: Int?, into transition: inout Transition) {
+        stopped = true
+        for node in 0..<blueprint.count {
+            switch states[node] {
+            case .running:
+                transition.cancelRunning.append(node)
+            case .waiting, .ready, .backingOff:
+                terminalCount += 1
+                if let cause {
+                    states[node] = .skipped(cause: cause)
+                    transition.skipped.append(Skip(node: node, cause: cause))
+                } else {
+                    states[node] = .cancelled
+                }
+            case .succeeded, .failed, .cancelled, .skipped:
+                break
+            }
+        }
+        ready = Heap()
+        for resource in parked.indices { parked[resource].removeAll() }
+    }
+}

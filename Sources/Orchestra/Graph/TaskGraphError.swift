@@ -1,0 +1,46 @@
+/// A task graph that cannot run as described: a cycle, an unknown or duplicate node, a bad
+/// limit or cost. Every message names the nodes and values involved.
+///
+/// ```swift
+/// catch let error as TaskGraphError where error.code == .cycle {
+///     print(error.path)            // ["a", "b", "c", "a"]
+/// }
+/// ```
+public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
+    /// The kind of problem, comparable with `==`; more codes may be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        private init(_ description: String) { self.description = description }
+
+        /// The dependencies form a cycle; ``TaskGraphError/path`` holds it.
+        public static let cycle = Code("cycle")
+        /// A node depends on an id that is not in the graph.
+        public static let unknownDependency = Code("unknownDependency")
+        /// Two nodes share an id.
+        public static let duplicateNode = Code("duplicateNode")
+        /// A node depends on itself.
+        public static let selfDependency = Code("selfDependency")
+        /// A cost that is negative, infinite or not a number.
+        public static let invalidCost = Code("invalidCost")
+        /// A node uses a resource that has no limit.
+        public static let unknownResource = Code("unknownResource")
+        /// A concurrency or resource limit below 1.
+        public static let invalidLimit = Code("invalidLimit")
+    }
+
+    /// What is wrong.
+    public var code: Code
+    /// A sentence naming the nodes and values involved.
+    public var message: String
+    /// The ids of the nodes involved; for a cycle, the cycle itself, first id repeated at the
+    /// end (`a → b → c → a`).
+    public var path: [String]
+
+    public init(code: Code, message: String, path: [String] = []) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    public var description: String { "TaskGraphError.\(code): \(message)" }
+}
