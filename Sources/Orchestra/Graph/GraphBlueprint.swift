@@ -29,7 +29,14 @@ struct GraphBlueprint: Sendable {
     /// Cost of the node plus the longest cost path from it to the end of the graph.
     var bottomLevels: [Double]
 
+    /// Node index by id.
+    private var indexByID: [String: Int] = [:]
+
     var count: Int { ids.count }
+
+    func index(of id: String) -> Int {
+        indexByID[id]!
+    }
 
     init(_ nodes: [NodeSpec], resourceLimits limits: [String: Int] = [:]) throws(TaskGraphError) {
         var index: [String: Int] = [:]
@@ -89,6 +96,7 @@ struct GraphBlueprint: Sendable {
         }
 
         self.ids = nodes.map(\.id)
+        self.indexByID = index
         self.costs = nodes.map(\.cost)
         self.priorities = nodes.map(\.priority)
         self.runsAfterAnyOutcome = nodes.map(\.runsAfterAnyOutcome)

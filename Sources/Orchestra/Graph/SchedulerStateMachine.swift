@@ -110,6 +110,9 @@ struct SchedulerStateMachine {
 
     var isFinished: Bool { terminalCount == blueprint.count }
 
+    /// Whether the run was stopped (cancelled, or fail-fast after a failure).
+    var isHalted: Bool { stopped }
+
     /// Makes the nodes without dependencies ready and returns what to start.
     mutating func start() -> Transition {
         for node in 0..<blueprint.count where blueprint.dependencies[node].isEmpty {

@@ -26,6 +26,15 @@ public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
         public static let unknownResource = Code("unknownResource")
         /// A concurrency or resource limit below 1.
         public static let invalidLimit = Code("invalidLimit")
+        /// A node's value was asked for, but the node did not succeed.
+        public static let dependencyFailed = Code("dependencyFailed")
+        /// A dependency's value was asked for as a type it does not have.
+        public static let typeMismatch = Code("typeMismatch")
+        /// A node was asked for that is not part of the graph or the run.
+        public static let unknownNode = Code("unknownNode")
+        /// A node failed and the run's policy is ``FailurePolicy/failFast``;
+        /// ``TaskGraphError/underlying`` holds the node's error.
+        public static let nodeFailed = Code("nodeFailed")
     }
 
     /// What is wrong.
@@ -35,11 +44,14 @@ public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
     /// The ids of the nodes involved; for a cycle, the cycle itself, first id repeated at the
     /// end (`a → b → c → a`).
     public var path: [String]
+    /// The error of the node involved, when there is one (a failed node under fail-fast).
+    public var underlying: (any Error)?
 
-    public init(code: Code, message: String, path: [String] = []) {
+    public init(code: Code, message: String, path: [String] = [], underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.path = path
+        self.underlying = underlying
     }
 
     public var description: String { "TaskGraphError.\(code): \(message)" }

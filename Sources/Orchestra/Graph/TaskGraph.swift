@@ -1,0 +1,226 @@
+/// Async tasks with typed dependencies: a node starts only after the nodes it depends on have
+/// *returned*, receives their results, and the whole graph runs with limits, critical-path
+/// scheduling and failure policies.
+///
+/// ```swift
+/// let graph = TaskGraph()
+/// let token   = graph.add("login") { try await api.login() }
+/// let profile = graph.add("profile", after: token) { token in try await api.profile(token) }
+/// let feed    = graph.add("feed", after: token) { token in try await api.feed(token) }
+/// let page    = graph.add("page", after: profile, feed) { profile, feed in Page(profile, feed) }
+/// let result  = try await graph.run(limit: 4)
+/// show(try result.value(of: page))
+/// ```
+///
+/// Graphs built with typed handles cannot contain a cycle: a node can only depend on nodes that
+/// already exist. Graphs built from data use ids (``add(id:dependsOn:options:operation:)``,
+/// ``addDependency(_:on:)``); ``validate()`` and every run reject cycles, unknown and duplicate
+/// ids and self-dependencies, naming the nodes.
+///
+/// A graph is a description: it can be run many times, and each run starts every node afresh.
+public final class TaskGraph: Sendable {
+    struct Definition: Sendable {
+        var id: String
+        var dependencies: [String]
+        var options: NodeOptions
+        var runsAfterAnyOutcome: Bool
+        var body: @Sendable (NodeInputs) async throws -> any Sendable
+    }
+
+    private let definitions = Locked<[Definition]>([])
+
+    public init() {}
+
+    /// The ids of the nodes, in insertion order.
+    public var nodeIDs: [String] {
+        definitions.withLock { $0.map(\.id) }
+    }
+
+    /// Adds a node that runs after `dependencies` succeeded and receives their values.
+    ///
+    /// - Parameters:
+    ///   - id: The node's id, unique in the graph (a duplicate is reported by ``validate()``
+    ///     and by every run).
+    ///   - dependencies: Nodes whose values `operation` receives, in the same order.
+    ///   - cost: Expected duration in any unit (default 1); longer remaining paths start first.
+    ///   - priority: Ready nodes with a higher priority start first (default 0).
+    ///   - timeout: The time limit of each attempt; the node then ends timed out.
+    ///   - retry: What to retry; a node waiting out a backoff gives back its slot.
+    ///   - resources: Named resources the node uses, limited by the run's `resourceLimits`.
+    ///   - operation: The work. Cancellation: it is cancelled when the run is cancelled or
+    ///     fails fast, and when its attempt times out.
+    /// - Returns: A typed handle to depend on the node and to read its outcome.
+    @discardableResult
+    public func add<each Dependency: Sendable, Value: Sendable>(
+        _ id: String,
+        after dependencies: repeat Node<each Dependency>,
+        cost: Double = 1,
+        priority: Int = 0,
+        timeout: Duration? = nil,
+        retry: RetryPolicy = .never,
+        resources: [String] = [],
+        operation: @escaping @Sendable (repeat each Dependency) async throws -> Value
+    ) -> Node<Value> {
+        var ids: [String] = []
+        for dependency in repeat each dependencies { ids.append(dependency.id) }
+        let handles = (repeat each dependencies)
+        return append(Definition(
+            id: id,
+            dependencies: ids,
+            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+            runsAfterAnyOutcome: false,
+            body: { inputs in try await operation(repeat inputs.typedValue(of: each handles)) }
+        ))
+    }
+
+    /// Adds a node that runs after `dependencies` ended, however they ended, and receives each
+    /// one's ``NodeOutcome``: for clean-up and "report what happened" steps. It runs even when
+    /// a dependency failed, was skipped or cancelled (but not after the whole run was cancelled).
+    @discardableResult
+    public func add<First: Sendable, each Dependency: Sendable, Value: Sendable>(
+        _ id: String,
+        afterOutcomesOf first: Node<First>,
+        _ dependencies: repeat Node<each Dependency>,
+        cost: Double = 1,
+        priority: Int = 0,
+        timeout: Duration? = nil,
+        retry: RetryPolicy = .never,
+        resources: [String] = [],
+        operation: @escaping @Sendable (NodeOutcome<First>, repeat NodeOutcome<each Dependency>) async throws -> Value
+    ) -> Node<Value> {
+        var ids = [first.id]
+        for dependency in repeat each dependencies { ids.append(dependency.id) }
+        let handles = (repeat each dependencies)
+        return append(Definition(
+            id: id,
+            dependencies: ids,
+            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+            runsAfterAnyOutcome: true,
+            body: { inputs in
+                try await operation(inputs.typedOutcome(of: first), repeat inputs.typedOutcome(of: each handles))
+            }
+        ))
+    }
+
+    /// Adds a node whose work is a completion-handler API (the seeds' `complete(YES)` /
+    /// `finishOperation()`), with ``withCallback(isolation:diagnostics:onCancel:fileID:line:_:)``'s
+    /// guarantees: a second call is ignored and reported, a dropped completion ends the node with
+    /// ``CallbackError/abandoned``, and cancellation ends it at once.
+    ///
+    /// ```swift
+    /// graph.addCallback("upload", after: file) { completion, file in
+    ///     legacyUpload(file) { error in error.map(completion.resume(throwing:)) ?? completion.resume() }
+    /// }
+    /// ```
+    @discardableResult
+    public func addCallback<each Dependency: Sendable, Value: Sendable>(
+        _ id: String,
+        after dependencies: repeat Node<each Dependency>,
+        cost: Double = 1,
+        priority: Int = 0,
+        timeout: Duration? = nil,
+        retry: RetryPolicy = .never,
+        resources: [String] = [],
+        fileID: String = #fileID,
+        line: Int = #line,
+        operation: @escaping @Sendable (Completion<Value>, repeat each Dependency) -> Void
+    ) -> Node<Value> {
+        var ids: [String] = []
+        for dependency in repeat each dependencies { ids.append(dependency.id) }
+        let handles = (repeat each dependencies)
+        return append(Definition(
+            id: id,
+            dependencies: ids,
+            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+            runsAfterAnyOutcome: false,
+            body: { inputs in
+                try await withCallback(fileID: fileID, line: line) { (completion: Completion<Value>) in
+                    operation(completion, repeat inputs.typedValue(of: each handles))
+                }
+            }
+        ))
+    }
+
+    /// Adds a node by id, for graphs built from data (the seeds' API managers). Dependencies may
+    /// name nodes added later; ``validate()`` and every run check them.
+    ///
+    /// - Parameter operation: The work; reads its dependencies' values from ``NodeInputs``.
+    public func add<Value: Sendable>(
+        id: String,
+        dependsOn dependencies: [String] = [],
+        options: NodeOptions = NodeOptions(),
+        operation: @escaping @Sendable (NodeInputs) async throws -> Value
+    ) {
+        let _: Node<Value> = append(Definition(id: id, dependencies: dependencies, options: options, runsAfterAnyOutcome: false, body: operation))
+    }
+
+    /// Makes node `id` depend on node `dependency` (both by id). Checked by ``validate()`` and
+    /// every run: a cycle, an unknown id or a self-dependency is reported there.
+    ///
+    /// - Throws: ``TaskGraphError`` with code ``TaskGraphError/Code/unknownNode`` if no node has
+    ///   the id `id`.
+    public func addDependency(_ id: String, on dependency: String) throws(TaskGraphError) {
+        try update(id) { if !$0.dependencies.contains(dependency) { $0.dependencies.append(dependency) } }
+    }
+
+    /// Removes the dependency of node `id` on `dependency`, if there is one.
+    ///
+    /// - Throws: ``TaskGraphError`` with code ``TaskGraphError/Code/unknownNode`` if no node has
+    ///   the id `id`.
+    public func removeDependency(_ id: String, on dependency: String) throws(TaskGraphError) {
+        try update(id) { $0.dependencies.removeAll { $0 == dependency } }
+    }
+
+    /// Checks the graph without running it: cycles (with their path), unknown and duplicate ids,
+    /// self-dependencies, and costs.
+    ///
+    /// - Throws: ``TaskGraphError`` naming the nodes involved.
+    public func validate() throws(TaskGraphError) {
+        _ = try blueprint(resourceLimits: nil)
+    }
+
+    // MARK: - Internals
+
+    private func append<Value: Sendable>(_ definition: Definition) -> Node<Value> {
+        definitions.withLock { $0.append(definition) }
+        return Node(id: definition.id)
+    }
+
+    private func update(_ id: String, _ change: (inout Definition) -> Void) throws(TaskGraphError) {
+        let found = definitions.withLock { all -> Bool in
+            guard let index = all.firstIndex(where: { $0.id == id }) else { return false }
+            change(&all[index])
+            return true
+        }
+        if !found {
+            throw TaskGraphError(code: .unknownNode, message: "no node has the id \"\(id)\"", path: [id])
+        }
+    }
+
+    /// A snapshot of the definitions and their validated blueprint. With `resourceLimits` nil,
+    /// resources are not checked (``validate()`` has no limits to check them against).
+    func blueprint(resourceLimits: [String: Int]?) throws(TaskGraphError) -> ([Definition], GraphBlueprint) {
+        let snapshot = definitions.withLock { $0 }
+        let limits = resourceLimits ?? Dictionary(
+            snapshot.flatMap(\.options.resources).map { ($0, 1) }, uniquingKeysWith: { first, _ in first }
+        )
+        let specs = snapshot.map {
+            NodeSpec(
+                id: $0.id, dependencies: $0.dependencies, cost: $0.options.cost, priority: $0.options.priority,
+                resources: $0.options.resources, runsAfterAnyOutcome: $0.runsAfterAnyOutcome
+            )
+        }
+        return (snapshot, try GraphBlueprint(specs, resourceLimits: limits))
+    }
+}
+
+extension NodeInputs {
+    func typedValue<Value>(of node: Node<Value>) -> Value {
+        // Typed nodes only run after their typed dependencies succeeded with a Value.
+        outcomes[node.id]!.value as! Value
+    }
+
+    func typedOutcome<Value>(of node: Node<Value>) -> NodeOutcome<Value> {
+        outcomes[node.id]!.map { $0 as! Value }
+    }
+}
