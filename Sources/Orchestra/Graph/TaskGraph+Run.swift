@@ -49,7 +49,7 @@ extension TaskGraph {
 /// tasks, all in one task group owned by the run.
 struct GraphRunner<C: Clock> where C.Duration == Duration {
     private enum Event: Sendable {
-        case attemptEnded(node: Int, result: Result<any Sendable, any Error>)
+        case attemptEnded(node: Int, result: Result<any Sendable, any Error>, ended: Duration)
         case backoffEnded(node: Int)
     }
 
@@ -104,13 +104,13 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
         switch event {
         case .backoffEnded(let node):
             apply(machine.resumeAfterBackoff(node), to: &group)
-        case .attemptEnded(let node, .success(let value)):
-            record(node, .succeeded(value))
+        case .attemptEnded(let node, .success(let value), let ended):
+            record(node, .succeeded(value), ended: ended)
             apply(machine.finish(node, .succeeded), to: &group)
-        case .attemptEnded(let node, .failure(let error)):
+        case .attemptEnded(let node, .failure(let error), let ended):
             let policy = definitions[node].options.retry
             if error is CancellationError, runCancelled || machine.isHalted {
-                record(node, .cancelled)
+                record(node, .cancelled, ended: ended)
                 apply(machine.finish(node, .cancelled), to: &group)
             } else if !runCancelled, !machine.isHalted, policy.shouldRetry(after: error, attempt: attempts[node]) {
                 let delay = policy.delay(afterAttempt: attempts[node], error: error)
@@ -122,9 +122,9 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
                 }
             } else {
                 if let timeout = error as? TimeoutError {
-                    record(node, .timedOut(timeout))
+                    record(node, .timedOut(timeout), ended: ended)
                 } else {
-                    record(node, .failed(error))
+                    record(node, .failed(error), ended: ended)
                 }
                 if firstFailure == nil { firstFailure = (node, error) }
                 apply(machine.finish(node, .failed), to: &group)
@@ -135,7 +135,7 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
     /// Records the skipped nodes, starts the launched ones and cancels what must stop.
     private mutating func apply(_ transition: SchedulerStateMachine.Transition, to group: inout TaskGroup<Event>) {
         for skip in transition.skipped {
-            record(skip.node, .skipped(cause: definitions[skip.cause].id))
+            record(skip.node, .skipped(cause: definitions[skip.cause].id), ended: elapsed)
         }
         for node in transition.launch {
             attempts[node] += 1
@@ -145,14 +145,15 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
                 definition.dependencies.map { ($0, outcomes[indexOf($0)]!) },
                 uniquingKeysWith: { first, _ in first }
             ))
-            group.addTask { [clock] in
+            group.addTask { [clock, start] in
                 let result = await Result {
                     if let timeout = definition.options.timeout {
                         return try await withTimeout(timeout, clock: clock) { try await definition.body(inputs) }
                     }
                     return try await definition.body(inputs)
                 }
-                return .attemptEnded(node: node, result: result)
+                // Read here, not when the run loop gets to the event, so the end is exact.
+                return .attemptEnded(node: node, result: result, ended: start.duration(to: clock.now))
             }
         }
         // Only fail-fast returns running nodes to cancel, and it stops them all.
@@ -163,8 +164,8 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
         machine.blueprint.index(of: id)
     }
 
-    private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State) {
-        outcomes[node] = NodeOutcome(state: state, attempts: attempts[node], started: started[node], ended: elapsed)
+    private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
+        outcomes[node] = NodeOutcome(state: state, attempts: attempts[node], started: started[node], ended: ended)
     }
 
     /// Nodes the run cancelled before they started have no recorded outcome yet.

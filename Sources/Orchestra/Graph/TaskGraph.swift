@@ -197,10 +197,15 @@ public final class TaskGraph: Sendable {
         }
     }
 
+    /// The definitions as they are now, unvalidated.
+    var snapshot: [Definition] {
+        definitions.withLock { $0 }
+    }
+
     /// A snapshot of the definitions and their validated blueprint. With `resourceLimits` nil,
     /// resources are not checked (``validate()`` has no limits to check them against).
     func blueprint(resourceLimits: [String: Int]?) throws(TaskGraphError) -> ([Definition], GraphBlueprint) {
-        let snapshot = definitions.withLock { $0 }
+        let snapshot = self.snapshot
         let limits = resourceLimits ?? Dictionary(
             snapshot.flatMap(\.options.resources).map { ($0, 1) }, uniquingKeysWith: { first, _ in first }
         )
