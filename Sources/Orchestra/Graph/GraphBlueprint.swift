@@ -38,6 +38,10 @@ struct GraphBlueprint: Sendable {
         indexByID[id]!
     }
 
+    func indexIfPresent(of id: String) -> Int? {
+        indexByID[id]
+    }
+
     init(_ nodes: [NodeSpec], resourceLimits limits: [String: Int] = [:]) throws(TaskGraphError) {
         var index: [String: Int] = [:]
         index.reserveCapacity(nodes.count)
@@ -114,6 +118,65 @@ struct GraphBlueprint: Sendable {
             levels[node] = costs[node] + after
         }
         bottomLevels = levels
+    }
+
+    /// Adds a node while the graph runs. It may depend only on nodes already in the graph, so
+    /// it cannot close a cycle. The critical-path levels of its ancestors grow as needed.
+    ///
+    /// - Returns: The new node's index.
+    /// - Throws: ``TaskGraphError`` for a duplicate id, an unknown or self dependency, a bad
+    ///   cost or a resource without a limit.
+    mutating func append(_ node: NodeSpec) throws(TaskGraphError) -> Int {
+        guard indexByID[node.id] == nil else {
+            throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(node.id)\"", path: [node.id])
+        }
+        guard node.cost.isFinite, node.cost >= 0 else {
+            throw TaskGraphError(
+                code: .invalidCost, message: "node \"\(node.id)\" has cost \(node.cost); a cost must be finite and 0 or more", path: [node.id]
+            )
+        }
+        var dependencyIndices: [Int] = []
+        for dependency in node.dependencies {
+            guard dependency != node.id else {
+                throw TaskGraphError(code: .selfDependency, message: "node \"\(node.id)\" depends on itself", path: [node.id])
+            }
+            guard let target = indexByID[dependency] else {
+                throw TaskGraphError(
+                    code: .unknownDependency,
+                    message: "node \"\(node.id)\" depends on \"\(dependency)\", which is not in the graph (a node added while the graph runs may depend only on existing nodes)",
+                    path: [node.id, dependency]
+                )
+            }
+            if !dependencyIndices.contains(target) { dependencyIndices.append(target) }
+        }
+        var resourceIndices: [Int] = []
+        for name in node.resources {
+            guard let resource = resourceNames.firstIndex(of: name) else {
+                throw TaskGraphError(
+                    code: .unknownResource, message: "node \"\(node.id)\" uses resource \"\(name)\", which has no limit", path: [node.id]
+                )
+            }
+            if !resourceIndices.contains(resource) { resourceIndices.append(resource) }
+        }
+        let position = ids.count
+        ids.append(node.id)
+        indexByID[node.id] = position
+        costs.append(node.cost)
+        priorities.append(node.priority)
+        runsAfterAnyOutcome.append(node.runsAfterAnyOutcome)
+        dependencies.append(dependencyIndices)
+        dependents.append([])
+        resources.append(resourceIndices)
+        bottomLevels.append(node.cost)
+        var raise = dependencyIndices.map { ($0, node.cost) }
+        for dependency in dependencyIndices { dependents[dependency].append(position) }
+        while let (ancestor, below) = raise.popLast() {
+            let level = costs[ancestor] + below
+            guard level > bottomLevels[ancestor] else { continue }
+            bottomLevels[ancestor] = level
+            raise += dependencies[ancestor].map { ($0, level) }
+        }
+        return position
     }
 
     /// Kahn's algorithm; on a cycle, finds one and throws it as a path.

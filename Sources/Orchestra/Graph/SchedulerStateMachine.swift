@@ -23,7 +23,7 @@ public enum FailurePolicy: Sendable, Hashable {
 ///   root cause); under ``FailurePolicy/failFast`` it ends the whole run.
 ///
 /// Complexity: each event is O(log ready + affected edges).
-struct SchedulerStateMachine {
+struct SchedulerStateMachine: Sendable {
     enum Order: Sendable {
         /// Priority, then longest remaining path, then insertion order.
         case criticalPath
@@ -71,7 +71,7 @@ struct SchedulerStateMachine {
         var cause: Int
     }
 
-    private struct ReadyEntry: Comparable {
+    private struct ReadyEntry: Comparable, Sendable {
         var priority: Int
         var level: Double
         var sequence: Int
@@ -84,7 +84,7 @@ struct SchedulerStateMachine {
         }
     }
 
-    let blueprint: GraphBlueprint
+    private(set) var blueprint: GraphBlueprint
     let order: Order
     let failurePolicy: FailurePolicy
     private(set) var limit: Int
@@ -178,6 +178,40 @@ struct SchedulerStateMachine {
         var transition = Transition()
         halt(cause: nil, into: &transition)
         return transition
+    }
+
+    /// Adds a node while the graph runs (see ``GraphBlueprint/append(_:)``). It becomes ready at
+    /// once if its dependencies already succeeded, and is skipped at once if one already
+    /// failed (unless it runs after any outcome).
+    mutating func add(_ node: NodeSpec) throws(TaskGraphError) -> (index: Int, transition: Transition) {
+        let index = try blueprint.append(node)
+        var remaining = 0
+        var failedCause: Int?
+        for dependency in blueprint.dependencies[index] {
+            switch states[dependency] {
+            case .succeeded: break
+            case .failed, .cancelled: failedCause = failedCause ?? dependency
+            case .skipped(let cause): failedCause = failedCause ?? cause
+            case .waiting, .ready, .running, .backingOff: remaining += 1
+            }
+        }
+        states.append(.waiting(remaining: remaining))
+        var transition = Transition()
+        if stopped {
+            states[index] = .cancelled
+            terminalCount += 1
+        } else if let failedCause, !blueprint.runsAfterAnyOutcome[index] {
+            settle(index, as: .skipped(cause: failedCause), into: &transition)
+            transition.skipped.append(Skip(node: index, cause: failedCause))
+        } else if blueprint.runsAfterAnyOutcome[index] {
+            // Dependencies that already ended, however, count as done.
+            let open = blueprint.dependencies[index].filter { !states[$0].isTerminal }.count
+            if open == 0 { makeReady(index) } else { states[index] = .waiting(remaining: open) }
+        } else if remaining == 0 {
+            makeReady(index)
+        }
+        transition.launch = fillSlots()
+        return (index, transition)
     }
 
     /// Changes the concurrency limit; a higher limit may start nodes at once.

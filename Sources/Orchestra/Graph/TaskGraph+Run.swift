@@ -35,39 +35,103 @@ extension TaskGraph {
         guard limit >= 1 else {
             throw TaskGraphError(code: .invalidLimit, message: "run(limit:) must be at least 1, got \(limit)")
         }
+        var runner = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: nil)
+        return try await runner.run()
+    }
+
+    /// Runs the graph like ``run(limit:resourceLimits:failurePolicy:clock:)`` while `body`
+    /// observes and steers it through a ``GraphRun``: its ``GraphRun/events``,
+    /// ``GraphRun/progress``, ``GraphRun/cancel(_:)`` for one node, nodes added while it runs
+    /// (also from inside a node, through ``GraphRun/current``), and ``GraphRun/result``.
+    ///
+    /// ```swift
+    /// let result = try await graph.withRun(limit: 4) { run in
+    ///     async let log: Void = { for await event in run.events { print(event) } }()
+    ///     let result = try await run.result
+    ///     await log
+    ///     return result
+    /// }
+    /// ```
+    ///
+    /// The call returns when both `body` and the run have ended. If `body` throws, the run is
+    /// cancelled and the error is rethrown. Cancellation: cancelling the calling task cancels
+    /// the run as in ``run(limit:resourceLimits:failurePolicy:clock:)``.
+    ///
+    /// - Parameter eventBuffer: How many events may wait for a slow reader; older ones are
+    ///   dropped beyond it (1,024 by default).
+    public func withRun<C: Clock, Result>(
+        limit: Int = .max,
+        resourceLimits: [String: Int] = [:],
+        failurePolicy: FailurePolicy = .cancelDependents,
+        eventBuffer: Int = 1_024,
+        clock: C = ContinuousClock(),
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (GraphRun) async throws -> Result
+    ) async throws -> Result where C.Duration == Duration {
+        guard limit >= 1 else {
+            throw TaskGraphError(code: .invalidLimit, message: "withRun(limit:) must be at least 1, got \(limit)")
+        }
+        let run = GraphRun(eventBuffer: max(eventBuffer, 1))
+        let runner = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: run)
+        async let driven: Void = {
+            var runner = runner
+            let outcome = await Swift.Result { try await runner.run() }
+            run.finish(with: outcome)
+        }()
+        let value: Result
+        do {
+            value = try await body(run)
+        } catch {
+            // Leaving the scope cancels the async let (the run) and awaits it.
+            throw error
+        }
+        await driven
+        return value
+    }
+
+    private func prepareRun<C: Clock>(
+        limit: Int, resourceLimits: [String: Int], failurePolicy: FailurePolicy, clock: C, observer: GraphRun?
+    ) throws(TaskGraphError) -> GraphRunner<C> where C.Duration == Duration {
         let (definitions, blueprint) = try blueprint(resourceLimits: resourceLimits)
-        var runner = GraphRunner(
+        return GraphRunner(
             definitions: definitions,
             machine: SchedulerStateMachine(blueprint, limit: limit, failurePolicy: failurePolicy),
-            clock: clock
+            clock: clock,
+            observer: observer
         )
-        return try await runner.run()
     }
 }
 
 /// One run of a graph: the scheduling state machine, driven by the ends of the nodes' child
-/// tasks, all in one task group owned by the run.
-struct GraphRunner<C: Clock> where C.Duration == Duration {
+/// tasks (and, under `withRun`, by commands from the ``GraphRun``), all in one task group owned
+/// by the run. Only the run loop touches this state.
+struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
     private enum Event: Sendable {
         case attemptEnded(node: Int, result: Result<any Sendable, any Error>, ended: Duration)
         case backoffEnded(node: Int)
+        case commands([GraphRunInbox.Command])
     }
 
-    private let definitions: [TaskGraph.Definition]
+    private var definitions: [TaskGraph.Definition]
     private var machine: SchedulerStateMachine
     private let clock: C
     private let start: C.Instant
+    private let observer: GraphRun?
     private var outcomes: [NodeOutcome<any Sendable>?]
     private var attempts: [Int]
     private var started: [Duration?]
+    /// Under `withRun`: the signal that cancels each running node on its own.
+    private var nodeCancellations: [Int: AsyncEvent] = [:]
+    private var cancelRequested: Set<Int> = []
     private var firstFailure: (node: Int, error: any Error)?
     private var runCancelled = false
 
-    init(definitions: [TaskGraph.Definition], machine: SchedulerStateMachine, clock: C) {
+    init(definitions: [TaskGraph.Definition], machine: SchedulerStateMachine, clock: C, observer: GraphRun?) {
         self.definitions = definitions
         self.machine = machine
         self.clock = clock
         self.start = clock.now
+        self.observer = observer
         self.outcomes = Array(repeating: nil, count: definitions.count)
         self.attempts = Array(repeating: 0, count: definitions.count)
         self.started = Array(repeating: nil, count: definitions.count)
@@ -76,16 +140,30 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
     private var elapsed: Duration { start.duration(to: clock.now) }
 
     mutating func run() async throws -> GraphResult {
+        if let observer {
+            try await GraphRun.$current.withValue(observer) { try await loop() }
+        } else {
+            try await loop()
+        }
+        return GraphResult(ids: definitions.map(\.id), outcomes: finalOutcomes(), duration: elapsed)
+    }
+
+    private mutating func loop() async throws {
         await withTaskGroup(of: Event.self) { group in
+            if let observer {
+                group.addTask { .commands(await observer.inbox.receive()) }
+            }
             apply(machine.start(), to: &group)
+            publishProgress()
             while !machine.isFinished, let event = await group.next() {
                 if Task.isCancelled, !runCancelled {
                     runCancelled = true
                     apply(machine.cancelAll(), to: &group)
                 }
                 handle(event, in: &group)
+                publishProgress()
             }
-            // Backoff timers of nodes that ended otherwise may still sleep: stop them.
+            // Backoff timers and the command listener may still wait: stop them.
             group.cancelAll()
         }
         if runCancelled { throw CancellationError() }
@@ -97,23 +175,32 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
                 underlying: error
             )
         }
-        return GraphResult(ids: definitions.map(\.id), outcomes: finalOutcomes(), duration: elapsed)
     }
 
     private mutating func handle(_ event: Event, in group: inout TaskGroup<Event>) {
         switch event {
+        case .commands(let commands):
+            for command in commands { perform(command, in: &group) }
+            // Once the run stops, the group is cancelled and a new listener would return at
+            // once, over and over: commands are then refused by closing the inbox at the end.
+            if let observer, !Task.isCancelled, !machine.isHalted, !runCancelled {
+                group.addTask { .commands(await observer.inbox.receive()) }
+            }
         case .backoffEnded(let node):
             apply(machine.resumeAfterBackoff(node), to: &group)
         case .attemptEnded(let node, .success(let value), let ended):
+            nodeCancellations[node] = nil
             record(node, .succeeded(value), ended: ended)
             apply(machine.finish(node, .succeeded), to: &group)
         case .attemptEnded(let node, .failure(let error), let ended):
+            nodeCancellations[node] = nil
             let policy = definitions[node].options.retry
-            if error is CancellationError, runCancelled || machine.isHalted {
+            if error is CancellationError, runCancelled || machine.isHalted || cancelRequested.contains(node) {
                 record(node, .cancelled, ended: ended)
                 apply(machine.finish(node, .cancelled), to: &group)
             } else if !runCancelled, !machine.isHalted, policy.shouldRetry(after: error, attempt: attempts[node]) {
                 let delay = policy.delay(afterAttempt: attempts[node], error: error)
+                emit(definitions[node].id, .retrying(attempt: attempts[node], delay: delay, error: error))
                 apply(machine.suspendForBackoff(node), to: &group)
                 group.addTask { [clock] in
                     // A cancelled sleep ends the backoff too; the state machine then ignores it.
@@ -132,6 +219,40 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
         }
     }
 
+    private mutating func perform(_ command: GraphRunInbox.Command, in group: inout TaskGroup<Event>) {
+        switch command {
+        case .cancel(let id):
+            guard let node = machine.blueprint.indexIfPresent(of: id), !machine.states[node].isTerminal else { return }
+            cancelRequested.insert(node)
+            let transition = machine.cancel(node)
+            if machine.states[node] == .cancelled, outcomes[node] == nil {
+                record(node, .cancelled, ended: elapsed)
+            }
+            nodeCancellations[node]?.signal()
+            apply(transition, to: &group)
+        case .add(let definition, let reply):
+            do {
+                let spec = NodeSpec(
+                    id: definition.id, dependencies: definition.dependencies, cost: definition.options.cost,
+                    priority: definition.options.priority, resources: definition.options.resources,
+                    runsAfterAnyOutcome: definition.runsAfterAnyOutcome
+                )
+                let (index, transition) = try machine.add(spec)
+                definitions.append(definition)
+                outcomes.append(nil)
+                attempts.append(0)
+                started.append(nil)
+                precondition(index == definitions.count - 1, "GraphRunner: node indices out of step")
+                emit(definition.id, .added)
+                if machine.states[index] == .cancelled { record(index, .cancelled, ended: elapsed) }
+                apply(transition, to: &group)
+                reply.resume(returning: nil)
+            } catch {
+                reply.resume(returning: error)
+            }
+        }
+    }
+
     /// Records the skipped nodes, starts the launched ones and cancels what must stop.
     private mutating func apply(_ transition: SchedulerStateMachine.Transition, to group: inout TaskGroup<Event>) {
         for skip in transition.skipped {
@@ -140,32 +261,79 @@ struct GraphRunner<C: Clock> where C.Duration == Duration {
         for node in transition.launch {
             attempts[node] += 1
             if started[node] == nil { started[node] = elapsed }
+            emit(definitions[node].id, .started(attempt: attempts[node]))
             let definition = definitions[node]
             let inputs = NodeInputs(outcomes: Dictionary(
-                definition.dependencies.map { ($0, outcomes[indexOf($0)]!) },
+                definition.dependencies.map { ($0, outcomes[machine.blueprint.index(of: $0)]!) },
                 uniquingKeysWith: { first, _ in first }
             ))
-            group.addTask { [clock, start] in
-                let result = await Result {
+            let attempt: @Sendable () async -> Result<any Sendable, any Error> = { [clock] in
+                await Result {
                     if let timeout = definition.options.timeout {
                         return try await withTimeout(timeout, clock: clock) { try await definition.body(inputs) }
                     }
                     return try await definition.body(inputs)
                 }
+            }
+            let cancellation: AsyncEvent? = observer == nil ? nil : AsyncEvent()
+            nodeCancellations[node] = cancellation
+            group.addTask { [clock, start] in
+                let result = if let cancellation {
+                    await Self.race(attempt, against: cancellation)
+                } else {
+                    await attempt()
+                }
                 // Read here, not when the run loop gets to the event, so the end is exact.
                 return .attemptEnded(node: node, result: result, ended: start.duration(to: clock.now))
             }
         }
-        // Only fail-fast returns running nodes to cancel, and it stops them all.
-        if !transition.cancelRunning.isEmpty { group.cancelAll() }
+        for node in transition.cancelRunning {
+            cancelRequested.insert(node)
+            nodeCancellations[node]?.signal()
+        }
+        // Fail-fast and cancelling the run stop every running node.
+        if machine.isHalted, !transition.cancelRunning.isEmpty { group.cancelAll() }
     }
 
-    private func indexOf(_ id: String) -> Int {
-        machine.blueprint.index(of: id)
+    /// Runs `attempt`, cancelling it when `cancellation` is signalled (a single node cancelled
+    /// through ``GraphRun/cancel(_:)``), and returns how it ended.
+    private static func race(
+        _ attempt: @escaping @Sendable () async -> Result<any Sendable, any Error>,
+        against cancellation: AsyncEvent
+    ) async -> Result<any Sendable, any Error> {
+        await withTaskGroup(of: Result<any Sendable, any Error>?.self) { race in
+            race.addTask { await attempt() }
+            race.addTask {
+                try? await cancellation.wait()
+                return nil
+            }
+            var outcome: Result<any Sendable, any Error>?
+            while outcome == nil, let next = await race.next() {
+                race.cancelAll()
+                outcome = next
+            }
+            return outcome ?? .failure(CancellationError())
+        }
     }
 
     private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
         outcomes[node] = NodeOutcome(state: state, attempts: attempts[node], started: started[node], ended: ended)
+        let kind: GraphEvent.Kind = switch state {
+        case .succeeded: .succeeded
+        case .failed(let error): .failed(error)
+        case .timedOut(let error): .timedOut(error)
+        case .skipped(let cause): .skipped(cause: cause)
+        case .cancelled: .cancelled
+        }
+        emit(definitions[node].id, kind, at: ended)
+    }
+
+    private func emit(_ node: String, _ kind: GraphEvent.Kind, at time: Duration? = nil) {
+        observer?.eventSink.yield(GraphEvent(node: node, kind: kind, time: time ?? elapsed))
+    }
+
+    private func publishProgress() {
+        observer?.update(progress: GraphProgress(completed: machine.terminalCount, total: machine.blueprint.count, running: machine.running))
     }
 
     /// Nodes the run cancelled before they started have no recorded outcome yet.

@@ -61,15 +61,10 @@ public final class TaskGraph: Sendable {
         resources: [String] = [],
         operation: @escaping @Sendable (repeat each Dependency) async throws -> Value
     ) -> Node<Value> {
-        var ids: [String] = []
-        for dependency in repeat each dependencies { ids.append(dependency.id) }
-        let handles = (repeat each dependencies)
-        return append(Definition(
-            id: id,
-            dependencies: ids,
+        append(Self.definition(
+            id, after: repeat each dependencies,
             options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
-            runsAfterAnyOutcome: false,
-            body: { inputs in try await operation(repeat inputs.typedValue(of: each handles)) }
+            operation: operation
         ))
     }
 
@@ -180,6 +175,26 @@ public final class TaskGraph: Sendable {
     }
 
     // MARK: - Internals
+
+    /// A typed node's definition, shared by ``add(_:after:cost:priority:timeout:retry:resources:operation:)``
+    /// and ``GraphRun/add(_:after:cost:priority:timeout:retry:resources:operation:)``.
+    static func definition<each Dependency: Sendable, Value: Sendable>(
+        _ id: String,
+        after dependencies: repeat Node<each Dependency>,
+        options: NodeOptions,
+        operation: @escaping @Sendable (repeat each Dependency) async throws -> Value
+    ) -> Definition {
+        var ids: [String] = []
+        for dependency in repeat each dependencies { ids.append(dependency.id) }
+        let handles = (repeat each dependencies)
+        return Definition(
+            id: id,
+            dependencies: ids,
+            options: options,
+            runsAfterAnyOutcome: false,
+            body: { inputs in try await operation(repeat inputs.typedValue(of: each handles)) }
+        )
+    }
 
     private func append<Value: Sendable>(_ definition: Definition) -> Node<Value> {
         definitions.withLock { $0.append(definition) }
