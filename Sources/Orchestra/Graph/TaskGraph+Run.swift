@@ -318,6 +318,8 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
 
     private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
         outcomes[node] = NodeOutcome(state: state, attempts: attempts[node], started: started[node], ended: ended)
+        // The node has ended: the run no longer needs its closure (the graph may still hold it).
+        definitions[node].body = releasedNodeBody
         let kind: GraphEvent.Kind = switch state {
         case .succeeded: .succeeded
         case .failed(let error): .failed(error)
@@ -342,4 +344,9 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
             outcome ?? NodeOutcome(state: .cancelled, attempts: attempts[node], started: started[node], ended: nil)
         }
     }
+}
+
+/// Stands in for the closure of a node that has ended, so the run does not keep it alive.
+private let releasedNodeBody: @Sendable (NodeInputs) async throws -> any Sendable = { _ in
+    preconditionFailure("GraphRunner: a node ran after it ended")
 }
