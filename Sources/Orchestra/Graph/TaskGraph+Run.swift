@@ -57,8 +57,17 @@ extension TaskGraph {
     /// cancelled and the error is rethrown. Cancellation: cancelling the calling task cancels
     /// the run as in ``run(limit:resourceLimits:failurePolicy:clock:)``.
     ///
-    /// - Parameter eventBuffer: How many events may wait for a slow reader; older ones are
-    ///   dropped beyond it (1,024 by default).
+    /// - Parameters:
+    ///   - limit: The most nodes running at once; unlimited by default. Below 1 is rejected.
+    ///   - resourceLimits: How many running nodes may use each named resource.
+    ///   - failurePolicy: What a failure does to the rest of the graph.
+    ///   - eventBuffer: How many events may wait for a slow reader; older ones are dropped
+    ///     beyond it (1,024 by default).
+    ///   - clock: Measures timeouts, backoffs and the offsets in the result.
+    ///   - isolation: Where `body` runs; the caller's actor by default.
+    ///   - body: Observes and steers the run; its value is returned.
+    /// - Throws: What `body` throws (the run is then cancelled), or a ``TaskGraphError`` if the
+    ///   graph or a limit is invalid. The run's own outcome is read from ``GraphRun/result``.
     public func withRun<C: Clock, Result>(
         limit: Int = .max,
         resourceLimits: [String: Int] = [:],

@@ -139,7 +139,11 @@ public final class TaskGraph: Sendable {
     /// Adds a node by id, for graphs built from data (the seeds' API managers). Dependencies may
     /// name nodes added later; ``validate()`` and every run check them.
     ///
-    /// - Parameter operation: The work; reads its dependencies' values from ``NodeInputs``.
+    /// - Parameters:
+    ///   - id: The node's id, unique in the graph.
+    ///   - dependencies: The ids of the nodes that must succeed before this one starts.
+    ///   - options: Cost, priority, timeout, retry policy and resources.
+    ///   - operation: The work; reads its dependencies' values from ``NodeInputs``.
     public func add<Value: Sendable>(
         id: String,
         dependsOn dependencies: [String] = [],
