@@ -43,7 +43,7 @@ struct Scenario: Sendable {
     /// Every scenario, in the order the demo plays them.
     static let all: [Scenario] = [
         .allAtOnce, .completions, .ordered, .serial, .limitTwo,
-        .raiseLimit, .dependencies, .tokenRefresh, .retry,
+        .raiseLimit, .dependencies, .graph, .tokenRefresh, .retry,
     ]
 
     /// The scenario called `name`, or numbered `name` (1-based).
