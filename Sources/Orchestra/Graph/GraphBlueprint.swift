@@ -49,13 +49,7 @@ struct GraphBlueprint: Sendable {
             if index.updateValue(position, forKey: node.id) != nil {
                 throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(node.id)\"", path: [node.id])
             }
-            guard node.cost.isFinite, node.cost >= 0 else {
-                throw TaskGraphError(
-                    code: .invalidCost,
-                    message: "node \"\(node.id)\" has cost \(node.cost); a cost must be finite and 0 or more",
-                    path: [node.id]
-                )
-            }
+            try Self.checkCost(of: node)
         }
         let resourceNames = limits.keys.sorted()
         var resourceIndex: [String: Int] = [:]
@@ -71,32 +65,9 @@ struct GraphBlueprint: Sendable {
         var dependents = [[Int]](repeating: [], count: nodes.count)
         var resources = [[Int]](repeating: [], count: nodes.count)
         for (position, node) in nodes.enumerated() {
-            for dependency in node.dependencies {
-                guard dependency != node.id else {
-                    throw TaskGraphError(code: .selfDependency, message: "node \"\(node.id)\" depends on itself", path: [node.id])
-                }
-                guard let target = index[dependency] else {
-                    throw TaskGraphError(
-                        code: .unknownDependency,
-                        message: "node \"\(node.id)\" depends on \"\(dependency)\", which is not in the graph",
-                        path: [node.id, dependency]
-                    )
-                }
-                guard !dependencies[position].contains(target) else { continue }
-                dependencies[position].append(target)
-                dependents[target].append(position)
-            }
-            for name in node.resources {
-                guard let resource = resourceIndex[name] else {
-                    let known = resourceNames.isEmpty ? "none are" : resourceNames.joined(separator: ", ") + " are"
-                    throw TaskGraphError(
-                        code: .unknownResource,
-                        message: "node \"\(node.id)\" uses resource \"\(name)\", which has no limit (\(known) given)",
-                        path: [node.id]
-                    )
-                }
-                if !resources[position].contains(resource) { resources[position].append(resource) }
-            }
+            dependencies[position] = try Self.resolveDependencies(of: node, in: index, hint: "")
+            for target in dependencies[position] { dependents[target].append(position) }
+            resources[position] = try Self.resolveResources(of: node, in: resourceIndex)
         }
 
         self.ids = nodes.map(\.id)
@@ -130,34 +101,13 @@ struct GraphBlueprint: Sendable {
         guard indexByID[node.id] == nil else {
             throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(node.id)\"", path: [node.id])
         }
-        guard node.cost.isFinite, node.cost >= 0 else {
-            throw TaskGraphError(
-                code: .invalidCost, message: "node \"\(node.id)\" has cost \(node.cost); a cost must be finite and 0 or more", path: [node.id]
-            )
-        }
-        var dependencyIndices: [Int] = []
-        for dependency in node.dependencies {
-            guard dependency != node.id else {
-                throw TaskGraphError(code: .selfDependency, message: "node \"\(node.id)\" depends on itself", path: [node.id])
-            }
-            guard let target = indexByID[dependency] else {
-                throw TaskGraphError(
-                    code: .unknownDependency,
-                    message: "node \"\(node.id)\" depends on \"\(dependency)\", which is not in the graph (a node added while the graph runs may depend only on existing nodes)",
-                    path: [node.id, dependency]
-                )
-            }
-            if !dependencyIndices.contains(target) { dependencyIndices.append(target) }
-        }
-        var resourceIndices: [Int] = []
-        for name in node.resources {
-            guard let resource = resourceNames.firstIndex(of: name) else {
-                throw TaskGraphError(
-                    code: .unknownResource, message: "node \"\(node.id)\" uses resource \"\(name)\", which has no limit", path: [node.id]
-                )
-            }
-            if !resourceIndices.contains(resource) { resourceIndices.append(resource) }
-        }
+        try Self.checkCost(of: node)
+        let dependencyIndices = try Self.resolveDependencies(
+            of: node, in: indexByID, hint: " (a node added while the graph runs may depend only on existing nodes)"
+        )
+        let resourceIndices = try Self.resolveResources(
+            of: node, in: Dictionary(uniqueKeysWithValues: resourceNames.enumerated().map { ($1, $0) })
+        )
         let position = ids.count
         ids.append(node.id)
         indexByID[node.id] = position
@@ -177,6 +127,52 @@ struct GraphBlueprint: Sendable {
             raise += dependencies[ancestor].map { ($0, level) }
         }
         return position
+    }
+
+    private static func checkCost(of node: NodeSpec) throws(TaskGraphError) {
+        guard node.cost.isFinite, node.cost >= 0 else {
+            throw TaskGraphError(
+                code: .invalidCost,
+                message: "node \"\(node.id)\" has cost \(node.cost); a cost must be finite and 0 or more",
+                path: [node.id]
+            )
+        }
+    }
+
+    /// The indices of `node`'s dependencies, each once.
+    private static func resolveDependencies(of node: NodeSpec, in index: [String: Int], hint: String) throws(TaskGraphError) -> [Int] {
+        var resolved: [Int] = []
+        for dependency in node.dependencies {
+            guard dependency != node.id else {
+                throw TaskGraphError(code: .selfDependency, message: "node \"\(node.id)\" depends on itself", path: [node.id])
+            }
+            guard let target = index[dependency] else {
+                throw TaskGraphError(
+                    code: .unknownDependency,
+                    message: "node \"\(node.id)\" depends on \"\(dependency)\", which is not in the graph\(hint)",
+                    path: [node.id, dependency]
+                )
+            }
+            if !resolved.contains(target) { resolved.append(target) }
+        }
+        return resolved
+    }
+
+    /// The indices of the resources `node` uses, each once.
+    private static func resolveResources(of node: NodeSpec, in index: [String: Int]) throws(TaskGraphError) -> [Int] {
+        var resolved: [Int] = []
+        for name in node.resources {
+            guard let resource = index[name] else {
+                let known = index.isEmpty ? "none are" : index.keys.sorted().joined(separator: ", ") + " are"
+                throw TaskGraphError(
+                    code: .unknownResource,
+                    message: "node \"\(node.id)\" uses resource \"\(name)\", which has no limit (\(known) given)",
+                    path: [node.id]
+                )
+            }
+            if !resolved.contains(resource) { resolved.append(resource) }
+        }
+        return resolved
     }
 
     /// Kahn's algorithm; on a cycle, finds one and throws it as a path.
