@@ -36,6 +36,8 @@ from collections import OrderedDict
 OPS_PER_ITERATION = {
     "Batch": 100_000,
     "Semaphore": 1_000,
+    "Graph 10k": 10_000,
+    "Graph 100k": 100_000,
 }
 
 BASELINE_MARK = "(baseline)"
@@ -70,7 +72,24 @@ def flat_memory(group, expect_flat=True):
     return check
 
 
+def graph_ratio(size):
+    def check(medians):
+        figure = medians[f"Graph {size}/TaskGraph"][WALL] / medians[f"Graph {size}/bare TaskGroup scheduler (baseline)"][WALL]
+        return f"{figure:.2f}x", figure <= 2.0
+    return check
+
+
+def graph_memory(size, nodes):
+    def check(medians):
+        per_node = medians[f"Graph {size}/TaskGraph"][PEAK_DELTA] / nodes
+        return f"{per_node:.0f} B/node (peak resident delta)", per_node < 1024
+    return check
+
+
 TARGETS = [
+    ("TaskGraph within 2x of the bare scheduler, 10k nodes", graph_ratio("10k")),
+    ("TaskGraph within 2x of the bare scheduler, 100k nodes", graph_ratio("100k")),
+    ("TaskGraph memory under 1 KB per node, 100k nodes", graph_memory("100k", 100_000)),
     ("concurrentMap within 1.3x of the hand-written window", target_window_ratio),
     ("AsyncSemaphore wait()+signal() under 100 ns", target_semaphore_ns),
     ("memory flat in inputs: concurrentMap returning Void", flat_memory("Memory concurrentMap Void")),

@@ -9,4 +9,5 @@ let benchmarks: @Sendable () -> Void = {
     registerBatchBenchmarks()
     registerSemaphoreBenchmarks()
     registerMemoryBenchmarks()
+    registerTaskGraphBenchmarks()
 }

@@ -36,14 +36,21 @@ public struct NodeOptions: Sendable {
 /// The values a node's dependencies produced, for nodes added by id
 /// (``TaskGraph/add(id:dependsOn:options:operation:)``).
 public struct NodeInputs: Sendable {
-    let outcomes: [String: NodeOutcome<any Sendable>]
+    /// The dependencies' ids and outcomes, in the order declared. A node has few dependencies,
+    /// so a linear search beats building a dictionary for every node that starts.
+    let ids: [String]
+    let outcomes: [NodeOutcome<any Sendable>]
+
+    subscript(id: String) -> NodeOutcome<any Sendable>? {
+        ids.firstIndex(of: id).map { outcomes[$0] }
+    }
 
     /// The value of dependency `id`, as `type`.
     ///
     /// - Throws: ``TaskGraphError`` if `id` is not a dependency of this node, did not succeed,
     ///   or produced a value of another type.
     public func value<Value>(of id: String, as type: Value.Type = Value.self) throws(TaskGraphError) -> Value {
-        guard let outcome = outcomes[id] else {
+        guard let outcome = self[id] else {
             throw TaskGraphError(code: .unknownDependency, message: "\"\(id)\" is not a dependency of this node", path: [id])
         }
         guard case .succeeded(let value) = outcome.state else {
@@ -61,6 +68,6 @@ public struct NodeInputs: Sendable {
 
     /// The outcome of dependency `id`, whatever it ended with (for `afterOutcomes` nodes).
     public func outcome(of id: String) -> NodeOutcome<any Sendable>? {
-        outcomes[id]
+        self[id]
     }
 }

@@ -100,12 +100,12 @@ extension TaskGraph {
 
     private func prepareRun<C: Clock>(
         limit: Int, resourceLimits: [String: Int], failurePolicy: FailurePolicy, clock: C, observer: GraphRun?
-    ) throws(TaskGraphError) -> GraphRunner<C> where C.Duration == Duration {
+    ) throws(TaskGraphError) -> GraphRunner where C.Duration == Duration {
         let (definitions, blueprint) = try blueprint(resourceLimits: resourceLimits)
         return GraphRunner(
             definitions: definitions,
             machine: SchedulerStateMachine(blueprint, limit: limit, failurePolicy: failurePolicy),
-            clock: clock,
+            clock: RunClock(clock),
             observer: observer
         )
     }
@@ -114,17 +114,20 @@ extension TaskGraph {
 /// One run of a graph: the scheduling state machine, driven by the ends of the nodes' child
 /// tasks (and, under `withRun`, by commands from the ``GraphRun``), all in one task group owned
 /// by the run. Only the run loop touches this state.
-struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
+struct GraphRunner: Sendable {
     private enum Event: Sendable {
         case attemptEnded(node: Int, result: Result<any Sendable, any Error>, ended: Duration)
         case backoffEnded(node: Int)
         case commands([GraphRunInbox.Command])
     }
 
+    /// Shared with the graph's snapshot and only read, so it is never copied (only appended
+    /// to when a node is added while the graph runs).
     private var definitions: [TaskGraph.Definition]
+    /// Each node's closure, released as soon as the node has ended.
+    private var bodies: [(@Sendable (NodeInputs) async throws -> any Sendable)?]
     private var machine: SchedulerStateMachine
-    private let clock: C
-    private let start: C.Instant
+    private let clock: RunClock
     private let observer: GraphRun?
     private var outcomes: [NodeOutcome<any Sendable>?]
     private var attempts: [Int]
@@ -135,18 +138,18 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
     private var firstFailure: (node: Int, error: any Error)?
     private var runCancelled = false
 
-    init(definitions: [TaskGraph.Definition], machine: SchedulerStateMachine, clock: C, observer: GraphRun?) {
+    init(definitions: [TaskGraph.Definition], machine: SchedulerStateMachine, clock: RunClock, observer: GraphRun?) {
         self.definitions = definitions
+        self.bodies = definitions.map(\.body)
         self.machine = machine
         self.clock = clock
-        self.start = clock.now
         self.observer = observer
         self.outcomes = Array(repeating: nil, count: definitions.count)
         self.attempts = Array(repeating: 0, count: definitions.count)
         self.started = Array(repeating: nil, count: definitions.count)
     }
 
-    private var elapsed: Duration { start.duration(to: clock.now) }
+    private var elapsed: Duration { clock.elapsed() }
 
     mutating func run() async throws -> GraphResult {
         if let observer {
@@ -213,7 +216,7 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
                 apply(machine.suspendForBackoff(node), to: &group)
                 group.addTask { [clock] in
                     // A cancelled sleep ends the backoff too; the state machine then ignores it.
-                    try? await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil)
+                    try? await clock.sleep(delay)
                     return .backoffEnded(node: node)
                 }
             } else {
@@ -248,6 +251,7 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
                 )
                 let (index, transition) = try machine.add(spec)
                 definitions.append(definition)
+                bodies.append(definition.body)
                 outcomes.append(nil)
                 attempts.append(0)
                 started.append(nil)
@@ -272,28 +276,29 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
             if started[node] == nil { started[node] = elapsed }
             emit(definitions[node].id, .started(attempt: attempts[node]))
             let definition = definitions[node]
-            let inputs = NodeInputs(outcomes: Dictionary(
-                definition.dependencies.map { ($0, outcomes[machine.blueprint.index(of: $0)]!) },
-                uniquingKeysWith: { first, _ in first }
-            ))
+            let body = bodies[node]!
+            let inputs = NodeInputs(
+                ids: definition.dependencies,
+                outcomes: machine.blueprint.dependencies[node].map { outcomes[$0]! }
+            )
             let attempt: @Sendable () async -> Result<any Sendable, any Error> = { [clock] in
                 await Result {
                     if let timeout = definition.options.timeout {
-                        return try await withTimeout(timeout, clock: clock) { try await definition.body(inputs) }
+                        return try await clock.withTimeout(timeout) { try await body(inputs) }
                     }
-                    return try await definition.body(inputs)
+                    return try await body(inputs)
                 }
             }
             let cancellation: AsyncEvent? = observer == nil ? nil : AsyncEvent()
             nodeCancellations[node] = cancellation
-            group.addTask { [clock, start] in
+            group.addTask { [clock] in
                 let result = if let cancellation {
                     await Self.race(attempt, against: cancellation)
                 } else {
                     await attempt()
                 }
                 // Read here, not when the run loop gets to the event, so the end is exact.
-                return .attemptEnded(node: node, result: result, ended: start.duration(to: clock.now))
+                return .attemptEnded(node: node, result: result, ended: clock.elapsed())
             }
         }
         for node in transition.cancelRunning {
@@ -328,7 +333,7 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
     private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
         outcomes[node] = NodeOutcome(state: state, attempts: attempts[node], started: started[node], ended: ended)
         // The node has ended: the run no longer needs its closure (the graph may still hold it).
-        definitions[node].body = releasedNodeBody
+        bodies[node] = nil
         let kind: GraphEvent.Kind = switch state {
         case .succeeded: .succeeded
         case .failed(let error): .failed(error)
@@ -355,7 +360,18 @@ struct GraphRunner<C: Clock>: Sendable where C.Duration == Duration {
     }
 }
 
-/// Stands in for the closure of a node that has ended, so the run does not keep it alive.
-private let releasedNodeBody: @Sendable (NodeInputs) async throws -> any Sendable = { _ in
-    preconditionFailure("GraphRunner: a node ran after it ended")
+/// The run's clock with its type erased, so the runner is not generic: a generic runner called
+/// from another module runs unspecialised, with every clock call through witness tables.
+struct RunClock: Sendable {
+    /// Time since the run started.
+    let elapsed: @Sendable () -> Duration
+    let sleep: @Sendable (Duration) async throws -> Void
+    let withTimeout: @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
+
+    init<C: Clock>(_ clock: C) where C.Duration == Duration {
+        let start = clock.now
+        elapsed = { start.duration(to: clock.now) }
+        sleep = { delay in try await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil) }
+        withTimeout = { timeout, body in try await Orchestra.withTimeout(timeout, clock: clock, body) }
+    }
 }

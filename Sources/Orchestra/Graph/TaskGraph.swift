@@ -241,10 +241,10 @@ public final class TaskGraph: Sendable {
 extension NodeInputs {
     func typedValue<Value>(of node: Node<Value>) -> Value {
         // Typed nodes only run after their typed dependencies succeeded with a Value.
-        outcomes[node.id]!.value as! Value
+        self[node.id]!.value as! Value
     }
 
     func typedOutcome<Value>(of node: Node<Value>) -> NodeOutcome<Value> {
-        outcomes[node.id]!.map { $0 as! Value }
+        self[node.id]!.map { $0 as! Value }
     }
 }
