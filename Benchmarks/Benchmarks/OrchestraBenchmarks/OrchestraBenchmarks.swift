@@ -10,4 +10,5 @@ let benchmarks: @Sendable () -> Void = {
     registerSemaphoreBenchmarks()
     registerMemoryBenchmarks()
     registerTaskGraphBenchmarks()
+    registerStandardTaskGraphBenchmarks()
 }
