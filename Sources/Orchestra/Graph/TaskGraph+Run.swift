@@ -275,15 +275,16 @@ struct GraphRunner: Sendable {
             attempts[node] += 1
             if started[node] == nil { started[node] = elapsed }
             emit(definitions[node].id, .started(attempt: attempts[node]))
-            let definition = definitions[node]
+            // Only what the child needs: not the whole definition.
+            let timeout = definitions[node].options.timeout
             let body = bodies[node]!
             let inputs = NodeInputs(
-                ids: definition.dependencies,
+                ids: definitions[node].dependencies,
                 outcomes: machine.blueprint.dependencies[node].map { outcomes[$0]! }
             )
             let attempt: @Sendable () async -> Result<any Sendable, any Error> = { [clock] in
                 await Result {
-                    if let timeout = definition.options.timeout {
+                    if let timeout {
                         return try await clock.withTimeout(timeout) { try await body(inputs) }
                     }
                     return try await body(inputs)
