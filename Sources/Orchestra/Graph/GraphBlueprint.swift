@@ -1,94 +1,165 @@
-/// One node of a graph as described, before validation: what the scheduler needs to know.
-struct NodeSpec: Sendable {
-    var id: String
-    var dependencies: [String]
-    var cost: Double = 1
-    var priority: Int = 0
-    var resources: [String] = []
-    /// An `afterOutcomesOf:` node: runs whatever its dependencies ended with.
-    var runsAfterAnyOutcome = false
-}
-
-/// A validated graph in index form: dependencies, dependents, and each node's critical-path
-/// length (its cost plus the longest chain of costs after it).
+/// A validated graph in index form: its nodes with every dependency resolved, the dependents of
+/// each node, and each node's critical-path length (its cost plus the longest chain of costs
+/// after it).
 ///
 /// Building one is the validation: duplicates, unknown or self dependencies, cycles, bad costs
 /// and resources without limits are rejected with a ``TaskGraphError`` naming them.
-/// Complexity: O(nodes + edges).
+/// Complexity: O(nodes + edges), with no allocation per node: the nodes' arrays are shared with
+/// the graph, and the dependents are two flat arrays.
 struct GraphBlueprint: Sendable {
-    var ids: [String]
-    var costs: [Double]
-    var priorities: [Int]
-    var runsAfterAnyOutcome: [Bool]
-    var dependencies: [[Int]]
-    var dependents: [[Int]]
-    /// For each node, the indices of the resources it uses.
-    var resources: [[Int]]
-    var resourceNames: [String]
-    var resourceLimits: [Int]
+    private(set) var nodes: GraphNodes
+    /// The dependents of node `n` are `dependentList[dependentStart[n] ..< dependentStart[n + 1]]`,
+    /// then `addedDependents[n]` (edges to nodes added while the graph runs).
+    private var dependentStart: [Int32]
+    private var dependentList: [Int32]
+    private var addedDependents: [Int32: [Int32]] = [:]
+    /// For each node, the indices of the resources it uses; empty if no node uses any.
+    private var resourceUse: [[Int32]]
+    private(set) var resourceNames: [String]
+    private(set) var resourceLimits: [Int]
     /// Cost of the node plus the longest cost path from it to the end of the graph.
-    var bottomLevels: [Double]
+    private(set) var bottomLevels: [Double]
 
-    /// Node index by id.
-    private var indexByID: [String: Int] = [:]
+    var count: Int { nodes.count }
+    var ids: [String] { nodes.ids }
+    var costs: [Double] { nodes.costs }
 
-    var count: Int { ids.count }
+    func id(of node: Int) -> String { nodes.ids[node] }
+    func cost(of node: Int) -> Double { nodes.costs[node] }
+    func priority(of node: Int) -> Int { nodes.priorities[node] }
+    func runsAfterAnyOutcome(_ node: Int) -> Bool { nodes.runsAfterAnyOutcome[node] }
+    func dependencies(of node: Int) -> [Int32] { nodes.dependencies[node] }
+    func indexIfPresent(of id: String) -> Int? { nodes.index(of: id) }
 
-    func index(of id: String) -> Int {
-        indexByID[id]!
+    func resources(of node: Int) -> [Int32] {
+        resourceUse.isEmpty ? [] : resourceUse[node]
     }
 
-    func indexIfPresent(of id: String) -> Int? {
-        indexByID[id]
+    /// The dependents `node` had when the blueprint was built.
+    func directDependents(of node: Int) -> ArraySlice<Int32> {
+        dependentList[Int(dependentStart[node])..<Int(dependentStart[node + 1])]
     }
 
-    init(_ nodes: [NodeSpec], resourceLimits limits: [String: Int] = [:]) throws(TaskGraphError) {
-        var index: [String: Int] = [:]
-        index.reserveCapacity(nodes.count)
-        for (position, node) in nodes.enumerated() {
-            if index.updateValue(position, forKey: node.id) != nil {
-                throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(node.id)\"", path: [node.id])
-            }
-            try Self.checkCost(of: node)
+    /// The dependents added to `node` while the graph runs.
+    func addedDependents(of node: Int) -> [Int32]? {
+        addedDependents.isEmpty ? nil : addedDependents[Int32(node)]
+    }
+
+    /// Calls `body` with each dependent of `node`.
+    func forEachDependent(of node: Int, _ body: (Int) throws -> Void) rethrows {
+        for dependent in directDependents(of: node) { try body(Int(dependent)) }
+        if let added = addedDependents(of: node) {
+            for dependent in added { try body(Int(dependent)) }
+        }
+    }
+
+    /// The dependents of `node`, as an array (for tests and rare paths).
+    func dependents(of node: Int) -> [Int] {
+        var result: [Int] = []
+        forEachDependent(of: node) { result.append($0) }
+        return result
+    }
+
+    init(_ specs: [NodeSpec], resourceLimits limits: [String: Int] = [:]) throws(TaskGraphError) {
+        try self.init(GraphNodes(specs), resourceLimits: limits)
+    }
+
+    init(_ nodes: GraphNodes, resourceLimits limits: [String: Int]) throws(TaskGraphError) {
+        var nodes = nodes
+        if let duplicate = nodes.duplicates.first {
+            let id = nodes.ids[Int(duplicate)]
+            throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(id)\"", path: [id])
+        }
+        for node in 0..<nodes.count {
+            try Self.checkCost(nodes.costs[node], of: nodes.ids[node])
         }
         let resourceNames = limits.keys.sorted()
-        var resourceIndex: [String: Int] = [:]
-        for (position, name) in resourceNames.enumerated() {
-            let limit = limits[name]!
-            guard limit >= 1 else {
-                throw TaskGraphError(code: .invalidLimit, message: "resource \"\(name)\" has limit \(limit); a limit must be at least 1")
+        for name in resourceNames where limits[name]! < 1 {
+            throw TaskGraphError(code: .invalidLimit, message: "resource \"\(name)\" has limit \(limits[name]!); a limit must be at least 1")
+        }
+        try nodes.resolve()
+
+        // Dependents by counting: one pass for the counts, one to fill. Self-dependencies are
+        // found on the way.
+        let count = nodes.count
+        var start = [Int32](repeating: 0, count: count + 1)
+        for node in 0..<count {
+            for dependency in nodes.dependencies[node] {
+                guard Int(dependency) != node else {
+                    let id = nodes.ids[node]
+                    throw TaskGraphError(code: .selfDependency, message: "node \"\(id)\" depends on itself", path: [id])
+                }
+                start[Int(dependency)] += 1
             }
-            resourceIndex[name] = position
+        }
+        // Each node's count becomes the end of its range; filling from the last node backwards
+        // moves it down to the range's start and keeps each range in insertion order.
+        for node in 0..<count { start[node + 1] += start[node] }
+        var list = [Int32](repeating: 0, count: Int(start[count]))
+        for node in (0..<count).reversed() {
+            for dependency in nodes.dependencies[node] {
+                start[Int(dependency)] -= 1
+                list[Int(start[Int(dependency)])] = Int32(node)
+            }
         }
 
-        var dependencies = [[Int]](repeating: [], count: nodes.count)
-        var dependents = [[Int]](repeating: [], count: nodes.count)
-        var resources = [[Int]](repeating: [], count: nodes.count)
-        for (position, node) in nodes.enumerated() {
-            dependencies[position] = try Self.resolveDependencies(of: node, in: index, hint: "")
-            for target in dependencies[position] { dependents[target].append(position) }
-            resources[position] = try Self.resolveResources(of: node, in: resourceIndex)
+        var resourceUse: [[Int32]] = []
+        if nodes.usesResources {
+            let resourceIndex = Dictionary(uniqueKeysWithValues: resourceNames.enumerated().map { ($1, Int32($0)) })
+            resourceUse = Array(repeating: [], count: count)
+            for node in 0..<count where !nodes.resources(of: node).isEmpty {
+                resourceUse[node] = try Self.resolveResources(nodes.resources(of: node), of: nodes.ids[node], in: resourceIndex)
+            }
         }
 
-        self.ids = nodes.map(\.id)
-        self.indexByID = index
-        self.costs = nodes.map(\.cost)
-        self.priorities = nodes.map(\.priority)
-        self.runsAfterAnyOutcome = nodes.map(\.runsAfterAnyOutcome)
-        self.dependencies = dependencies
-        self.dependents = dependents
-        self.resources = resources
+        self.nodes = nodes
+        self.dependentStart = start
+        self.dependentList = list
+        self.resourceUse = resourceUse
         self.resourceNames = resourceNames
         self.resourceLimits = resourceNames.map { limits[$0]! }
         self.bottomLevels = []
-        let order = try topologicalOrder()
-        var levels = [Double](repeating: 0, count: nodes.count)
-        for node in order.reversed() {
-            var after = 0.0
-            for dependent in dependents[node] { after = max(after, levels[dependent]) }
-            levels[node] = costs[node] + after
+        bottomLevels = try Self.levels(of: nodes, dependentStart: start, dependentList: list)
+    }
+
+    /// Each node's bottom level, found from the sinks up (Kahn's algorithm on the reversed
+    /// graph: a node is done once all its dependents are). Nodes never done lie on or behind a
+    /// cycle, which is thrown as a path.
+    private static func levels(
+        of nodes: GraphNodes, dependentStart: [Int32], dependentList: [Int32]
+    ) throws(TaskGraphError) -> [Double] {
+        let count = nodes.count
+        // Dependents not yet done; below, the level so far is kept in `levels`.
+        var open = [Int32](repeating: 0, count: count)
+        var levels = [Double](repeating: 0, count: count)
+        var stack: [Int32] = []
+        for node in 0..<count {
+            open[node] = dependentStart[node + 1] - dependentStart[node]
+            if open[node] == 0 { stack.append(Int32(node)) }
         }
-        bottomLevels = levels
+        var done = 0
+        while let next = stack.popLast() {
+            let node = Int(next)
+            done += 1
+            let level = levels[node] + nodes.costs[node]
+            levels[node] = level
+            for dependency in nodes.dependencies[node] {
+                let target = Int(dependency)
+                if levels[target] < level { levels[target] = level }
+                open[target] -= 1
+                if open[target] == 0 { stack.append(dependency) }
+            }
+        }
+        guard done < count else { return levels }
+        let cycle = findCycle(
+            among: Set((0..<count).filter { open[$0] > 0 }), dependentStart: dependentStart, dependentList: dependentList
+        )
+        let names = cycle.map { nodes.ids[$0] }
+        throw TaskGraphError(
+            code: .cycle,
+            message: "the dependencies form a cycle: \(names.joined(separator: " → "))",
+            path: names
+        )
     }
 
     /// Adds a node while the graph runs. It may depend only on nodes already in the graph, so
@@ -97,77 +168,72 @@ struct GraphBlueprint: Sendable {
     /// - Returns: The new node's index.
     /// - Throws: ``TaskGraphError`` for a duplicate id, an unknown or self dependency, a bad
     ///   cost or a resource without a limit.
-    mutating func append(_ node: NodeSpec) throws(TaskGraphError) -> Int {
-        guard indexByID[node.id] == nil else {
-            throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(node.id)\"", path: [node.id])
+    mutating func append(_ spec: NodeSpec, extras: NodeExtras?) throws(TaskGraphError) -> Int {
+        guard nodes.index(of: spec.id) == nil else {
+            throw TaskGraphError(code: .duplicateNode, message: "two nodes have the id \"\(spec.id)\"", path: [spec.id])
         }
-        try Self.checkCost(of: node)
-        let dependencyIndices = try Self.resolveDependencies(
-            of: node, in: indexByID, hint: " (a node added while the graph runs may depend only on existing nodes)"
+        try Self.checkCost(spec.cost, of: spec.id)
+        var dependencyIndices: [Int32] = []
+        for dependency in spec.dependencies {
+            guard dependency != spec.id else {
+                throw TaskGraphError(code: .selfDependency, message: "node \"\(spec.id)\" depends on itself", path: [spec.id])
+            }
+            guard let target = nodes.index(of: dependency) else {
+                throw TaskGraphError(
+                    code: .unknownDependency,
+                    message: "node \"\(spec.id)\" depends on \"\(dependency)\", which is not in the graph"
+                        + " (a node added while the graph runs may depend only on existing nodes)",
+                    path: [spec.id, dependency]
+                )
+            }
+            if !dependencyIndices.contains(Int32(target)) { dependencyIndices.append(Int32(target)) }
+        }
+        let resources = try Self.resolveResources(
+            extras?.resources ?? [], of: spec.id,
+            in: Dictionary(uniqueKeysWithValues: resourceNames.enumerated().map { ($1, Int32($0)) })
         )
-        let resourceIndices = try Self.resolveResources(
-            of: node, in: Dictionary(uniqueKeysWithValues: resourceNames.enumerated().map { ($1, $0) })
+        let position = nodes.append(
+            id: spec.id, dependencies: spec.dependencies, cost: spec.cost, priority: spec.priority,
+            runsAfterAnyOutcome: spec.runsAfterAnyOutcome, extras: extras
         )
-        let position = ids.count
-        ids.append(node.id)
-        indexByID[node.id] = position
-        costs.append(node.cost)
-        priorities.append(node.priority)
-        runsAfterAnyOutcome.append(node.runsAfterAnyOutcome)
-        dependencies.append(dependencyIndices)
-        dependents.append([])
-        resources.append(resourceIndices)
-        bottomLevels.append(node.cost)
-        var raise = dependencyIndices.map { ($0, node.cost) }
-        for dependency in dependencyIndices { dependents[dependency].append(position) }
+        precondition(nodes.dependencies[position] == dependencyIndices, "GraphBlueprint: dependencies of an added node out of step")
+        dependentStart.append(dependentStart[position])
+        if !resources.isEmpty {
+            if resourceUse.isEmpty { resourceUse = Array(repeating: [], count: position) }
+        }
+        if !resourceUse.isEmpty { resourceUse.append(resources) }
+        bottomLevels.append(spec.cost)
+        for dependency in dependencyIndices { addedDependents[dependency, default: []].append(Int32(position)) }
+        var raise = dependencyIndices.map { (Int($0), spec.cost) }
         while let (ancestor, below) = raise.popLast() {
-            let level = costs[ancestor] + below
+            let level = nodes.costs[ancestor] + below
             guard level > bottomLevels[ancestor] else { continue }
             bottomLevels[ancestor] = level
-            raise += dependencies[ancestor].map { ($0, level) }
+            raise += nodes.dependencies[ancestor].map { (Int($0), level) }
         }
         return position
     }
 
-    private static func checkCost(of node: NodeSpec) throws(TaskGraphError) {
-        guard node.cost.isFinite, node.cost >= 0 else {
+    private static func checkCost(_ cost: Double, of id: String) throws(TaskGraphError) {
+        guard cost.isFinite, cost >= 0 else {
             throw TaskGraphError(
                 code: .invalidCost,
-                message: "node \"\(node.id)\" has cost \(node.cost); a cost must be finite and 0 or more",
-                path: [node.id]
+                message: "node \"\(id)\" has cost \(cost); a cost must be finite and 0 or more",
+                path: [id]
             )
         }
     }
 
-    /// The indices of `node`'s dependencies, each once.
-    private static func resolveDependencies(of node: NodeSpec, in index: [String: Int], hint: String) throws(TaskGraphError) -> [Int] {
-        var resolved: [Int] = []
-        for dependency in node.dependencies {
-            guard dependency != node.id else {
-                throw TaskGraphError(code: .selfDependency, message: "node \"\(node.id)\" depends on itself", path: [node.id])
-            }
-            guard let target = index[dependency] else {
-                throw TaskGraphError(
-                    code: .unknownDependency,
-                    message: "node \"\(node.id)\" depends on \"\(dependency)\", which is not in the graph\(hint)",
-                    path: [node.id, dependency]
-                )
-            }
-            if !resolved.contains(target) { resolved.append(target) }
-        }
-        return resolved
-    }
-
-    /// The indices of the resources `node` uses, each once.
-    private static func resolveResources(of node: NodeSpec, in index: [String: Int]) throws(TaskGraphError) -> [Int] {
-        var resolved: [Int] = []
-        for name in node.resources {
+    /// The indices of the resources a node uses, each once.
+    private static func resolveResources(_ names: [String], of id: String, in index: [String: Int32]) throws(TaskGraphError) -> [Int32] {
+        var resolved: [Int32] = []
+        for name in names {
             guard let resource = index[name] else {
                 let known = index.isEmpty ? "none are" : index.keys.sorted().joined(separator: ", ") + " are"
                 throw TaskGraphError(
                     code: .unknownResource,
-                    message: "node \"\(node.id)\" uses resource \"\(name)\", which has no limit (\(known) given)",
-                    path: [node.id]
+                    message: "node \"\(id)\" uses resource \"\(name)\", which has no limit (\(known) given)",
+                    path: [id]
                 )
             }
             if !resolved.contains(resource) { resolved.append(resource) }
@@ -175,45 +241,21 @@ struct GraphBlueprint: Sendable {
         return resolved
     }
 
-    /// Kahn's algorithm; on a cycle, finds one and throws it as a path.
-    private func topologicalOrder() throws(TaskGraphError) -> [Int] {
-        var remaining = dependencies.map(\.count)
-        var order: [Int] = []
-        order.reserveCapacity(count)
-        var stack = (0..<count).filter { remaining[$0] == 0 }.reversed() as [Int]
-        while let node = stack.popLast() {
-            order.append(node)
-            for dependent in dependents[node] {
-                remaining[dependent] -= 1
-                if remaining[dependent] == 0 { stack.append(dependent) }
-            }
-        }
-        guard order.count < count else { return order }
-        let cycle = findCycle(among: Set((0..<count).filter { remaining[$0] > 0 }))
-        let names = cycle.map { ids[$0] }
-        throw TaskGraphError(
-            code: .cycle,
-            message: "the dependencies form a cycle: \(names.joined(separator: " → "))",
-            path: names
-        )
-    }
-
-    /// A cycle among `candidates` (nodes Kahn's algorithm could not order), in dependency
-    /// direction, its first node repeated at the end. Iterative, so deep graphs cannot overflow
-    /// the stack.
-    private func findCycle(among candidates: Set<Int>) -> [Int] {
-        // Every candidate has an unfinished dependency that is itself a candidate, so walking
-        // dependencies from any candidate must revisit a node.
+    /// A cycle among `candidates` (nodes with a dependent that was never done: on a cycle or
+    /// upstream of one), in run order, its first node repeated at the end. Every candidate has
+    /// a dependent that is itself a candidate, so walking such dependents must revisit a node.
+    /// Iterative, so deep graphs cannot overflow the stack.
+    private static func findCycle(among candidates: Set<Int>, dependentStart: [Int32], dependentList: [Int32]) -> [Int] {
         var position: [Int: Int] = [:]
         var walk: [Int] = []
         var node = candidates.min()!
         while position[node] == nil {
             position[node] = walk.count
             walk.append(node)
-            node = dependencies[node].first { candidates.contains($0) }!
+            let dependents = dependentList[Int(dependentStart[node])..<Int(dependentStart[node + 1])]
+            node = Int(dependents.first { candidates.contains(Int($0)) }!)
         }
-        // walk[start...] follows "depends on" edges; reverse it so the path reads in run order.
-        let cycle = Array(walk[position[node]!...].reversed())
+        let cycle = Array(walk[position[node]!...])
         return cycle + [cycle[0]]
     }
 }

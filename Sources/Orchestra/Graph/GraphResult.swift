@@ -5,18 +5,19 @@
 /// let page = try result.value(of: pageNode)       // or: result[pageNode].state
 /// ```
 public struct GraphResult: Sendable {
-    private let index: [String: Int]
+    /// The graph's ids and index, shared with it: a result copies nothing but the outcomes.
+    private let nodes: GraphNodes
     private let outcomes: [NodeOutcome<any Sendable>]
-    /// The node ids in insertion order.
-    public let nodeIDs: [String]
     /// From the run's start to its last node's end, on the run's clock.
     public let duration: Duration
 
-    init(ids: [String], outcomes: [NodeOutcome<any Sendable>], duration: Duration) {
-        self.nodeIDs = ids
+    /// The node ids in insertion order.
+    public var nodeIDs: [String] { nodes.ids }
+
+    init(nodes: GraphNodes, outcomes: [NodeOutcome<any Sendable>], duration: Duration) {
+        self.nodes = nodes
         self.outcomes = outcomes
         self.duration = duration
-        self.index = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
     }
 
     /// The outcome of `node`. Reading a node of another graph is a programmer error and traps
@@ -30,7 +31,7 @@ public struct GraphResult: Sendable {
 
     /// The outcome of the node with `id`, or `nil` if no node has it.
     public func outcome(id: String) -> NodeOutcome<any Sendable>? {
-        index[id].map { outcomes[$0] }
+        nodes.index(of: id).map { outcomes[$0] }
     }
 
     /// The value of `node`.

@@ -36,13 +36,15 @@ public struct NodeOptions: Sendable {
 /// The values a node's dependencies produced, for nodes added by id
 /// (``TaskGraph/add(id:dependsOn:options:operation:)``).
 public struct NodeInputs: Sendable {
-    /// The dependencies' ids and outcomes, in the order declared. A node has few dependencies,
-    /// so a linear search beats building a dictionary for every node that starts.
+    /// Every node's id (shared with the run, not copied), this node's dependencies as indices
+    /// into it, and their outcomes in the same order. A node has few dependencies, so a linear
+    /// search beats building a dictionary for every node that starts.
     let ids: [String]
-    let outcomes: [NodeOutcome<any Sendable>]
+    let dependencies: [Int32]
+    var outcomes: [NodeOutcome<any Sendable>]
 
     subscript(id: String) -> NodeOutcome<any Sendable>? {
-        ids.firstIndex(of: id).map { outcomes[$0] }
+        dependencies.firstIndex { ids[Int($0)] == id }.map { outcomes[$0] }
     }
 
     /// The value of dependency `id`, as `type`.

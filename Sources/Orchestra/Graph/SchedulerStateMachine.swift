@@ -103,7 +103,7 @@ struct SchedulerStateMachine: Sendable {
         self.order = order
         self.failurePolicy = failurePolicy
         self.limit = limit
-        self.states = blueprint.dependencies.map { .waiting(remaining: $0.count) }
+        self.states = blueprint.nodes.dependencies.map { .waiting(remaining: $0.count) }
         self.resourceInUse = Array(repeating: 0, count: blueprint.resourceNames.count)
         self.parked = Array(repeating: [], count: blueprint.resourceNames.count)
     }
@@ -115,17 +115,26 @@ struct SchedulerStateMachine: Sendable {
 
     /// Makes the nodes without dependencies ready and returns what to start.
     mutating func start() -> Transition {
-        for node in 0..<blueprint.count where blueprint.dependencies[node].isEmpty {
+        for node in 0..<blueprint.count where blueprint.dependencies(of: node).isEmpty {
             makeReady(node)
         }
-        return Transition(launch: fillSlots())
+        var transition = Transition()
+        fillSlots(into: &transition)
+        return transition
     }
 
     /// A running node ended.
     mutating func finish(_ node: Int, _ outcome: Outcome) -> Transition {
-        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.ids[node]) finished while \(states[node])")
-        release(node)
         var transition = Transition()
+        finish(node, outcome, into: &transition)
+        return transition
+    }
+
+    /// A running node ended; what to do is appended to `transition` (a runner reuses one
+    /// transition, so the hot path allocates nothing).
+    mutating func finish(_ node: Int, _ outcome: Outcome, into transition: inout Transition) {
+        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.id(of: node)) finished while \(states[node])")
+        release(node)
         switch outcome {
         case .succeeded: settle(node, as: .succeeded, into: &transition)
         case .failed: settle(node, as: .failed, into: &transition)
@@ -134,24 +143,27 @@ struct SchedulerStateMachine: Sendable {
         if outcome == .failed, failurePolicy == .failFast {
             halt(cause: node, into: &transition)
         }
-        transition.launch = fillSlots()
-        return transition
+        fillSlots(into: &transition)
     }
 
     /// A running node failed an attempt and waits before retrying: it gives back its slot and
     /// its resources.
     mutating func suspendForBackoff(_ node: Int) -> Transition {
-        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.ids[node]) backed off while \(states[node])")
+        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.id(of: node)) backed off while \(states[node])")
         release(node)
         states[node] = .backingOff
-        return Transition(launch: fillSlots())
+        var transition = Transition()
+        fillSlots(into: &transition)
+        return transition
     }
 
     /// A node's backoff is over: it competes for a slot again, like any ready node.
     mutating func resumeAfterBackoff(_ node: Int) -> Transition {
-        guard states[node] == .backingOff, !stopped else { return Transition() }
+        var transition = Transition()
+        guard states[node] == .backingOff, !stopped else { return transition }
         makeReady(node)
-        return Transition(launch: fillSlots())
+        fillSlots(into: &transition)
+        return transition
     }
 
     /// Cancels one node that has not ended: if it runs, the runner cancels it and reports
@@ -165,7 +177,7 @@ struct SchedulerStateMachine: Sendable {
         case .waiting, .ready, .backingOff:
             removeFromQueues(node)
             settle(node, as: .cancelled, into: &transition)
-            transition.launch = fillSlots()
+            fillSlots(into: &transition)
         case .succeeded, .failed, .cancelled, .skipped:
             break
         }
@@ -183,11 +195,11 @@ struct SchedulerStateMachine: Sendable {
     /// Adds a node while the graph runs (see ``GraphBlueprint/append(_:)``). It becomes ready at
     /// once if its dependencies already succeeded, and is skipped at once if one already
     /// failed (unless it runs after any outcome).
-    mutating func add(_ node: NodeSpec) throws(TaskGraphError) -> (index: Int, transition: Transition) {
-        let index = try blueprint.append(node)
+    mutating func add(_ node: NodeSpec, extras: NodeExtras? = nil) throws(TaskGraphError) -> (index: Int, transition: Transition) {
+        let index = try blueprint.append(node, extras: extras)
         var remaining = 0
         var failedCause: Int?
-        for dependency in blueprint.dependencies[index] {
+        for dependency in blueprint.dependencies(of: index).map(Int.init) {
             switch states[dependency] {
             case .succeeded: break
             case .failed, .cancelled: failedCause = failedCause ?? dependency
@@ -200,24 +212,26 @@ struct SchedulerStateMachine: Sendable {
         if stopped {
             states[index] = .cancelled
             terminalCount += 1
-        } else if let failedCause, !blueprint.runsAfterAnyOutcome[index] {
+        } else if let failedCause, !blueprint.runsAfterAnyOutcome(index) {
             settle(index, as: .skipped(cause: failedCause), into: &transition)
             transition.skipped.append(Skip(node: index, cause: failedCause))
-        } else if blueprint.runsAfterAnyOutcome[index] {
+        } else if blueprint.runsAfterAnyOutcome(index) {
             // Dependencies that already ended, however, count as done.
-            let open = blueprint.dependencies[index].filter { !states[$0].isTerminal }.count
+            let open = blueprint.dependencies(of: index).filter { !states[Int($0)].isTerminal }.count
             if open == 0 { makeReady(index) } else { states[index] = .waiting(remaining: open) }
         } else if remaining == 0 {
             makeReady(index)
         }
-        transition.launch = fillSlots()
+        fillSlots(into: &transition)
         return (index, transition)
     }
 
     /// Changes the concurrency limit; a higher limit may start nodes at once.
     mutating func setLimit(_ newLimit: Int) -> Transition {
         limit = newLimit
-        return Transition(launch: fillSlots())
+        var transition = Transition()
+        fillSlots(into: &transition)
+        return transition
     }
 
     // MARK: - Internals
@@ -227,29 +241,28 @@ struct SchedulerStateMachine: Sendable {
         readySequence += 1
         let level = order == .criticalPath ? blueprint.bottomLevels[node] : 0
         let sequence = order == .criticalPath ? node : readySequence
-        ready.insert(ReadyEntry(priority: blueprint.priorities[node], level: level, sequence: sequence, node: node))
+        ready.insert(ReadyEntry(priority: blueprint.priority(of: node), level: level, sequence: sequence, node: node))
     }
 
     /// Starts the best ready nodes while slots are free; parks nodes whose resources are full.
-    private mutating func fillSlots() -> [Int] {
-        var launches: [Int] = []
+    private mutating func fillSlots(into transition: inout Transition) {
         while running < limit, !stopped, let entry = ready.popMax() {
-            if let full = blueprint.resources[entry.node].first(where: { resourceInUse[$0] >= blueprint.resourceLimits[$0] }) {
-                parked[full].append(entry)
+            let resources = blueprint.resources(of: entry.node)
+            if let full = resources.first(where: { resourceInUse[Int($0)] >= blueprint.resourceLimits[Int($0)] }) {
+                parked[Int(full)].append(entry)
                 continue
             }
-            for resource in blueprint.resources[entry.node] { resourceInUse[resource] += 1 }
+            for resource in resources { resourceInUse[Int(resource)] += 1 }
             states[entry.node] = .running
             running += 1
-            launches.append(entry.node)
+            transition.launch.append(entry.node)
         }
-        return launches
     }
 
     /// Gives back a running node's slot and resources; parked nodes compete again.
     private mutating func release(_ node: Int) {
         running -= 1
-        for resource in blueprint.resources[node] {
+        for resource in blueprint.resources(of: node).map(Int.init) {
             resourceInUse[resource] -= 1
             for entry in parked[resource] { ready.insert(entry) }
             parked[resource].removeAll()
@@ -274,9 +287,9 @@ struct SchedulerStateMachine: Sendable {
             case .skipped(let root): cause = root
             default: cause = current
             }
-            for dependent in blueprint.dependents[current] {
-                guard case .waiting(let remaining) = states[dependent] else { continue }
-                if currentState == .succeeded || blueprint.runsAfterAnyOutcome[dependent] {
+            func visit(_ dependent: Int) {
+                guard case .waiting(let remaining) = states[dependent] else { return }
+                if currentState == .succeeded || blueprint.runsAfterAnyOutcome(dependent) {
                     if remaining == 1, !stopped { makeReady(dependent) } else { states[dependent] = .waiting(remaining: remaining - 1) }
                 } else {
                     // Mark now so a second failed dependency does not skip it twice.
@@ -284,6 +297,11 @@ struct SchedulerStateMachine: Sendable {
                     transition.skipped.append(Skip(node: dependent, cause: cause))
                     pending.append((dependent, .skipped(cause: cause)))
                 }
+            }
+            // The slices keep their own reference to the arrays, so `visit` may change `self`.
+            for dependent in blueprint.directDependents(of: current) { visit(Int(dependent)) }
+            if let added = blueprint.addedDependents(of: current) {
+                for dependent in added { visit(Int(dependent)) }
             }
         }
     }

@@ -38,7 +38,8 @@ extension TaskGraph {
     }
 
     private func structure() -> [(id: String, dependencies: [String], afterOutcomes: Bool)] {
-        snapshot.map { ($0.id, $0.dependencies, $0.runsAfterAnyOutcome) }
+        let nodes = self.nodes
+        return (0..<nodes.count).map { (nodes.ids[$0], nodes.dependencyIDs(of: $0), nodes.runsAfterAnyOutcome[$0]) }
     }
 }
 

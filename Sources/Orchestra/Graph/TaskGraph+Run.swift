@@ -35,8 +35,8 @@ extension TaskGraph {
         guard limit >= 1 else {
             throw TaskGraphError(code: .invalidLimit, message: "run(limit:) must be at least 1, got \(limit)")
         }
-        var runner = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: nil)
-        return try await runner.run()
+        let run = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: nil)
+        return try await GraphRunner(run).run()
     }
 
     /// Runs the graph like ``run(limit:resourceLimits:failurePolicy:clock:)`` while `body`
@@ -81,10 +81,9 @@ extension TaskGraph {
             throw TaskGraphError(code: .invalidLimit, message: "withRun(limit:) must be at least 1, got \(limit)")
         }
         let run = GraphRun(eventBuffer: max(eventBuffer, 1))
-        let runner = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: run)
+        let prepared = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: run)
         async let driven: Void = {
-            var runner = runner
-            let outcome = await Swift.Result { try await runner.run() }
+            let outcome = await Swift.Result { try await GraphRunner(prepared).run() }
             run.finish(with: outcome)
         }()
         let value: Result
@@ -100,10 +99,11 @@ extension TaskGraph {
 
     private func prepareRun<C: Clock>(
         limit: Int, resourceLimits: [String: Int], failurePolicy: FailurePolicy, clock: C, observer: GraphRun?
-    ) throws(TaskGraphError) -> GraphRunner where C.Duration == Duration {
-        let (definitions, blueprint) = try blueprint(resourceLimits: resourceLimits)
-        return GraphRunner(
-            definitions: definitions,
+    ) throws(TaskGraphError) -> GraphRunner.Prepared where C.Duration == Duration {
+        let (bodies, blueprint) = try blueprint(resourceLimits: resourceLimits)
+        return GraphRunner.Prepared(
+            graph: self,
+            bodies: bodies,
             machine: SchedulerStateMachine(blueprint, limit: limit, failurePolicy: failurePolicy),
             clock: RunClock(clock),
             observer: observer
@@ -113,54 +113,80 @@ extension TaskGraph {
 
 /// One run of a graph: the scheduling state machine, driven by the ends of the nodes' child
 /// tasks (and, under `withRun`, by commands from the ``GraphRun``), all in one task group owned
-/// by the run. Only the run loop touches this state.
-struct GraphRunner: Sendable {
+/// by the run. Only the run loop touches this state: the runner is made in the task that runs
+/// it, and is not `Sendable`. (A class, not a struct: a struct's `mutating async` loop copies
+/// the whole state, every array retained and released, on each event.)
+final class GraphRunner {
+    /// Everything a run starts from, validated before the run's task starts.
+    struct Prepared: Sendable {
+        let graph: TaskGraph
+        let bodies: [TaskGraph.Body]
+        let machine: SchedulerStateMachine
+        let clock: RunClock
+        let observer: GraphRun?
+    }
+
     private enum Event: Sendable {
-        case attemptEnded(node: Int, result: Result<any Sendable, any Error>, ended: Duration)
+        /// An attempt ended; `started` and `ended` are read by the child itself, so the run
+        /// loop reads no clock for it and the times are exact.
+        case attemptEnded(node: Int, result: Result<any Sendable, any Error>, started: Duration, ended: Duration)
         case backoffEnded(node: Int)
         case commands([GraphRunInbox.Command])
     }
 
-    /// Shared with the graph's snapshot and only read, so it is never copied (only appended
-    /// to when a node is added while the graph runs).
-    private var definitions: [TaskGraph.Definition]
-    /// Each node's closure, released as soon as the node has ended.
-    private var bodies: [(@Sendable (NodeInputs) async throws -> any Sendable)?]
+    /// Each node's closure, shared with the graph (not copied). A node's closure is released
+    /// when the node ends if nothing else holds it: if it was added while the graph runs, or
+    /// if the graph itself is gone. While the graph exists it keeps its closures to run again,
+    /// and releasing the run's reference would free nothing.
+    private var bodies: [TaskGraph.Body]
+    private weak var graph: TaskGraph?
+    /// Nodes from this index on were added while the graph runs.
+    private let addedFrom: Int
+    /// The graph's structure (ids, dependencies, options) is the blueprint's, shared with the
+    /// graph and never copied unless a node is added while the graph runs.
     private var machine: SchedulerStateMachine
     private let clock: RunClock
     private let observer: GraphRun?
-    private var outcomes: [NodeOutcome<any Sendable>?]
-    private var attempts: [Int]
-    private var started: [Duration?]
+    /// Every node's outcome as it is known so far; attempts and start time are filled in as the
+    /// node runs. A node never started reads as cancelled, as it is if the run stops.
+    private var outcomes: [NodeOutcome<any Sendable>]
+    /// Reused for every event, so scheduling allocates nothing per node.
+    private var transition = SchedulerStateMachine.Transition()
     /// Under `withRun`: the signal that cancels each running node on its own.
     private var nodeCancellations: [Int: AsyncEvent] = [:]
     private var cancelRequested: Set<Int> = []
     private var firstFailure: (node: Int, error: any Error)?
     private var runCancelled = false
 
-    init(definitions: [TaskGraph.Definition], machine: SchedulerStateMachine, clock: RunClock, observer: GraphRun?) {
-        self.definitions = definitions
-        self.bodies = definitions.map(\.body)
-        self.machine = machine
-        self.clock = clock
-        self.observer = observer
-        self.outcomes = Array(repeating: nil, count: definitions.count)
-        self.attempts = Array(repeating: 0, count: definitions.count)
-        self.started = Array(repeating: nil, count: definitions.count)
+    init(_ prepared: Prepared) {
+        self.graph = prepared.graph
+        self.bodies = prepared.bodies
+        self.addedFrom = prepared.bodies.count
+        self.machine = prepared.machine
+        self.clock = prepared.clock
+        self.observer = prepared.observer
+        self.outcomes = Array(repeating: Self.notStarted, count: prepared.bodies.count)
     }
 
-    private var elapsed: Duration { clock.elapsed() }
+    private static let released: TaskGraph.Body = { _ in
+        preconditionFailure("GraphRunner: a node ran after it ended")
+    }
 
-    mutating func run() async throws -> GraphResult {
+    private static let notStarted = NodeOutcome<any Sendable>(state: .cancelled, attempts: 0, started: nil, ended: nil)
+
+    private var elapsed: Duration { clock.elapsed() }
+    private var nodes: GraphNodes { machine.blueprint.nodes }
+
+    func run() async throws -> GraphResult {
         if let observer {
             try await GraphRun.$current.withValue(observer) { try await loop() }
         } else {
             try await loop()
         }
-        return GraphResult(ids: definitions.map(\.id), outcomes: finalOutcomes(), duration: elapsed)
+        return GraphResult(nodes: nodes, outcomes: outcomes, duration: elapsed)
     }
 
-    private mutating func loop() async throws {
+    private func loop() async throws {
         await withTaskGroup(of: Event.self) { group in
             if let observer {
                 group.addTask { .commands(await observer.inbox.receive()) }
@@ -180,16 +206,12 @@ struct GraphRunner: Sendable {
         }
         if runCancelled { throw CancellationError() }
         if let (node, error) = firstFailure, machine.failurePolicy == .failFast {
-            throw TaskGraphError(
-                code: .nodeFailed,
-                message: "node \"\(definitions[node].id)\" failed: \(error)",
-                path: [definitions[node].id],
-                underlying: error
-            )
+            let id = nodes.ids[node]
+            throw TaskGraphError(code: .nodeFailed, message: "node \"\(id)\" failed: \(error)", path: [id], underlying: error)
         }
     }
 
-    private mutating func handle(_ event: Event, in group: inout TaskGroup<Event>) {
+    private func handle(_ event: Event, in group: inout TaskGroup<Event>) {
         switch event {
         case .commands(let commands):
             for command in commands { perform(command, in: &group) }
@@ -200,19 +222,22 @@ struct GraphRunner: Sendable {
             }
         case .backoffEnded(let node):
             apply(machine.resumeAfterBackoff(node), to: &group)
-        case .attemptEnded(let node, .success(let value), let ended):
-            nodeCancellations[node] = nil
+        case .attemptEnded(let node, .success(let value), let started, let ended):
+            if observer != nil { nodeCancellations[node] = nil }
+            countAttempt(of: node, started: started)
             record(node, .succeeded(value), ended: ended)
-            apply(machine.finish(node, .succeeded), to: &group)
-        case .attemptEnded(let node, .failure(let error), let ended):
+            finish(node, .succeeded, in: &group)
+        case .attemptEnded(let node, .failure(let error), let started, let ended):
             nodeCancellations[node] = nil
-            let policy = definitions[node].options.retry
+            countAttempt(of: node, started: started)
+            let policy = nodes.extras[node]?.retry ?? .never
+            let attempts = outcomes[node].attempts
             if error is CancellationError, runCancelled || machine.isHalted || cancelRequested.contains(node) {
                 record(node, .cancelled, ended: ended)
-                apply(machine.finish(node, .cancelled), to: &group)
-            } else if !runCancelled, !machine.isHalted, policy.shouldRetry(after: error, attempt: attempts[node]) {
-                let delay = policy.delay(afterAttempt: attempts[node], error: error)
-                emit(definitions[node].id, .retrying(attempt: attempts[node], delay: delay, error: error))
+                finish(node, .cancelled, in: &group)
+            } else if !runCancelled, !machine.isHalted, policy.shouldRetry(after: error, attempt: attempts) {
+                let delay = policy.delay(afterAttempt: attempts, error: error)
+                emit(node, .retrying(attempt: attempts, delay: delay, error: error))
                 apply(machine.suspendForBackoff(node), to: &group)
                 group.addTask { [clock] in
                     // A cancelled sleep ends the backoff too; the state machine then ignores it.
@@ -226,37 +251,42 @@ struct GraphRunner: Sendable {
                     record(node, .failed(error), ended: ended)
                 }
                 if firstFailure == nil { firstFailure = (node, error) }
-                apply(machine.finish(node, .failed), to: &group)
+                finish(node, .failed, in: &group)
             }
         }
     }
 
-    private mutating func perform(_ command: GraphRunInbox.Command, in group: inout TaskGroup<Event>) {
+    /// The hot path: a node ended; the reused transition says what follows.
+    private func finish(_ node: Int, _ outcome: SchedulerStateMachine.Outcome, in group: inout TaskGroup<Event>) {
+        var transition = self.transition
+        self.transition = SchedulerStateMachine.Transition()
+        transition.launch.removeAll(keepingCapacity: true)
+        transition.skipped.removeAll(keepingCapacity: true)
+        transition.cancelRunning.removeAll(keepingCapacity: true)
+        machine.finish(node, outcome, into: &transition)
+        apply(transition, to: &group)
+        self.transition = transition
+    }
+
+    private func perform(_ command: GraphRunInbox.Command, in group: inout TaskGroup<Event>) {
         switch command {
         case .cancel(let id):
             guard let node = machine.blueprint.indexIfPresent(of: id), !machine.states[node].isTerminal else { return }
             cancelRequested.insert(node)
             let transition = machine.cancel(node)
-            if machine.states[node] == .cancelled, outcomes[node] == nil {
+            if machine.states[node] == .cancelled {
+                // It had not started (or was waiting out a backoff): it ends now.
                 record(node, .cancelled, ended: elapsed)
             }
             nodeCancellations[node]?.signal()
             apply(transition, to: &group)
         case .add(let definition, let reply):
             do {
-                let spec = NodeSpec(
-                    id: definition.id, dependencies: definition.dependencies, cost: definition.options.cost,
-                    priority: definition.options.priority, resources: definition.options.resources,
-                    runsAfterAnyOutcome: definition.runsAfterAnyOutcome
-                )
-                let (index, transition) = try machine.add(spec)
-                definitions.append(definition)
+                let (index, transition) = try machine.add(definition.spec, extras: definition.extras)
                 bodies.append(definition.body)
-                outcomes.append(nil)
-                attempts.append(0)
-                started.append(nil)
-                precondition(index == definitions.count - 1, "GraphRunner: node indices out of step")
-                emit(definition.id, .added)
+                outcomes.append(Self.notStarted)
+                precondition(index == bodies.count - 1, "GraphRunner: node indices out of step")
+                emit(index, .added)
                 if machine.states[index] == .cancelled { record(index, .cancelled, ended: elapsed) }
                 apply(transition, to: &group)
                 reply.resume(returning: nil)
@@ -267,40 +297,12 @@ struct GraphRunner: Sendable {
     }
 
     /// Records the skipped nodes, starts the launched ones and cancels what must stop.
-    private mutating func apply(_ transition: SchedulerStateMachine.Transition, to group: inout TaskGroup<Event>) {
+    private func apply(_ transition: SchedulerStateMachine.Transition, to group: inout TaskGroup<Event>) {
         for skip in transition.skipped {
-            record(skip.node, .skipped(cause: definitions[skip.cause].id), ended: elapsed)
+            record(skip.node, .skipped(cause: nodes.ids[skip.cause]), ended: elapsed)
         }
         for node in transition.launch {
-            attempts[node] += 1
-            if started[node] == nil { started[node] = elapsed }
-            emit(definitions[node].id, .started(attempt: attempts[node]))
-            // Only what the child needs: not the whole definition.
-            let timeout = definitions[node].options.timeout
-            let body = bodies[node]!
-            let inputs = NodeInputs(
-                ids: definitions[node].dependencies,
-                outcomes: machine.blueprint.dependencies[node].map { outcomes[$0]! }
-            )
-            let attempt: @Sendable () async -> Result<any Sendable, any Error> = { [clock] in
-                await Result {
-                    if let timeout {
-                        return try await clock.withTimeout(timeout) { try await body(inputs) }
-                    }
-                    return try await body(inputs)
-                }
-            }
-            let cancellation: AsyncEvent? = observer == nil ? nil : AsyncEvent()
-            nodeCancellations[node] = cancellation
-            group.addTask { [clock] in
-                let result = if let cancellation {
-                    await Self.race(attempt, against: cancellation)
-                } else {
-                    await attempt()
-                }
-                // Read here, not when the run loop gets to the event, so the end is exact.
-                return .attemptEnded(node: node, result: result, ended: clock.elapsed())
-            }
+            launch(node, in: &group)
         }
         for node in transition.cancelRunning {
             cancelRequested.insert(node)
@@ -308,6 +310,56 @@ struct GraphRunner: Sendable {
         }
         // Fail-fast and cancelling the run stop every running node.
         if machine.isHalted, !transition.cancelRunning.isEmpty { group.cancelAll() }
+    }
+
+    /// Counts an attempt that ended; the node's start is its first attempt's.
+    private func countAttempt(of node: Int, started: Duration) {
+        outcomes[node].attempts += 1
+        if outcomes[node].started == nil { outcomes[node].started = started }
+    }
+
+    private func launch(_ node: Int, in group: inout TaskGroup<Event>) {
+        if observer != nil { emit(node, .started(attempt: outcomes[node].attempts + 1)) }
+        // Only what the child needs: its closure, its inputs and its timeout.
+        let body = bodies[node]
+        let timeout = nodes.extras[node]?.timeout
+        let dependencies = nodes.dependencies[node]
+        var inputOutcomes: [NodeOutcome<any Sendable>] = []
+        if !dependencies.isEmpty {
+            inputOutcomes.reserveCapacity(dependencies.count)
+            for dependency in dependencies { inputOutcomes.append(outcomes[Int(dependency)]) }
+        }
+        let inputs = NodeInputs(ids: nodes.ids, dependencies: dependencies, outcomes: inputOutcomes)
+        let clock = clock
+        if observer == nil {
+            group.addTask {
+                let started = clock.elapsed()
+                let result = await GraphRunner.attempt(body, inputs, timeout: timeout, clock: clock)
+                return .attemptEnded(node: node, result: result, started: started, ended: clock.elapsed())
+            }
+            return
+        }
+        let cancellation = AsyncEvent()
+        nodeCancellations[node] = cancellation
+        group.addTask {
+            let started = clock.elapsed()
+            let result = await GraphRunner.race({ await GraphRunner.attempt(body, inputs, timeout: timeout, clock: clock) }, against: cancellation)
+            return .attemptEnded(node: node, result: result, started: started, ended: clock.elapsed())
+        }
+    }
+
+    /// One attempt of a node's body, within its timeout.
+    private static func attempt(
+        _ body: @escaping TaskGraph.Body, _ inputs: NodeInputs, timeout: Duration?, clock: RunClock
+    ) async -> Result<any Sendable, any Error> {
+        do {
+            if let timeout {
+                return .success(try await clock.withTimeout(timeout) { try await body(inputs) })
+            }
+            return .success(try await body(inputs))
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// Runs `attempt`, cancelling it when `cancellation` is signalled (a single node cancelled
@@ -331,10 +383,12 @@ struct GraphRunner: Sendable {
         }
     }
 
-    private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
-        outcomes[node] = NodeOutcome(state: state, attempts: attempts[node], started: started[node], ended: ended)
+    private func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
+        outcomes[node].state = state
+        outcomes[node].ended = ended
         // The node has ended: the run no longer needs its closure (the graph may still hold it).
-        bodies[node] = nil
+        if node >= addedFrom || graph == nil { bodies[node] = Self.released }
+        guard observer != nil else { return }
         let kind: GraphEvent.Kind = switch state {
         case .succeeded: .succeeded
         case .failed(let error): .failed(error)
@@ -342,28 +396,23 @@ struct GraphRunner: Sendable {
         case .skipped(let cause): .skipped(cause: cause)
         case .cancelled: .cancelled
         }
-        emit(definitions[node].id, kind, at: ended)
+        emit(node, kind, at: ended)
     }
 
-    private func emit(_ node: String, _ kind: GraphEvent.Kind, at time: Duration? = nil) {
-        observer?.eventSink.yield(GraphEvent(node: node, kind: kind, time: time ?? elapsed))
+    private func emit(_ node: Int, _ kind: GraphEvent.Kind, at time: Duration? = nil) {
+        guard let observer else { return }
+        observer.eventSink.yield(GraphEvent(node: nodes.ids[node], kind: kind, time: time ?? elapsed))
     }
 
     private func publishProgress() {
         observer?.update(progress: GraphProgress(completed: machine.terminalCount, total: machine.blueprint.count, running: machine.running))
     }
-
-    /// Nodes the run cancelled before they started have no recorded outcome yet.
-    private func finalOutcomes() -> [NodeOutcome<any Sendable>] {
-        outcomes.enumerated().map { node, outcome in
-            outcome ?? NodeOutcome(state: .cancelled, attempts: attempts[node], started: started[node], ended: nil)
-        }
-    }
 }
-
 /// The run's clock with its type erased, so the runner is not generic: a generic runner called
 /// from another module runs unspecialised, with every clock call through witness tables.
-struct RunClock: Sendable {
+///
+/// A class, so each node's task retains one reference, not the three closures.
+final class RunClock: Sendable {
     /// Time since the run started.
     let elapsed: @Sendable () -> Duration
     let sleep: @Sendable (Duration) async throws -> Void

@@ -19,21 +19,44 @@
 ///
 /// A graph is a description: it can be run many times, and each run starts every node afresh.
 public final class TaskGraph: Sendable {
+    typealias Body = @Sendable (NodeInputs) async throws -> any Sendable
+
+    /// One node on its way into a graph.
     struct Definition: Sendable {
         var id: String
         var dependencies: [String]
         var options: NodeOptions
         var runsAfterAnyOutcome: Bool
-        var body: @Sendable (NodeInputs) async throws -> any Sendable
+        var body: Body
+
+        var spec: NodeSpec {
+            NodeSpec(
+                id: id, dependencies: dependencies, cost: options.cost, priority: options.priority,
+                resources: options.resources, runsAfterAnyOutcome: runsAfterAnyOutcome
+            )
+        }
+
+        var extras: NodeExtras? {
+            NodeExtras.make(timeout: options.timeout, retry: options.retry, resources: options.resources)
+        }
     }
 
-    private let definitions = Locked<[Definition]>([])
+    /// The nodes, their closures, and the last blueprint validated (reused by the next run
+    /// while the graph has not changed).
+    struct Storage: Sendable {
+        var nodes = GraphNodes()
+        var bodies: [Body] = []
+        var version = 0
+        var validated: (version: Int, resourceLimits: [String: Int], blueprint: GraphBlueprint)?
+    }
+
+    private let storage = Locked(Storage())
 
     public init() {}
 
     /// The ids of the nodes, in insertion order.
     public var nodeIDs: [String] {
-        definitions.withLock { $0.map(\.id) }
+        storage.withLock { $0.nodes.ids }
     }
 
     /// Adds a node that runs after `dependencies` succeeded and receives their values.
@@ -159,7 +182,7 @@ public final class TaskGraph: Sendable {
     /// - Throws: ``TaskGraphError`` with code ``TaskGraphError/Code/unknownNode`` if no node has
     ///   the id `id`.
     public func addDependency(_ id: String, on dependency: String) throws(TaskGraphError) {
-        try update(id) { if !$0.dependencies.contains(dependency) { $0.dependencies.append(dependency) } }
+        try update(id) { nodes, node in nodes.addDependency(node, on: dependency) }
     }
 
     /// Removes the dependency of node `id` on `dependency`, if there is one.
@@ -167,7 +190,7 @@ public final class TaskGraph: Sendable {
     /// - Throws: ``TaskGraphError`` with code ``TaskGraphError/Code/unknownNode`` if no node has
     ///   the id `id`.
     public func removeDependency(_ id: String, on dependency: String) throws(TaskGraphError) {
-        try update(id) { $0.dependencies.removeAll { $0 == dependency } }
+        try update(id) { nodes, node in nodes.removeDependency(node, on: dependency) }
     }
 
     /// Checks the graph without running it: cycles (with their path), unknown and duplicate ids,
@@ -201,14 +224,26 @@ public final class TaskGraph: Sendable {
     }
 
     private func append<Value: Sendable>(_ definition: Definition) -> Node<Value> {
-        definitions.withLock { $0.append(definition) }
+        let extras = definition.extras
+        storage.withLock { storage in
+            // Drop the cached blueprint first: it shares the arrays, which would then be copied.
+            storage.validated = nil
+            storage.nodes.append(
+                id: definition.id, dependencies: definition.dependencies, cost: definition.options.cost,
+                priority: definition.options.priority, runsAfterAnyOutcome: definition.runsAfterAnyOutcome, extras: extras
+            )
+            storage.bodies.append(definition.body)
+            storage.version += 1
+        }
         return Node(id: definition.id)
     }
 
-    private func update(_ id: String, _ change: (inout Definition) -> Void) throws(TaskGraphError) {
-        let found = definitions.withLock { all -> Bool in
-            guard let index = all.firstIndex(where: { $0.id == id }) else { return false }
-            change(&all[index])
+    private func update(_ id: String, _ change: (inout GraphNodes, Int) -> Void) throws(TaskGraphError) {
+        let found = storage.withLock { storage -> Bool in
+            guard let node = storage.nodes.index(of: id) else { return false }
+            storage.validated = nil
+            change(&storage.nodes, node)
+            storage.version += 1
             return true
         }
         if !found {
@@ -216,25 +251,30 @@ public final class TaskGraph: Sendable {
         }
     }
 
-    /// The definitions as they are now, unvalidated.
-    var snapshot: [Definition] {
-        definitions.withLock { $0 }
+    /// The nodes as they are now, unvalidated.
+    var nodes: GraphNodes {
+        storage.withLock { $0.nodes }
     }
 
-    /// A snapshot of the definitions and their validated blueprint. With `resourceLimits` nil,
-    /// resources are not checked (``validate()`` has no limits to check them against).
-    func blueprint(resourceLimits: [String: Int]?) throws(TaskGraphError) -> ([Definition], GraphBlueprint) {
-        let snapshot = self.snapshot
-        let limits = resourceLimits ?? Dictionary(
-            snapshot.flatMap(\.options.resources).map { ($0, 1) }, uniquingKeysWith: { first, _ in first }
-        )
-        let specs = snapshot.map {
-            NodeSpec(
-                id: $0.id, dependencies: $0.dependencies, cost: $0.options.cost, priority: $0.options.priority,
-                resources: $0.options.resources, runsAfterAnyOutcome: $0.runsAfterAnyOutcome
-            )
+    /// The closures and the validated blueprint of the graph as it is now. With
+    /// `resourceLimits` nil, resources are only checked for being named (``validate()`` has no
+    /// limits to check them against). The blueprint is kept and reused while the graph does not
+    /// change, so running a graph again does not validate it again.
+    func blueprint(resourceLimits: [String: Int]?) throws(TaskGraphError) -> ([Body], GraphBlueprint) {
+        let (nodes, bodies, version, cached) = storage.withLock { storage in
+            (storage.nodes, storage.bodies, storage.version, storage.validated)
         }
-        return (snapshot, try GraphBlueprint(specs, resourceLimits: limits))
+        let limits = resourceLimits ?? Dictionary(
+            (0..<nodes.count).flatMap(nodes.resources(of:)).map { ($0, 1) }, uniquingKeysWith: { first, _ in first }
+        )
+        if let cached, cached.version == version, cached.resourceLimits == limits {
+            return (bodies, cached.blueprint)
+        }
+        let blueprint = try GraphBlueprint(nodes, resourceLimits: limits)
+        storage.withLock { storage in
+            if storage.version == version { storage.validated = (version, limits, blueprint) }
+        }
+        return (bodies, blueprint)
     }
 }
 

@@ -162,22 +162,22 @@ struct SchedulerStateMachineTests {
                     #expect(run.machine.states[node] != .succeeded && run.machine.states[node] != .failed, "\(context): n\(node)")
                     continue
                 }
-                for dependency in graph.dependencies[node] {
+                for dependency in graph.dependencies(of: node).map(Int.init) {
                     guard let ended = run.ends[dependency] else {
                         // A dependency that never ran: only an afterOutcomesOf node may go on.
-                        #expect(graph.runsAfterAnyOutcome[node], "\(context): n\(node) started though n\(dependency) never ran")
+                        #expect(graph.runsAfterAnyOutcome(node), "\(context): n\(node) started though n\(dependency) never ran")
                         #expect(run.machine.states[dependency] != .succeeded, "\(context)")
                         continue
                     }
                     #expect(ended <= start, "\(context): edge n\(dependency) → n\(node)")
-                    if !graph.runsAfterAnyOutcome[node] {
+                    if !graph.runsAfterAnyOutcome(node) {
                         #expect(run.machine.states[dependency] == .succeeded, "\(context): n\(node) ran after a failed dependency")
                     }
                 }
             }
             // The resource limit holds at every instant.
             let resourceLimit = graph.resourceLimits[0]
-            let users = (0..<count).filter { !graph.resources[$0].isEmpty && run.starts[$0] != nil }
+            let users = (0..<count).filter { !graph.resources(of: $0).isEmpty && run.starts[$0] != nil }
             for user in users {
                 let at = run.starts[user]!
                 let overlapping = users.filter { run.starts[$0]! <= at && at < run.ends[$0]! && graph.costs[$0] > 0 }

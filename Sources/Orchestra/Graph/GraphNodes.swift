@@ -1,0 +1,166 @@
+/// One node of a graph as described, before validation: what the scheduler needs to know.
+struct NodeSpec: Sendable {
+    var id: String
+    var dependencies: [String]
+    var cost: Double = 1
+    var priority: Int = 0
+    var resources: [String] = []
+    /// An `afterOutcomesOf:` node: runs whatever its dependencies ended with.
+    var runsAfterAnyOutcome = false
+}
+
+/// What a node needs besides its cost and priority, kept out of line because most nodes use
+/// none of it (a `RetryPolicy` alone is about 100 bytes).
+final class NodeExtras: Sendable {
+    let timeout: Duration?
+    let retry: RetryPolicy
+    let resources: [String]
+
+    /// `nil` when every field has its default.
+    static func make(timeout: Duration?, retry: RetryPolicy, resources: [String]) -> NodeExtras? {
+        if timeout == nil, retry.maxAttempts <= 1, resources.isEmpty { return nil }
+        return NodeExtras(timeout: timeout, retry: retry, resources: resources)
+    }
+
+    private init(timeout: Duration?, retry: RetryPolicy, resources: [String]) {
+        self.timeout = timeout
+        self.retry = retry
+        self.resources = resources
+    }
+}
+
+/// A graph's nodes as described, one array per field (no per-node object), in insertion order.
+///
+/// Dependencies are resolved to node indices as nodes are added, so validating and running a
+/// graph hashes no id again: an entry `>= 0` is a node index; an entry `< 0` is `~k`, a name in
+/// ``unresolvedNames`` that no node had when the dependency was declared (a graph built from
+/// data may name a node before adding it), resolved by ``GraphBlueprint``.
+struct GraphNodes: Sendable {
+    private(set) var ids: [String] = []
+    /// The first node with each id.
+    private(set) var indexByID: [String: Int32] = [:]
+    /// Nodes whose id an earlier node already had, in insertion order.
+    private(set) var duplicates: [Int32] = []
+    private(set) var dependencies: [[Int32]] = []
+    private(set) var unresolvedNames: [String] = []
+    /// How many dependency entries are unresolved names.
+    private(set) var unresolvedCount = 0
+    private(set) var costs: [Double] = []
+    private(set) var priorities: [Int] = []
+    private(set) var runsAfterAnyOutcome: [Bool] = []
+    private(set) var extras: [NodeExtras?] = []
+    /// Whether any node names a resource.
+    private(set) var usesResources = false
+
+    var count: Int { ids.count }
+
+    init() {}
+
+    init(_ specs: [NodeSpec]) {
+        for spec in specs {
+            append(
+                id: spec.id, dependencies: spec.dependencies, cost: spec.cost, priority: spec.priority,
+                runsAfterAnyOutcome: spec.runsAfterAnyOutcome,
+                extras: NodeExtras.make(timeout: nil, retry: .never, resources: spec.resources)
+            )
+        }
+    }
+
+    /// The index of the first node with `id`.
+    func index(of id: String) -> Int? {
+        indexByID[id].map(Int.init)
+    }
+
+    func resources(of node: Int) -> [String] {
+        extras[node]?.resources ?? []
+    }
+
+    /// The ids of `node`'s dependencies, as declared (each once).
+    func dependencyIDs(of node: Int) -> [String] {
+        dependencies[node].map(name(of:))
+    }
+
+    private func name(of entry: Int32) -> String {
+        entry >= 0 ? ids[Int(entry)] : unresolvedNames[Int(~entry)]
+    }
+
+    /// Adds a node; returns its index. Never fails: problems (a duplicate id, an unknown
+    /// dependency, a bad cost) are reported by ``GraphBlueprint``.
+    @discardableResult
+    mutating func append(
+        id: String, dependencies names: some Sequence<String>, cost: Double, priority: Int,
+        runsAfterAnyOutcome: Bool, extras: NodeExtras?
+    ) -> Int {
+        let node = ids.count
+        checkArgument(node < Int(Int32.max), "TaskGraph: more than \(Int32.max) nodes")
+        var entries: [Int32] = []
+        for name in names { addEntry(for: name, to: &entries) }
+        ids.append(id)
+        if indexByID[id] == nil {
+            indexByID[id] = Int32(node)
+        } else {
+            duplicates.append(Int32(node))
+        }
+        dependencies.append(entries)
+        costs.append(cost)
+        priorities.append(priority)
+        self.runsAfterAnyOutcome.append(runsAfterAnyOutcome)
+        self.extras.append(extras)
+        if !(extras?.resources.isEmpty ?? true) { usesResources = true }
+        return node
+    }
+
+    /// Makes `node` depend on the node named `name`, if it does not already.
+    mutating func addDependency(_ node: Int, on name: String) {
+        var entries = dependencies[node]
+        dependencies[node] = []  // so `entries` is the only reference and grows in place
+        addEntry(for: name, to: &entries)
+        dependencies[node] = entries
+    }
+
+    /// Removes `node`'s dependency on `name`, if it has one.
+    mutating func removeDependency(_ node: Int, on name: String) {
+        guard let position = dependencies[node].firstIndex(where: { self.name(of: $0) == name }) else { return }
+        if dependencies[node][position] < 0 { unresolvedCount -= 1 }
+        dependencies[node].remove(at: position)
+    }
+
+    private mutating func addEntry(for name: String, to entries: inout [Int32]) {
+        guard !entries.contains(where: { self.name(of: $0) == name }) else { return }
+        if let target = indexByID[name] {
+            entries.append(target)
+        } else {
+            unresolvedNames.append(name)
+            unresolvedCount += 1
+            entries.append(~Int32(unresolvedNames.count - 1))
+        }
+    }
+
+    /// Replaces every unresolved entry by the node it names now.
+    ///
+    /// - Throws: ``TaskGraphError`` for a name no node has.
+    mutating func resolve() throws(TaskGraphError) {
+        guard unresolvedCount > 0 else { return }
+        for node in dependencies.indices where dependencies[node].contains(where: { $0 < 0 }) {
+            var resolved: [Int32] = []
+            for entry in dependencies[node] {
+                var target = entry
+                if entry < 0 {
+                    let name = unresolvedNames[Int(~entry)]
+                    guard let found = indexByID[name] else {
+                        throw TaskGraphError(
+                            code: .unknownDependency,
+                            message: "node \"\(ids[node])\" depends on \"\(name)\", which is not in the graph",
+                            path: [ids[node], name]
+                        )
+                    }
+                    target = found
+                }
+                if !resolved.contains(target) { resolved.append(target) }
+            }
+            dependencies[node] = resolved
+        }
+        unresolvedNames = []
+        unresolvedCount = 0
+    }
+}
