@@ -7,14 +7,14 @@
 public struct GraphResult: Sendable {
     /// The graph's ids and index, shared with it: a result copies nothing but the outcomes.
     private let nodes: GraphNodes
-    private let outcomes: [NodeOutcome<any Sendable>]
+    private let outcomes: [OutcomeRecord]
     /// From the run's start to its last node's end, on the run's clock.
     public let duration: Duration
 
     /// The node ids in insertion order.
     public var nodeIDs: [String] { nodes.ids }
 
-    init(nodes: GraphNodes, outcomes: [NodeOutcome<any Sendable>], duration: Duration) {
+    init(nodes: GraphNodes, outcomes: [OutcomeRecord], duration: Duration) {
         self.nodes = nodes
         self.outcomes = outcomes
         self.duration = duration
@@ -31,7 +31,7 @@ public struct GraphResult: Sendable {
 
     /// The outcome of the node with `id`, or `nil` if no node has it.
     public func outcome(id: String) -> NodeOutcome<any Sendable>? {
-        nodes.index(of: id).map { outcomes[$0] }
+        nodes.index(of: id).map { outcomes[$0].outcome }
     }
 
     /// The value of `node`.

@@ -41,10 +41,10 @@ public struct NodeInputs: Sendable {
     /// search beats building a dictionary for every node that starts.
     let ids: [String]
     let dependencies: [Int32]
-    var outcomes: [NodeOutcome<any Sendable>]
+    var outcomes: [OutcomeRecord]
 
     subscript(id: String) -> NodeOutcome<any Sendable>? {
-        dependencies.firstIndex { ids[Int($0)] == id }.map { outcomes[$0] }
+        dependencies.firstIndex { ids[Int($0)] == id }.map { outcomes[$0].outcome }
     }
 
     /// The value of dependency `id`, as `type`.

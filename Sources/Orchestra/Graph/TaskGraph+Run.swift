@@ -138,22 +138,25 @@ final class GraphRunner {
     /// when the node ends if nothing else holds it: if it was added while the graph runs, or
     /// if the graph itself is gone. While the graph exists it keeps its closures to run again,
     /// and releasing the run's reference would free nothing.
-    private var bodies: [TaskGraph.Body]
+    // `@exclusivity(unchecked)` on the state touched for every node: only the run loop's task
+    // uses a runner, so the dynamic checks Swift adds to a class's stored properties are pure
+    // cost here.
+    @exclusivity(unchecked) private var bodies: [TaskGraph.Body]
     private weak var graph: TaskGraph?
     /// Nodes from this index on were added while the graph runs.
     private let addedFrom: Int
     /// The graph's structure (ids, dependencies, options) is the blueprint's, shared with the
     /// graph and never copied unless a node is added while the graph runs.
-    private var machine: SchedulerStateMachine
+    @exclusivity(unchecked) private var machine: SchedulerStateMachine
     private let clock: RunClock
     private let observer: GraphRun?
     /// Every node's outcome as it is known so far; attempts and start time are filled in as the
     /// node runs. A node never started reads as cancelled, as it is if the run stops.
-    private var outcomes: [NodeOutcome<any Sendable>]
+    @exclusivity(unchecked) private var outcomes: [OutcomeRecord]
     /// Reused for every event, so scheduling allocates nothing per node.
-    private var transition = SchedulerStateMachine.Transition()
+    @exclusivity(unchecked) private var transition = SchedulerStateMachine.Transition()
     /// Under `withRun`: the signal that cancels each running node on its own.
-    private var nodeCancellations: [Int: AsyncEvent] = [:]
+    @exclusivity(unchecked) private var nodeCancellations: [Int: AsyncEvent] = [:]
     private var cancelRequested: Set<Int> = []
     private var firstFailure: (node: Int, error: any Error)?
     private var runCancelled = false
@@ -165,14 +168,12 @@ final class GraphRunner {
         self.machine = prepared.machine
         self.clock = prepared.clock
         self.observer = prepared.observer
-        self.outcomes = Array(repeating: Self.notStarted, count: prepared.bodies.count)
+        self.outcomes = Array(repeating: OutcomeRecord(), count: prepared.bodies.count)
     }
 
     private static let released: TaskGraph.Body = { _ in
         preconditionFailure("GraphRunner: a node ran after it ended")
     }
-
-    private static let notStarted = NodeOutcome<any Sendable>(state: .cancelled, attempts: 0, started: nil, ended: nil)
 
     private var elapsed: Duration { clock.elapsed() }
     private var nodes: GraphNodes { machine.blueprint.nodes }
@@ -284,7 +285,7 @@ final class GraphRunner {
             do {
                 let (index, transition) = try machine.add(definition.spec, extras: definition.extras)
                 bodies.append(definition.body)
-                outcomes.append(Self.notStarted)
+                outcomes.append(OutcomeRecord())
                 precondition(index == bodies.count - 1, "GraphRunner: node indices out of step")
                 emit(index, .added)
                 if machine.states[index] == .cancelled { record(index, .cancelled, ended: elapsed) }
@@ -315,7 +316,7 @@ final class GraphRunner {
     /// Counts an attempt that ended; the node's start is its first attempt's.
     private func countAttempt(of node: Int, started: Duration) {
         outcomes[node].attempts += 1
-        if outcomes[node].started == nil { outcomes[node].started = started }
+        if !outcomes[node].hasStarted { outcomes[node].started = started }
     }
 
     private func launch(_ node: Int, in group: inout TaskGroup<Event>) {
@@ -324,12 +325,10 @@ final class GraphRunner {
         let body = bodies[node]
         let timeout = nodes.extras[node]?.timeout
         let dependencies = nodes.dependencies[node]
-        var inputOutcomes: [NodeOutcome<any Sendable>] = []
-        if !dependencies.isEmpty {
-            inputOutcomes.reserveCapacity(dependencies.count)
-            for dependency in dependencies { inputOutcomes.append(outcomes[Int(dependency)]) }
-        }
-        let inputs = NodeInputs(ids: nodes.ids, dependencies: dependencies, outcomes: inputOutcomes)
+        let inputs = NodeInputs(
+            ids: nodes.ids, dependencies: dependencies,
+            outcomes: dependencies.isEmpty ? [] : dependencies.map { outcomes[Int($0)] }
+        )
         let clock = clock
         if observer == nil {
             group.addTask {
