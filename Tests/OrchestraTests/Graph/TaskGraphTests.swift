@@ -188,6 +188,30 @@ struct TaskGraphTests {
         #expect(throws: TaskGraphError.self) { try graph.addDependency("missing", on: "a") }
     }
 
+    @Test func aGraphRunsAgainAndEveryChangeSinceItsLastRunIsChecked() async throws {
+        let graph = TaskGraph()
+        graph.add(id: "a") { _ in 1 }
+        graph.add(id: "b", dependsOn: ["a"]) { inputs in try inputs.value(of: "a", as: Int.self) + 1 }
+        #expect(try await graph.run().outcome(id: "b")?.value as? Int == 2)
+        // The validated graph is kept for the next run; every change must still be seen.
+        graph.add(id: "c", dependsOn: ["b"]) { inputs in try inputs.value(of: "b", as: Int.self) * 10 }
+        let second = try await graph.run()
+        #expect(second.outcome(id: "c")?.value as? Int == 20)
+        #expect(second.nodeIDs == ["a", "b", "c"])
+
+        try graph.addDependency("a", on: "a")
+        let selfDependency = await #expect(throws: TaskGraphError.self) { try await graph.run() }
+        #expect(selfDependency?.code == .selfDependency)
+        #expect(selfDependency?.message == "node \"a\" depends on itself")
+        try graph.removeDependency("a", on: "a")
+        try graph.validate()
+
+        graph.add(id: "b") { _ in 0 }
+        let duplicate = #expect(throws: TaskGraphError.self) { try graph.validate() }
+        #expect(duplicate?.code == .duplicateNode)
+        #expect(duplicate?.message == "two nodes have the id \"b\"")
+    }
+
     @Test func idBasedNodesReadTheirInputsByID() async throws {
         let graph = TaskGraph()
         graph.add(id: "token") { _ in "t" }
