@@ -8,6 +8,7 @@ let package = Package(
     ],
     products: [
         .library(name: "Orchestra", targets: ["Orchestra"]),
+        .library(name: "OrchestraOperations", targets: ["OrchestraOperations"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
     ],
@@ -22,6 +23,11 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
+        ),
+        // Asynchronous Operations for OperationQueue codebases: Orchestra plus Foundation.
+        .target(
+            name: "OrchestraOperations",
+            dependencies: ["Orchestra"]
         ),
         .target(
             name: "OrchestraTestKit",
@@ -39,6 +45,10 @@ let package = Package(
         .testTarget(
             name: "OrchestraTests",
             dependencies: ["Orchestra", "OrchestraTestKit"]
+        ),
+        .testTarget(
+            name: "OrchestraOperationsTests",
+            dependencies: ["OrchestraOperations", "OrchestraTestKit"]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",

@@ -23,6 +23,10 @@ public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
         public static let doubleCompletion = Kind("double completion")
         /// A completion was called after the awaiting task was cancelled; it was ignored.
         public static let lateCompletion = Kind("late completion")
+        /// An operation was finished again after it had finished; the later call was ignored.
+        public static let doubleFinish = Kind("double finish")
+        /// An operation was started again after it had started; the later call was ignored.
+        public static let doubleStart = Kind("double start")
     }
 
     /// What kind of misuse this is.

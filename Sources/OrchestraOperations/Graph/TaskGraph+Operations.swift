@@ -1,0 +1,110 @@
+#if canImport(Darwin)
+import Foundation
+#else
+@preconcurrency import Foundation
+#endif
+import Orchestra
+
+extension TaskGraph {
+    /// A graph whose nodes are `operations`, their `addDependency` links its edges: run it with
+    /// `run(limit:)` instead of an `OperationQueue`, and the dependencies and the concurrency
+    /// limit come from the graph, in linear time. (swift-corelibs-foundation's `OperationQueue`
+    /// rescans every pending operation each time one finishes: a 10,000-operation chain takes
+    /// about 7 s there.)
+    ///
+    /// ```swift
+    /// let graph = try TaskGraph(operations: [fetch, parse, save])
+    /// let result = try await graph.run(limit: 4)
+    /// ```
+    ///
+    /// See ``addOperations(_:)`` for how each operation runs.
+    public convenience init(operations: [Operation]) throws(TaskGraphError) {
+        self.init()
+        try addOperations(operations)
+    }
+
+    /// Adds operations as nodes; an operation's dependencies become the node's.
+    ///
+    /// - Node ids are the operations' names (which must then be unique), or for an operation
+    ///   without a name, its type and address.
+    /// - Each node starts its operation (`start()`, on the node's task: a synchronous
+    ///   operation's `main()` runs there, as it would on a queue's thread) and ends when the
+    ///   operation has finished. A ``ResultOperation``'s value becomes the node's value; an
+    ///   ``AsyncOperation`` that finished with an error, and a cancelled operation, fail the
+    ///   node, so their dependents are skipped (an `OperationQueue` would run them anyway).
+    /// - Cancelling the node (or the run) cancels the operation.
+    /// - An operation must not also be added to a queue.
+    ///
+    /// - Throws: ``TaskGraphError``: `.unknownDependency` if an operation depends on one that is
+    ///   not in `operations`; a cycle or self-dependency is reported by `validate()` and by
+    ///   every run, with the operations' ids.
+    public func addOperations(_ operations: [Operation]) throws(TaskGraphError) {
+        let ids = Dictionary(operations.map { (ObjectIdentifier($0), Self.nodeID(of: $0)) }, uniquingKeysWith: { first, _ in first })
+        // Check every dependency first, so a failure adds nothing.
+        for operation in operations {
+            for dependency in operation.dependencies where ids[ObjectIdentifier(dependency)] == nil {
+                let id = ids[ObjectIdentifier(operation)]!
+                let name = Self.nodeID(of: dependency)
+                throw TaskGraphError(
+                    code: .unknownDependency,
+                    message: "operation \"\(id)\" depends on \"\(name)\", which is not among the operations given",
+                    path: [id, name]
+                )
+            }
+        }
+        for operation in operations {
+            let box = OperationBatch.OperationsBox([operation])
+            add(id: ids[ObjectIdentifier(operation)]!, dependsOn: operation.dependencies.map { ids[ObjectIdentifier($0)]! }) { _ in
+                try await OperationNode.run(box.operations[0])
+            }
+        }
+    }
+
+    static func nodeID(of operation: Operation) -> String {
+        if let name = operation.name, !name.isEmpty { return name }
+        return "\(type(of: operation))@\(String(UInt(bitPattern: ObjectIdentifier(operation).hashValue), radix: 16))"
+    }
+}
+
+/// Runs one operation as a graph node.
+enum OperationNode {
+    /// The operation's failure as a node's.
+    struct Failed: Error, CustomStringConvertible {
+        let id: String
+        let reason: String
+        var description: String { "operation \"\(id)\" \(reason)" }
+    }
+
+    static func run(_ operation: Operation) async throws -> any Sendable {
+        let box = OperationBatch.OperationsBox([operation])
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let operation = box.operations[0]
+                if let asynchronous = operation as? AsyncOperation {
+                    asynchronous.whenFinished { continuation.resume() }
+                    asynchronous.start()
+                } else if operation.isAsynchronous {
+                    let previous = operation.completionBlock
+                    operation.completionBlock = {
+                        previous?()
+                        continuation.resume()
+                    }
+                    operation.start()
+                } else {
+                    operation.start()
+                    continuation.resume()
+                }
+            }
+        } onCancel: {
+            box.operations[0].cancel()
+        }
+        if let provider = operation as? any ResultProviding, let result = provider.anyResult {
+            return try result.get()
+        }
+        if let asynchronous = operation as? AsyncOperation, let error = asynchronous.error {
+            throw error
+        }
+        if operation.isCancelled { throw CancellationError() }
+        return ()
+    }
+}

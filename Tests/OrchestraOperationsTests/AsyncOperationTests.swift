@@ -1,0 +1,179 @@
+import Foundation
+import Orchestra
+@testable import OrchestraOperations
+import OrchestraTestKit
+import Testing
+
+@Suite("AsyncOperation on OperationQueue", .timeLimit(.minutes(1)))
+struct AsyncOperationTests {
+    @Test func dependentsStartOnlyAfterTheAsyncOperationSignalsFinished() async throws {
+        let log = EventLog<String>()
+        let download = ManualOperation("download", log: log)
+        let parse = BlockOperation { log.append("parse") }
+        parse.addDependency(download)
+        let queue = OperationQueue()
+        queue.enqueue([download, parse])
+
+        try await waitUntil("download started") { download.isExecuting }
+        // `start()` has long returned; a correct operation is still executing and holds `parse`.
+        #expect(!download.isFinished)
+        #expect(!parse.isFinished && !parse.isExecuting)
+        download.complete()
+        try await waitUntil("parse ran") { parse.isFinished }
+        #expect(log.events == ["start download", "finish download", "parse"])
+        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+    }
+
+    @Test func maxConcurrentOperationCountCountsAsyncOperationsUntilTheyFinish() async throws {
+        let log = EventLog<String>()
+        let operations = (0..<5).map { ManualOperation("op\($0)", log: log) }
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        queue.enqueue(operations)
+        var finished = 0
+        while finished < operations.count {
+            let expected = min(2, operations.count - finished)
+            try await waitUntil("\(expected) executing") { operations.filter(\.isExecuting).count == expected }
+            // Never more than two: the others have not started while two are executing.
+            #expect(operations.filter(\.isExecuting).count == expected)
+            #expect(log.events.filter { $0.hasPrefix("start") }.count == finished + expected)
+            operations.first(where: \.isExecuting)!.complete()
+            finished += 1
+            let done = finished
+            try await waitUntil("\(done) finished") { operations.filter(\.isFinished).count == done }
+        }
+        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+    }
+
+    @Test func cancelledBeforeStartItFinishesWithoutRunning() async throws {
+        let log = EventLog<String>()
+        let queued = ManualOperation("queued", log: log)
+        queued.cancel()
+        let dependent = BlockOperation { log.append("dependent") }
+        dependent.addDependency(queued)
+        let queue = OperationQueue()
+        queue.enqueue([queued, dependent])
+        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        #expect(queued.isFinished && !queued.isExecuting)
+        #expect(log.events == ["dependent"])
+        #expect(queued.error is CancellationError)
+        #expect(OperationOutcome(of: queued).state.description == "cancelled")
+
+        // Outside a queue too.
+        let alone = ManualOperation("alone", log: log)
+        alone.cancel()
+        alone.start()
+        #expect(alone.isFinished)
+        #expect(!log.events.contains("start alone"))
+    }
+
+    @Test func cancelledWhileRunningItsHandlerRunsAndItFinishes() async throws {
+        let log = EventLog<String>()
+        let diagnostics = DiagnosticsRecorder()
+        let completion = Locked<(@Sendable () -> Void)?>(nil)
+        let request = AsyncBlockOperation { operation in
+            log.append("started")
+            // A legacy API whose callback comes late, after the cancellation.
+            completion.withLock { $0 = { operation.finish() } }
+        }
+        request.diagnostics = diagnostics.handler
+        request.onCancel { log.append("request cancelled") }
+        let queue = OperationQueue()
+        queue.addOperation(request)
+        try await waitUntil("started") { request.isExecuting }
+        request.cancel()
+        #expect(request.isFinished)
+        #expect(log.events == ["started", "request cancelled"])
+        request.cancel()
+        #expect(log.events == ["started", "request cancelled"], "the handler runs once")
+
+        // The late callback is ignored, and reported as expected, not as a bug.
+        completion.withLock { $0 }?()
+        #expect(diagnostics.log.events.map(\.kind) == [.doubleFinish])
+        #expect(diagnostics.log.events.first?.isExpected == true)
+        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+    }
+
+    @Test(arguments: 0..<3)
+    func cancelRacingWithFinishEndsItExactlyOnce(seed: Int) async throws {
+        for round in 0..<200 {
+            let log = EventLog<String>()
+            let diagnostics = DiagnosticsRecorder()
+            let operation = ManualOperation("racer", log: log)
+            operation.diagnostics = diagnostics.handler
+            let ends = EventLog<Int>()
+            operation.whenFinished { ends.append(round) }
+            let dependent = BlockOperation { log.append("dependent") }
+            dependent.addDependency(operation)
+            let queue = OperationQueue()
+            queue.enqueue([operation, dependent])
+            try await waitUntil("started") { operation.isExecuting }
+            let box = OperationBatch.OperationsBox([operation])
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let racer = box.operations[0] as! ManualOperation
+                if (index + seed + round) % 2 == 0 { racer.cancel() } else { racer.finish() }
+            }
+            try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+            #expect(ends.count == 1, "round \(round): finished \(ends.count) times")
+            #expect(log.events.filter { $0 == "dependent" }.count == 1)
+            // If cancel won, the explicit finish came second and was an expected echo.
+            #expect(diagnostics.log.events.allSatisfy { $0.isExpected })
+            #expect(diagnostics.log.count <= 1)
+        }
+    }
+
+    @Test func finishedTwiceFromTwoThreadsTheSecondIsIgnoredAndReported() async throws {
+        let diagnostics = DiagnosticsRecorder()
+        let operation = ManualOperation("twice", log: EventLog())
+        operation.diagnostics = diagnostics.handler
+        let ends = EventLog<Int>()
+        operation.whenFinished { ends.append(1) }
+        operation.start()
+        let box = OperationBatch.OperationsBox([operation])
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in (box.operations[0] as! AsyncOperation).finish() }
+        #expect(operation.isFinished)
+        #expect(ends.count == 1)
+        #expect(diagnostics.log.events.map(\.kind) == [.doubleFinish])
+        #expect(diagnostics.log.events.first?.isExpected == false)
+        #expect(diagnostics.log.events.first?.message.contains("\"twice\"") == true)
+        operation.start()
+        #expect(diagnostics.log.events.map(\.kind) == [.doubleFinish, .doubleStart])
+    }
+
+    @Test func anOperationThatNeverFinishesTimesOut() async throws {
+        let clock = ManualClock()
+        let log = EventLog<String>()
+        let stuck = ManualOperation("stuck", log: log)
+        stuck.timeout = .seconds(5)
+        stuck.clock = clock
+        let after = BlockOperation { log.append("after") }
+        after.addDependency(stuck)
+        let queue = OperationQueue()
+        queue.enqueue([stuck, after])
+        try await clock.waitForSleepers(1)
+        _ = clock.advance(by: .seconds(4))
+        #expect(!stuck.isFinished)
+        _ = clock.advance(by: .seconds(1))
+        try await waitUntil("timed out") { stuck.isFinished }
+        let error = try #require(stuck.error as? TimeoutError)
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .seconds(5))
+        #expect(stuck.isCancelled)
+        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        #expect(log.events == ["start stuck", "after"])
+        #expect(clock.pendingSleepers.isEmpty)
+    }
+
+    @Test func aFinishedOperationCancelsItsTimer() async throws {
+        let clock = ManualClock()
+        let quick = ManualOperation("quick", log: EventLog())
+        quick.timeout = .seconds(5)
+        quick.clock = clock
+        quick.start()
+        try await clock.waitForSleepers(1)
+        quick.complete()
+        try await waitUntil("the timer is gone") { clock.sleeperCount == 0 }
+        #expect(quick.error == nil)
+        #expect(OperationOutcome(of: quick).succeeded)
+    }
+}
