@@ -26,6 +26,7 @@ let package = Package(
             name: "OrchestraBenchmarks",
             dependencies: [
                 .product(name: "Orchestra", package: "Orchestra"),
+                .product(name: "OrchestraOperations", package: "Orchestra"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/OrchestraBenchmarks",

@@ -41,6 +41,10 @@ OPS_PER_ITERATION = {
     "Semaphore": 1_000,
     "Graph 10k": 10_000,
     "Graph 100k": 100_000,
+    "Operations 100k": 100_000,
+    "Operations chain 10k": 10_000,
+    "Operations DAG 10k": 10_000,
+    "Operations layered DAG 10k": 10_000,
 }
 
 # Groups whose memory metrics are also divided by the operations (here: bytes per graph node).
@@ -121,6 +125,18 @@ def stg_simulated(printed):
     return text, mean <= 1.01 and worst <= 1.25
 
 
+def operations_ratio(medians, _printed):
+    figure = medians["Operations 100k/AsyncOperation on OperationQueue"][WALL] / medians["Operations 100k/BlockOperation on OperationQueue (baseline)"][WALL]
+    return f"{figure:.2f}x", figure <= 1.5
+
+
+def bridge_speedup(group):
+    def check(medians, _printed):
+        figure = medians[f"{group}/OperationQueue addDependency (baseline)"][WALL] / medians[f"{group}/TaskGraph bridge"][WALL]
+        return f"{figure:.0f}x faster", figure >= 100
+    return check
+
+
 TARGETS = [
     ("TaskGraph within 2x of the bare scheduler, 10k nodes", graph_ratio("10k")),
     ("TaskGraph within 2x of the bare scheduler, 100k nodes", graph_ratio("100k")),
@@ -134,6 +150,10 @@ TARGETS = [
     ("memory flat in inputs: completions consumed", flat_memory("Memory completions")),
     ("control, must grow (the metric sees per-input state): unbounded TaskGroup",
      flat_memory("Memory unbounded TaskGroup (control)", expect_flat=False)),
+    ("AsyncOperation within 1.5x of BlockOperation on OperationQueue", operations_ratio),
+    ("TaskGraph bridge at least 100x faster than OperationQueue, 10k chain", bridge_speedup("Operations chain 10k")),
+    ("TaskGraph bridge at least 100x faster than OperationQueue, 10k random DAG", bridge_speedup("Operations DAG 10k")),
+    ("TaskGraph bridge at least 100x faster than OperationQueue, 10k layered DAG", bridge_speedup("Operations layered DAG 10k")),
 ]
 
 

@@ -11,4 +11,5 @@ let benchmarks: @Sendable () -> Void = {
     registerMemoryBenchmarks()
     registerTaskGraphBenchmarks()
     registerStandardTaskGraphBenchmarks()
+    registerOperationsBenchmarks()
 }

@@ -39,22 +39,35 @@ extension TaskGraph {
     ///   not in `operations`; a cycle or self-dependency is reported by `validate()` and by
     ///   every run, with the operations' ids.
     public func addOperations(_ operations: [Operation]) throws(TaskGraphError) {
-        let ids = Dictionary(operations.map { (ObjectIdentifier($0), Self.nodeID(of: $0)) }, uniquingKeysWith: { first, _ in first })
-        // Check every dependency first, so a failure adds nothing.
-        for operation in operations {
-            for dependency in operation.dependencies where ids[ObjectIdentifier(dependency)] == nil {
-                let id = ids[ObjectIdentifier(operation)]!
-                let name = Self.nodeID(of: dependency)
-                throw TaskGraphError(
-                    code: .unknownDependency,
-                    message: "operation \"\(id)\" depends on \"\(name)\", which is not among the operations given",
-                    path: [id, name]
-                )
-            }
+        // Read each operation's name and dependencies once: on corelibs both take locks and
+        // `dependencies` copies an array.
+        let ids = operations.map(Self.nodeID(of:))
+        var index: [ObjectIdentifier: Int] = [:]
+        index.reserveCapacity(operations.count)
+        for (position, operation) in operations.enumerated() where index[ObjectIdentifier(operation)] == nil {
+            index[ObjectIdentifier(operation)] = position
         }
-        for operation in operations {
+        // Check every dependency first, so a failure adds nothing.
+        var dependencyIDs: [[String]] = []
+        dependencyIDs.reserveCapacity(operations.count)
+        for (position, operation) in operations.enumerated() {
+            var names: [String] = []
+            for dependency in operation.dependencies {
+                guard let target = index[ObjectIdentifier(dependency)] else {
+                    let name = Self.nodeID(of: dependency)
+                    throw TaskGraphError(
+                        code: .unknownDependency,
+                        message: "operation \"\(ids[position])\" depends on \"\(name)\", which is not among the operations given",
+                        path: [ids[position], name]
+                    )
+                }
+                names.append(ids[target])
+            }
+            dependencyIDs.append(names)
+        }
+        for (position, operation) in operations.enumerated() {
             let box = OperationBatch.OperationsBox([operation])
-            add(id: ids[ObjectIdentifier(operation)]!, dependsOn: operation.dependencies.map { ids[ObjectIdentifier($0)]! }) { _ in
+            add(id: ids[position], dependsOn: dependencyIDs[position]) { _ in
                 try await OperationNode.run(box.operations[0])
             }
         }

@@ -1,0 +1,140 @@
+import Foundation
+import Orchestra
+@testable import OrchestraOperations
+import OrchestraTestKit
+import Testing
+
+@Suite("Operation batches and the TaskGraph bridge", .timeLimit(.minutes(1)))
+struct BatchAndGraphTests {
+    @Test func oneCompletionReceivesEveryOutcomeInOrder() async throws {
+        let log = EventLog<String>()
+        let slow = ManualOperation("slow", log: log)
+        let failing = AsyncBlockOperation { $0.finish(throwing: TestError("boom")) }
+        let cancelled = BlockOperation {}
+        cancelled.cancel()
+        let plain = BlockOperation { log.append("plain") }
+        plain.completionBlock = { log.append("plain's own completion") }
+        let queue = OperationQueue()
+        let delivered = EventLog<[OperationOutcome]>()
+        let onMain = EventLog<Bool>()
+        let target = DispatchQueue(label: "batch completion")
+        let key = DispatchSpecificKey<Bool>()
+        target.setSpecific(key: key, value: true)
+        queue.addOperations([slow, failing, cancelled, plain], completionQueue: target) { outcomes in
+            onMain.append(DispatchQueue.getSpecific(key: key) == true)
+            delivered.append(outcomes)
+        }
+        try await waitUntil("the others finished") { failing.isFinished && plain.isFinished && cancelled.isFinished }
+        #expect(delivered.count == 0, "not before every operation finished")
+        slow.complete()
+        try await waitUntil("delivered") { delivered.count == 1 }
+        let outcomes = delivered.events[0]
+        #expect(outcomes.map { $0.operation } == [slow, failing, cancelled, plain])
+        #expect(outcomes.map(\.state.description) == ["succeeded", "failed: TestError(name: \"boom\")", "cancelled", "succeeded"])
+        #expect(onMain.events == [true])
+        try await waitUntil("the chained block ran") { log.events.contains("plain's own completion") }
+    }
+
+    @Test func anEmptyBatchCompletesAtOnce() async throws {
+        let outcomes = await OperationQueue().addOperationsAndWait([])
+        #expect(outcomes.isEmpty)
+    }
+
+    @Test func awaitingABatchAndCancellingTheWaitCancelsItsOperations() async throws {
+        let log = EventLog<String>()
+        let operations = (0..<3).map { ManualOperation("op\($0)", log: log) }
+        let queue = OperationQueue()
+        let waiter = Task { await queue.addOperationsAndWait(operations) }
+        try await waitUntil("all started") { operations.allSatisfy(\.isExecuting) }
+        waiter.cancel()
+        let outcomes = try await withHangGuard { await waiter.value }
+        #expect(outcomes.map(\.state.description) == ["cancelled", "cancelled", "cancelled"])
+    }
+
+    @Test func operationsRunAsAGraphWithItsLimitAndOrder() async throws {
+        let probe = ConcurrencyProbe()
+        let log = EventLog<String>()
+        let operations: [Operation] = (0..<20).map { index in
+            let operation = BlockOperation {
+                probe.enter()
+                log.append("op\(index)")
+                probe.leave()
+            }
+            operation.name = "op\(index)"
+            return operation
+        }
+        // A chain 0 → 1 → … → 9, and 10…19 independent.
+        for index in 1..<10 { operations[index].addDependency(operations[index - 1]) }
+        let graph = try TaskGraph(operations: operations)
+        let result = try await graph.run(limit: 3)
+        #expect(result.allSucceeded)
+        #expect(probe.maximum <= 3)
+        let chain = log.events.filter { ["op0", "op1", "op2", "op3", "op4", "op5", "op6", "op7", "op8", "op9"].contains($0) }
+        #expect(chain == (0..<10).map { "op\($0)" })
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+
+    @Test func resultOperationsPassTheirValueAndFailuresSkipDependents() async throws {
+        let token = ResultOperation<String> { $0.finish(with: .success("t")) }
+        token.name = "token"
+        let broken = AsyncBlockOperation { $0.finish(throwing: TestError("down")) }
+        broken.name = "broken"
+        let report = BlockOperation {}
+        report.name = "report"
+        report.addDependency(broken)
+        let result = try await TaskGraph(operations: [token, broken, report]).run()
+        #expect(result.outcome(id: "token")?.value as? String == "t")
+        #expect(result.outcome(id: "broken")?.error as? TestError == TestError("down"))
+        #expect(result.outcome(id: "report")?.state.description == "skipped because \"broken\" did not succeed")
+        #expect(!report.isFinished, "a skipped operation never starts")
+    }
+
+    @Test func anAsyncOperationInTheGraphFinishesItsNodeOnlyWhenItFinishes() async throws {
+        let log = EventLog<String>()
+        let first = ManualOperation("first", log: log)
+        let second = BlockOperation { log.append("second") }
+        second.name = "second"
+        second.addDependency(first)
+        let run = Task { try await TaskGraph(operations: [first, second]).run(limit: 2) }
+        try await waitUntil("first started") { first.isExecuting }
+        #expect(log.events == ["start first"])
+        first.complete()
+        let result = try await withHangGuard { try await run.value }
+        #expect(result.allSucceeded)
+        #expect(log.events == ["start first", "finish first", "second"])
+    }
+
+    @Test func cancellingTheGraphRunCancelsRunningOperations() async throws {
+        let log = EventLog<String>()
+        let stuck = ManualOperation("stuck", log: log)
+        let run = Task { try await TaskGraph(operations: [stuck]).run() }
+        try await waitUntil("stuck started") { stuck.isExecuting }
+        run.cancel()
+        await #expect(throws: CancellationError.self) { try await withHangGuard { try await run.value } }
+        #expect(stuck.isCancelled && stuck.isFinished)
+    }
+
+    @Test func aDependencyOutsideTheOperationsIsRefusedNamingBoth() throws {
+        let outside = BlockOperation {}
+        outside.name = "outside"
+        let inside = BlockOperation {}
+        inside.name = "inside"
+        inside.addDependency(outside)
+        let error = #expect(throws: TaskGraphError.self) { try TaskGraph(operations: [inside]) }
+        #expect(error?.code == .unknownDependency)
+        #expect(error?.message == "operation \"inside\" depends on \"outside\", which is not among the operations given")
+    }
+
+    @Test func aCycleAmongOperationsIsRejectedByTheGraphBeforeAnythingRuns() async throws {
+        let a = BlockOperation {}
+        a.name = "a"
+        let b = BlockOperation {}
+        b.name = "b"
+        a.addDependency(b)
+        b.addDependency(a)
+        let graph = try TaskGraph(operations: [a, b])
+        let error = await #expect(throws: TaskGraphError.self) { try await graph.run() }
+        #expect(error?.code == .cycle)
+        #expect(!a.isFinished && !b.isFinished)
+    }
+}
