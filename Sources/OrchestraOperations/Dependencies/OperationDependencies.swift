@@ -15,7 +15,7 @@ extension Sequence where Element: Operation {
     /// Checks the operations' dependencies (and the dependencies of those, transitively) for
     /// cycles and self-dependencies, before any queue sees them.
     ///
-    /// - Throws: ``TaskGraphError`` with code `.selfDependency` naming the operation, or
+    /// - Throws: `TaskGraphError` with code `.selfDependency` naming the operation, or
     ///   `.cycle` with the path, e.g. `a → b → c → a` (each operation followed by one that
     ///   depends on it), using the operations' names.
     /// - Complexity: O(operations + dependencies).
@@ -29,7 +29,7 @@ extension Operation {
     /// cycle: `addDependency(_:)` deadlocks on the first on Linux and hangs a queue on the
     /// second.
     ///
-    /// - Throws: ``TaskGraphError`` (`.selfDependency`, or `.cycle` with the path the new
+    /// - Throws: `TaskGraphError` (`.selfDependency`, or `.cycle` with the path the new
     ///   dependency would close); the dependency is then not added.
     /// - Complexity: O(operations reachable from `operation` through dependencies).
     public func addDependencyChecked(_ operation: Operation) throws(TaskGraphError) {
@@ -55,7 +55,7 @@ extension OperationQueue {
     /// Validates the operations' dependencies (see
     /// `Sequence.validateDependencies()`), then adds them.
     ///
-    /// - Throws: ``TaskGraphError`` for a cycle or a self-dependency; then nothing is added.
+    /// - Throws: `TaskGraphError` for a cycle or a self-dependency; then nothing is added.
     public func addOperationsCheckingDependencies(_ operations: [Operation], waitUntilFinished wait: Bool = false) throws(TaskGraphError) {
         try operations.validateDependencies()
         addOperations(operations, waitUntilFinished: wait)

@@ -35,7 +35,7 @@ extension TaskGraph {
     /// - Cancelling the node (or the run) cancels the operation.
     /// - An operation must not also be added to a queue.
     ///
-    /// - Throws: ``TaskGraphError``: `.unknownDependency` if an operation depends on one that is
+    /// - Throws: `TaskGraphError`: `.unknownDependency` if an operation depends on one that is
     ///   not in `operations`; a cycle or self-dependency is reported by `validate()` and by
     ///   every run, with the operations' ids.
     public func addOperations(_ operations: [Operation]) throws(TaskGraphError) {
