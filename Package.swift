@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "Orchestra", targets: ["Orchestra"]),
         .library(name: "OrchestraOperations", targets: ["OrchestraOperations"]),
+        .library(name: "OrchestraHTTP", targets: ["OrchestraHTTP"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
     ],
@@ -27,6 +28,11 @@ let package = Package(
         // Asynchronous Operations for OperationQueue codebases: Orchestra plus Foundation.
         .target(
             name: "OrchestraOperations",
+            dependencies: ["Orchestra"]
+        ),
+        // Coordinated HTTP requests. So far: the token refresher (issue 5 is in progress).
+        .target(
+            name: "OrchestraHTTP",
             dependencies: ["Orchestra"]
         ),
         .target(
@@ -49,6 +55,10 @@ let package = Package(
         .testTarget(
             name: "OrchestraOperationsTests",
             dependencies: ["OrchestraOperations", "OrchestraTestKit"]
+        ),
+        .testTarget(
+            name: "OrchestraHTTPTests",
+            dependencies: ["OrchestraHTTP", "OrchestraTestKit"]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",
