@@ -16,6 +16,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -30,14 +31,24 @@ let package = Package(
             name: "OrchestraOperations",
             dependencies: ["Orchestra"]
         ),
-        // Coordinated HTTP requests. So far: the token refresher (issue 5 is in progress).
+        // Coordinated HTTP requests over a small transport protocol; URLSession by default
+        // (FoundationNetworking on Linux). No SwiftNIO here: app users do not pull it in.
         .target(
             name: "OrchestraHTTP",
-            dependencies: ["Orchestra"]
+            dependencies: [
+                "Orchestra",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ]
         ),
         .target(
             name: "OrchestraTestKit",
-            dependencies: ["Orchestra"]
+            dependencies: [
+                "Orchestra",
+                "OrchestraHTTP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         // Not named "orchestra": on a case-insensitive file system (macOS's default) its build
         // products would collide with the "Orchestra" module's. The product keeps the name.

@@ -11,13 +11,13 @@ struct GateStateMachine: AdmissionStateMachine {
     var waiterCount: Int { waiters.count }
 
     /// An open gate lets everyone through, even a cancelled task: there is nothing to wait for.
-    mutating func admitOrReserve(isCancelled: Bool) -> AdmissionFastPath {
+    mutating func admitOrReserve(_: Void = (), isCancelled: Bool) -> AdmissionFastPath {
         if isOpen { return .admitted }
         if isCancelled { return .cancelled }
         return .mustWait(id: waiters.makeID())
     }
 
-    mutating func suspend(id: UInt64, continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
+    mutating func suspend(id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
         if isOpen { return .resumeAdmitted }
         if isCancelled { return .resumeCancelled }
         waiters.append(continuation, id: id)

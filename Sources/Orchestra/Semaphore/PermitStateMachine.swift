@@ -23,7 +23,7 @@ struct PermitStateMachine {
 
     /// Takes a permit if one is free, or reserves an id for a waiter that must suspend.
     /// A cancelled caller never takes a permit.
-    mutating func admitOrReserve(isCancelled: Bool) -> AdmissionFastPath {
+    mutating func admitOrReserve(_: Void = (), isCancelled: Bool) -> AdmissionFastPath {
         if isCancelled { return .cancelled }
         if available > 0 {
             available -= 1
@@ -39,7 +39,7 @@ struct PermitStateMachine {
     }
 
     /// Called from inside the continuation closure, under the lock.
-    mutating func suspend(id: UInt64, continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
+    mutating func suspend(id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
         // A permit may have been released between the fast path and now.
         if available > 0 {
             available -= 1

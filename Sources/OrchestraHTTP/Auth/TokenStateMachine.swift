@@ -1,8 +1,8 @@
 /// The rules of a ``TokenRefresher``, as a pure state machine: no tasks, no clocks (times are
 /// offsets from the refresher's start, passed in).
 ///
-/// - A request gets the current token unless it expires within the margin, or the request
-///   reports that the current version was rejected: then the token must be refreshed.
+/// - A request gets the current token unless it expires within the margin, or the server has
+///   rejected the current version (then every request waits for its refresh: the auth gate).
 /// - A rejection of an older version is answered with the current token: it was refreshed
 ///   since the request was signed.
 /// - A refresh is started for one version only (the caller joins a single shared refresh per
@@ -32,6 +32,9 @@ struct TokenStateMachine: Sendable {
     private var obtainedAt: Duration = .zero
     private var failure: (version: Int, error: AuthenticationError)?
     private var refreshTimes: [Duration] = []
+    /// The server rejected the current version: requests wait for its refresh instead of
+    /// being sent with it (the auth gate).
+    private var currentRejected = false
     let margin: Duration
     let maxRefreshes: Int
     let window: Duration
@@ -54,7 +57,10 @@ struct TokenStateMachine: Sendable {
         if let failure, failure.version == version {
             return .fail(failure.error)
         }
-        if need == .valid, let token, !expiresSoon(token, at: now) {
+        if case .replacing(let rejected) = need, rejected == version {
+            currentRejected = true
+        }
+        if need == .valid, let token, !currentRejected, !expiresSoon(token, at: now) {
             return .use(SignedToken(value: token.value, version: version))
         }
         // A refresh is needed: is one more allowed?
@@ -100,6 +106,7 @@ struct TokenStateMachine: Sendable {
             token = newToken
             version += 1
             obtainedAt = now
+            currentRejected = false
         }
         return SignedToken(value: token!.value, version: version)
     }
@@ -119,6 +126,7 @@ struct TokenStateMachine: Sendable {
 
     /// A new token from a fresh login; clears a failure.
     mutating func reset(to newToken: AuthToken, at now: Duration) {
+        currentRejected = false
         token = newToken
         version += 1
         obtainedAt = now

@@ -1,0 +1,95 @@
+import Foundation
+public import HTTPTypes
+public import Orchestra
+
+extension HTTPCoordinator {
+    /// Limits, timeouts, retries and authentication of an ``HTTPCoordinator``.
+    public struct Configuration: Sendable {
+        /// Requests in flight at once, over all hosts; 16 by default. At least 1.
+        public var maxConcurrentRequests: Int
+        /// Requests in flight at once to one host (`scheme://authority`); 6 by default, like
+        /// browsers. At least 1.
+        public var maxConcurrentRequestsPerHost: Int
+        /// The time limit of each attempt, from when it gets its slot; 30 s by default.
+        public var requestTimeout: Duration?
+        /// Retries of transient failures: statuses 408, 429, 500, 502, 503 and 504, timeouts
+        /// and transport errors, for idempotent requests only (GET, HEAD, OPTIONS, PUT, DELETE,
+        /// TRACE, or any request with an `Idempotency-Key` header). `Retry-After` is honoured.
+        /// Three attempts with jittered exponential backoff by default.
+        public var retry: RetryPolicy
+        /// How requests are signed and what counts as an authentication failure; none by
+        /// default.
+        public var authentication: Authentication?
+
+        public init(
+            maxConcurrentRequests: Int = 16,
+            maxConcurrentRequestsPerHost: Int = 6,
+            requestTimeout: Duration? = .seconds(30),
+            retry: RetryPolicy = RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(200), maxDelay: .seconds(10)),
+            authentication: Authentication? = nil
+        ) {
+            self.maxConcurrentRequests = maxConcurrentRequests
+            self.maxConcurrentRequestsPerHost = maxConcurrentRequestsPerHost
+            self.requestTimeout = requestTimeout
+            self.retry = retry
+            self.authentication = authentication
+        }
+    }
+
+    /// Signs requests with a ``TokenRefresher``'s token and re-sends a request the server
+    /// rejected, once per refresh.
+    public struct Authentication: Sendable {
+        /// The tokens.
+        public var refresher: TokenRefresher
+        /// Puts the token on a request; by default `Authorization: Bearer <token>`.
+        public var sign: @Sendable (inout HTTPRequest, SignedToken) -> Void
+        /// Whether a response means the token was refused; by default a 401. A server that
+        /// answers 200 with `{"error": "token_expired"}` is expressed here.
+        public var isAuthenticationFailure: @Sendable (HTTPResponse, Data) -> Bool
+        /// How many times one request may be re-sent with a refreshed token; 2 by default.
+        public var maxResends: Int
+
+        public init(
+            refresher: TokenRefresher,
+            maxResends: Int = 2,
+            sign: @escaping @Sendable (inout HTTPRequest, SignedToken) -> Void = { request, token in
+                request.headerFields[.authorization] = "Bearer \(token.value)"
+            },
+            isAuthenticationFailure: @escaping @Sendable (HTTPResponse, Data) -> Bool = { response, _ in
+                response.status == .unauthorized
+            }
+        ) {
+            self.refresher = refresher
+            self.maxResends = maxResends
+            self.sign = sign
+            self.isAuthenticationFailure = isAuthenticationFailure
+        }
+    }
+}
+
+/// A response and its body.
+public struct HTTPResult: Sendable {
+    public var response: HTTPResponse
+    public var body: Data
+    /// Attempts made, including retries and re-sends after a token refresh.
+    public var attempts: Int
+
+    public init(response: HTTPResponse, body: Data, attempts: Int = 1) {
+        self.response = response
+        self.body = body
+        self.attempts = attempts
+    }
+
+    public var status: HTTPResponse.Status { response.status }
+}
+
+/// A request ended with a transient status after its last retry: the response is kept.
+public struct HTTPStatusError: Error, Sendable, CustomStringConvertible {
+    public var result: HTTPResult
+    /// The server's `Retry-After`, if it sent one.
+    public var retryAfter: Duration?
+
+    public var description: String {
+        "HTTP \(result.response.status.code) \(result.response.status.reasonPhrase)"
+    }
+}

@@ -1,0 +1,128 @@
+import DequeModule
+import Orchestra
+
+/// Who may send now, as a pure state machine: at most `totalLimit` requests in flight and at
+/// most `perHostLimit` to any one host; waiting requests go in priority order (then first
+/// come, first served), and a request whose host is full never holds back one to another host.
+///
+/// Complexity: admitting or releasing is O(hosts with waiters × priority levels), both small.
+struct RequestAdmission: AdmissionStateMachine {
+    struct Request: Sendable {
+        var host: String
+        var priority: Int
+    }
+
+    private struct Waiter {
+        var id: UInt64
+        var continuation: Continuation
+    }
+
+    private(set) var totalLimit: Int
+    private(set) var perHostLimit: Int
+    private(set) var inFlight = 0
+    private var inFlightByHost: [String: Int] = [:]
+    /// Per host, per priority, the waiters in arrival order.
+    private var waiting: [String: [Int: Deque<Waiter>]] = [:]
+    /// Where each waiter is, to remove it on cancellation.
+    private var location: [UInt64: Request] = [:]
+    private var nextID: UInt64 = 0
+    private(set) var peakInFlight = 0
+
+    init(totalLimit: Int, perHostLimit: Int) {
+        self.totalLimit = totalLimit
+        self.perHostLimit = perHostLimit
+    }
+
+    var waitingCount: Int { location.count }
+
+    func inFlight(to host: String) -> Int { inFlightByHost[host, default: 0] }
+
+    private func hasRoom(for host: String) -> Bool {
+        inFlight < totalLimit && inFlightByHost[host, default: 0] < perHostLimit
+    }
+
+    private mutating func take(_ host: String) {
+        inFlight += 1
+        inFlightByHost[host, default: 0] += 1
+        peakInFlight = max(peakInFlight, inFlight)
+    }
+
+    mutating func admitOrReserve(_ request: Request, isCancelled: Bool) -> AdmissionFastPath {
+        if isCancelled { return .cancelled }
+        // Requests already waiting for this host (of any priority) go first.
+        if hasRoom(for: request.host), waiting[request.host] == nil {
+            take(request.host)
+            return .admitted
+        }
+        nextID &+= 1
+        return .mustWait(id: nextID)
+    }
+
+    mutating func suspend(id: UInt64, request: Request, continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
+        if hasRoom(for: request.host), waiting[request.host] == nil {
+            take(request.host)
+            return .resumeAdmitted
+        }
+        if isCancelled { return .resumeCancelled }
+        waiting[request.host, default: [:]][request.priority, default: []].append(Waiter(id: id, continuation: continuation))
+        location[id] = request
+        return .suspended
+    }
+
+    mutating func cancel(id: UInt64) -> Continuation? {
+        guard let request = location.removeValue(forKey: id),
+              let index = waiting[request.host]?[request.priority]?.firstIndex(where: { $0.id == id })
+        else { return nil }
+        let waiter = waiting[request.host]![request.priority]!.remove(at: index)
+        prune(request)
+        return waiter.continuation
+    }
+
+    /// A request to `host` ended; returns the waiters admitted in its place.
+    mutating func release(host: String) -> [Continuation] {
+        inFlight -= 1
+        let remaining = inFlightByHost[host, default: 1] - 1
+        inFlightByHost[host] = remaining == 0 ? nil : remaining
+        return admitWaiting()
+    }
+
+    /// New limits; a rise admits waiters at once, a fall lets requests in flight finish.
+    mutating func setLimits(total: Int, perHost: Int) -> [Continuation] {
+        totalLimit = total
+        perHostLimit = perHost
+        return admitWaiting()
+    }
+
+    /// Admits, while there is room, the best waiter among the hosts that have room.
+    private mutating func admitWaiting() -> [Continuation] {
+        var admitted: [Continuation] = []
+        while inFlight < totalLimit {
+            // Highest priority first; among equals, the one that has waited longest (ids grow).
+            var best: (request: Request, id: UInt64)?
+            for (host, levels) in waiting where inFlightByHost[host, default: 0] < perHostLimit {
+                let top = levels.keys.max()!
+                let first = levels[top]!.first!.id
+                if let current = best, current.request.priority > top || (current.request.priority == top && current.id < first) {
+                    continue
+                }
+                best = (Request(host: host, priority: top), first)
+            }
+            guard let chosen = best?.request else { break }
+            let waiter = waiting[chosen.host]![chosen.priority]!.removeFirst()
+            location[waiter.id] = nil
+            prune(chosen)
+            take(chosen.host)
+            admitted.append(waiter.continuation)
+        }
+        return admitted
+    }
+
+    private mutating func prune(_ request: Request) {
+        if waiting[request.host]?[request.priority]?.isEmpty == true {
+            waiting[request.host]![request.priority] = nil
+        }
+        if waiting[request.host]?.isEmpty == true {
+            waiting[request.host] = nil
+        }
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+@testable import OrchestraHTTP
+import OrchestraTestKit
+import Testing
+
+func get(_ host: String, _ path: String = "/") -> HTTPRequest {
+    HTTPRequest(method: .get, scheme: "https", authority: host, path: path)
+}
+
+func ok(_ text: String = "") -> (HTTPResponse, Data) {
+    (HTTPResponse(status: .ok), Data(text.utf8))
+}
+
+@Suite("HTTPCoordinator", .timeLimit(.minutes(1)))
+struct HTTPCoordinatorTests {
+    @Test func theTotalAndPerHostLimitsAreNeverExceeded() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { request, _ in
+            try await gate.pass()
+            return ok(request.path ?? "")
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 4, maxConcurrentRequestsPerHost: 2))
+        let hosts = ["a.test", "b.test", "c.test"]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<60 {
+                // The first 20 all go to a.test: only two of them may be in flight.
+                let host = index < 20 ? "a.test" : hosts[index % 3]
+                group.addTask { _ = try await api.data(for: get(host, "/\(index)")) }
+            }
+            try await waitUntil("60 arrived or waiting") { transport.inFlight + api.waitingCount == 60 }
+            #expect(hosts.allSatisfy { transport.inFlight(host: $0) <= 2 })
+            #expect(transport.inFlight <= 4)
+            gate.open()
+            try await group.waitForAll()
+        }
+        #expect(transport.requests.count == 60)
+        #expect(transport.peakInFlight == 4)
+        #expect(hosts.allSatisfy { transport.peakInFlight(host: $0) <= 2 })
+        #expect(api.inFlight.now == 0 && api.inFlight.peak == 4)
+    }
+
+    @Test func waitingRequestsStartInPriorityOrderAndAFullHostHoldsBackNoOther() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/first" { try await gate.pass() }
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 2, maxConcurrentRequestsPerHost: 1))
+        let first = Task { try await api.data(for: get("a.test", "/first")) }
+        try await waitUntil("first in flight") { transport.inFlight == 1 }
+        let low = Task { try await api.data(for: get("a.test", "/low"), priority: 0) }
+        try await waitUntil("low waits") { api.waitingCount == 1 }
+        let high = Task { try await api.data(for: get("a.test", "/high"), priority: 10) }
+        try await waitUntil("high waits") { api.waitingCount == 2 }
+        // Host a.test is full; b.test is not held back by its waiters.
+        _ = try await api.data(for: get("b.test", "/other"))
+        gate.open()
+        _ = try await (first.value, low.value, high.value)
+        #expect(transport.requests.map(\.path) == ["/first", "/other", "/high", "/low"])
+    }
+
+    @Test func acrossHostsTheHigherPriorityStartsFirst() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/first" { try await gate.pass() }
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 1, maxConcurrentRequestsPerHost: 5))
+        let first = Task { try await api.data(for: get("a.test", "/first")) }
+        try await waitUntil("first in flight") { transport.inFlight == 1 }
+        let low = Task { try await api.data(for: get("a.test", "/low"), priority: 1) }
+        try await waitUntil("low waits") { api.waitingCount == 1 }
+        let high = Task { try await api.data(for: get("b.test", "/high"), priority: 5) }
+        try await waitUntil("high waits") { api.waitingCount == 2 }
+        let later = Task { try await api.data(for: get("c.test", "/same-as-low"), priority: 1) }
+        try await waitUntil("all wait") { api.waitingCount == 3 }
+        gate.open()
+        _ = try await (first.value, low.value, high.value, later.value)
+        #expect(transport.requests.map(\.path) == ["/first", "/high", "/low", "/same-as-low"])
+    }
+
+    @Test func raisingTheLimitStartsWaitingRequestsAtOnce() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await gate.pass()
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 1, maxConcurrentRequestsPerHost: 10))
+        let tasks = (0..<5).map { index in Task { try await api.data(for: get("a.test", "/\(index)")) } }
+        try await waitUntil("one in flight") { transport.inFlight == 1 && api.waitingCount == 4 }
+        api.setLimits(total: 3)
+        try await waitUntil("three in flight") { transport.inFlight == 3 && api.waitingCount == 2 }
+        gate.open()
+        for task in tasks { _ = try await task.value }
+        #expect(transport.peakInFlight == 3)
+    }
+
+    @Test func aTransientStatusIsRetriedAfterItsRetryAfter() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            if calls.withLock({ $0 += 1; return $0 }) == 1 {
+                var busy = HTTPResponse(status: .serviceUnavailable)
+                busy.headerFields[.retryAfter] = "7"
+                return (busy, Data())
+            }
+            return ok("done")
+        }
+        let api = HTTPCoordinator(transport: transport, clock: clock)
+        let request = Task { try await api.data(for: get("a.test")) }
+        try await clock.waitForSleepers(1)
+        #expect(clock.pendingSleepers.first?.offset == .seconds(7), "the backoff is the server's Retry-After")
+        _ = clock.advance(by: .seconds(7))
+        let result = try await request.value
+        #expect(result.status == .ok)
+        #expect(result.attempts == 2)
+        #expect(String(decoding: result.body, as: UTF8.self) == "done")
+    }
+
+    @Test func onlyIdempotentRequestsAreRetried() async throws {
+        let transport = ScriptedHTTPTransport { _, _ in (HTTPResponse(status: .badGateway), Data()) }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))
+        let post = HTTPRequest(method: .post, scheme: "https", authority: "a.test", path: "/orders")
+        let once = try await api.data(for: post, body: Data("{}".utf8))
+        #expect(once.status == .badGateway && once.attempts == 1)
+        var keyed = post
+        keyed.headerFields[HTTPField.Name("Idempotency-Key")!] = "order-1"
+        let thrice = try await api.data(for: keyed, body: Data("{}".utf8))
+        #expect(thrice.status == .badGateway && thrice.attempts == 3)
+        let notFound = ScriptedHTTPTransport { _, _ in (HTTPResponse(status: .notFound), Data()) }
+        let plain = try await HTTPCoordinator(transport: notFound).data(for: get("a.test"))
+        #expect(plain.status == .notFound && plain.attempts == 1, "a 404 is an answer, not a transient failure")
+    }
+
+    @Test func aRequestThatNeverGetsAnAnswerTimesOut() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await Task.sleep(for: .seconds(3_600))
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: .seconds(10), retry: .never), clock: clock)
+        let request = Task { try await api.data(for: get("a.test")) }
+        try await clock.waitForSleepers(1)
+        _ = clock.advance(by: .seconds(10))
+        let error = await #expect(throws: TimeoutError.self) { try await request.value }
+        #expect(error?.timeout == .seconds(10))
+        #expect(api.inFlight.now == 0, "the slot was given back")
+    }
+
+    @Test func aCancelledWaitingRequestLeavesAndLosesNoSlot() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await gate.pass()
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 1))
+        let first = Task { try await api.data(for: get("a.test", "/first")) }
+        try await waitUntil("first in flight") { transport.inFlight == 1 }
+        let waiting = Task { try await api.data(for: get("a.test", "/waiting")) }
+        try await waitUntil("second waits") { api.waitingCount == 1 }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(api.waitingCount == 0)
+        gate.open()
+        _ = try await first.value
+        _ = try await api.data(for: get("a.test", "/after"))
+        #expect(transport.requests.map(\.path) == ["/first", "/after"])
+    }
+
+    @Test(arguments: [false, true])
+    func aTokenExpiringUnder200RequestsIsRefreshedOnceAndEveryRequestSucceeds(bodySignalsExpiry: Bool) async throws {
+        let server = Locked((valid: "t0", refreshes: 0))
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/refresh" {
+                let token = server.withLock { state -> String in
+                    state.refreshes += 1
+                    state.valid = "t\(state.refreshes)"
+                    return state.valid
+                }
+                return ok(token)
+            }
+            let presented = request.headerFields[.authorization]
+            let valid = server.withLock { "Bearer \($0.valid)" }
+            if presented == valid { return ok("data") }
+            // Some APIs answer 401; others 200 with an error in the body.
+            return bodySignalsExpiry ? ok("{\"error\":\"token_expired\"}") : (HTTPResponse(status: .unauthorized), Data())
+        }
+        let coordinator = Locked<HTTPCoordinator?>(nil)
+        let refresher = TokenRefresher(initial: AuthToken("t0")) { _ in
+            // The refresh bypasses the limits that the waiting requests hold.
+            let api = coordinator.withLock { $0! }
+            let result = try await api.sendBypassingLimits(HTTPRequest(method: .post, scheme: "https", authority: "api.test", path: "/refresh"))
+            return AuthToken(String(decoding: result.body, as: UTF8.self))
+        }
+        let authentication = HTTPCoordinator.Authentication(
+            refresher: refresher,
+            isAuthenticationFailure: { response, body in
+                response.status == .unauthorized || String(decoding: body, as: UTF8.self).contains("token_expired")
+            }
+        )
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 8, authentication: authentication))
+        coordinator.withLock { $0 = api }
+        server.withLock { $0.valid = "expired-on-the-server" }
+        let bodies = try await withHangGuard {
+            try await (0..<200).concurrentMap(limit: 200) { index in
+                try await api.data(for: get("api.test", "/items/\(index)"))
+            }
+        }
+        #expect(bodies.allSatisfy { String(decoding: $0.body, as: UTF8.self) == "data" })
+        #expect(server.withLock { $0.refreshes } == 1)
+        #expect(refresher.refreshCount == 1)
+        let served = transport.requests.filter { $0.path?.hasPrefix("/items/") == true }
+        #expect(Set(served.map(\.path)).count == 200, "no request lost")
+    }
+}
