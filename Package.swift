@@ -4,19 +4,24 @@ import PackageDescription
 let package = Package(
     name: "Orchestra",
     platforms: [
-        .macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9),
+        // Hummingbird (the demo server only) needs macOS 14 / iOS 17; the libraries target the
+        // same, well below the macOS 15 / iOS 18 the project aims at.
+        .macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10),
     ],
     products: [
         .library(name: "Orchestra", targets: ["Orchestra"]),
         .library(name: "OrchestraOperations", targets: ["OrchestraOperations"]),
         .library(name: "OrchestraHTTP", targets: ["OrchestraHTTP"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
+        .library(name: "OrchestraDemoServer", targets: ["OrchestraDemoServer"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(
@@ -40,6 +45,16 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ]
+        ),
+        // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so
+        // SwiftNIO). Not part of OrchestraTestKit: app test targets never pull in NIO.
+        .target(
+            name: "OrchestraDemoServer",
+            dependencies: [
+                "Orchestra",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -69,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraHTTPTests",
-            dependencies: ["OrchestraHTTP", "OrchestraTestKit"]
+            dependencies: ["OrchestraHTTP", "OrchestraTestKit", "OrchestraDemoServer"]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",

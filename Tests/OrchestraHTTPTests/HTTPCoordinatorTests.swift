@@ -57,7 +57,7 @@ struct HTTPCoordinatorTests {
         // Host a.test is full; b.test is not held back by its waiters.
         _ = try await api.data(for: get("b.test", "/other"))
         gate.open()
-        _ = try await (first.value, low.value, high.value)
+        _ = try await withHangGuard { try await (first.value, low.value, high.value) }
         #expect(transport.requests.map(\.path) == ["/first", "/other", "/high", "/low"])
     }
 
@@ -77,7 +77,7 @@ struct HTTPCoordinatorTests {
         let later = Task { try await api.data(for: get("c.test", "/same-as-low"), priority: 1) }
         try await waitUntil("all wait") { api.waitingCount == 3 }
         gate.open()
-        _ = try await (first.value, low.value, high.value, later.value)
+        _ = try await withHangGuard { try await (first.value, low.value, high.value, later.value) }
         #expect(transport.requests.map(\.path) == ["/first", "/high", "/low", "/same-as-low"])
     }
 
@@ -93,7 +93,7 @@ struct HTTPCoordinatorTests {
         api.setLimits(total: 3)
         try await waitUntil("three in flight") { transport.inFlight == 3 && api.waitingCount == 2 }
         gate.open()
-        for task in tasks { _ = try await task.value }
+        for task in tasks { _ = try await withHangGuard { try await task.value } }
         #expect(transport.peakInFlight == 3)
     }
 
@@ -108,12 +108,12 @@ struct HTTPCoordinatorTests {
             }
             return ok("done")
         }
-        let api = HTTPCoordinator(transport: transport, clock: clock)
+        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil), clock: clock)
         let request = Task { try await api.data(for: get("a.test")) }
         try await clock.waitForSleepers(1)
         #expect(clock.pendingSleepers.first?.offset == .seconds(7), "the backoff is the server's Retry-After")
         _ = clock.advance(by: .seconds(7))
-        let result = try await request.value
+        let result = try await withHangGuard { try await request.value }
         #expect(result.status == .ok)
         #expect(result.attempts == 2)
         #expect(String(decoding: result.body, as: UTF8.self) == "done")
@@ -144,7 +144,7 @@ struct HTTPCoordinatorTests {
         let request = Task { try await api.data(for: get("a.test")) }
         try await clock.waitForSleepers(1)
         _ = clock.advance(by: .seconds(10))
-        let error = await #expect(throws: TimeoutError.self) { try await request.value }
+        let error = await #expect(throws: TimeoutError.self) { try await withHangGuard { try await request.value } }
         #expect(error?.timeout == .seconds(10))
         #expect(api.inFlight.now == 0, "the slot was given back")
     }
@@ -161,10 +161,10 @@ struct HTTPCoordinatorTests {
         let waiting = Task { try await api.data(for: get("a.test", "/waiting")) }
         try await waitUntil("second waits") { api.waitingCount == 1 }
         waiting.cancel()
-        await #expect(throws: CancellationError.self) { try await waiting.value }
+        await #expect(throws: CancellationError.self) { try await withHangGuard { try await waiting.value } }
         #expect(api.waitingCount == 0)
         gate.open()
-        _ = try await first.value
+        _ = try await withHangGuard { try await first.value }
         _ = try await api.data(for: get("a.test", "/after"))
         #expect(transport.requests.map(\.path) == ["/first", "/after"])
     }

@@ -209,9 +209,9 @@ struct TokenRefresherTests {
         let staying = Task { try await refresher.token(replacing: rejected) }
         try await waitUntil("both wait for the refresh") { refresher.refreshWaiters == 2 }
         leaving.cancel()
-        await #expect(throws: CancellationError.self) { try await leaving.value }
+        await #expect(throws: CancellationError.self) { try await withHangGuard { try await leaving.value } }
         release.signal()
-        #expect(try await staying.value == SignedToken(value: "t1", version: 1))
+        #expect(try await withHangGuard { try await staying.value } == SignedToken(value: "t1", version: 1))
         #expect(refresher.refreshCount == 1)
     }
 }

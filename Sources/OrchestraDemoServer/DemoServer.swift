@@ -1,0 +1,147 @@
+import Foundation
+import Hummingbird
+import Orchestra
+
+/// A real HTTP server on 127.0.0.1 for the demo and the tests: payloads of any size and
+/// latency (the seeds' eight images), a login/refresh pair whose tokens expire, a protected
+/// endpoint, a flaky endpoint, one that never answers, and counters (requests in flight and
+/// their peak, refresh calls, arrivals per path).
+///
+/// Endpoints (all `GET` unless said):
+/// - `/payload/{bytes}?latency_ms=N` — `bytes` bytes after `N` ms.
+/// - `/images/{0…7}` — the seeds' eight images: sizes and latencies from
+///   ``DemoServer/images``.
+/// - `POST /login`, `POST /refresh` — `{"access_token": "…", "expires_in": seconds}`; a
+///   refresh invalidates the previous token. `/refresh` answers 500 when
+///   ``Configuration/refreshFails`` is set.
+/// - `/protected` — 200 with the valid token as `Authorization: Bearer …`, else 401;
+///   `/protected-200` — the same, but the rejection is a 200 with `{"error":"token_expired"}`.
+/// - `/flaky/{key}?failures=N` — 503 with `Retry-After: 1` for the first `N` calls per key.
+/// - `/gated/{name}` — waits while the gate is closed (``closeGate()``), then answers.
+/// - `/hang` — never answers (until the server stops).
+/// - `/echo/{text}` — `text`.
+/// - `/stats` — the counters as JSON.
+///
+/// Run it with ``withDemoServer(configuration:_:)`` (scoped, for tests) or ``run(configuration:onReady:)``.
+public final class DemoServer: Sendable {
+    /// How the demo server behaves.
+    public struct Configuration: Sendable {
+        /// The port; 0 (the default) lets the system pick a free one.
+        public var port: Int
+        /// Lifetime announced for tokens (`expires_in`).
+        public var tokenLifetime: Duration
+        /// `/refresh` answers 500.
+        public var refreshFails: Bool
+        /// `/refresh` answers with tokens that `/protected` never accepts.
+        public var refreshIssuesInvalidTokens: Bool
+
+        public init(port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false, refreshIssuesInvalidTokens: Bool = false) {
+            self.port = port
+            self.tokenLifetime = tokenLifetime
+            self.refreshFails = refreshFails
+            self.refreshIssuesInvalidTokens = refreshIssuesInvalidTokens
+        }
+    }
+
+    /// The seeds' eight images: some large and slow.
+    public static let images: [(bytes: Int, latency: Duration)] = [
+        (48_000, .milliseconds(120)), (1_200_000, .milliseconds(900)), (64_000, .milliseconds(200)),
+        (32_000, .milliseconds(80)), (2_400_000, .milliseconds(1_400)), (96_000, .milliseconds(300)),
+        (16_000, .milliseconds(60)), (640_000, .milliseconds(600)),
+    ]
+
+    let state: DemoServerState
+    /// The port the server listens on.
+    public let port: Int
+
+    init(state: DemoServerState, port: Int) {
+        self.state = state
+        self.port = port
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    /// `127.0.0.1:<port>`, the authority of its requests.
+    public var authority: String { "127.0.0.1:\(port)" }
+
+    /// Requests being handled now.
+    public var inFlight: Int { state.counters.withLock { $0.inFlight } }
+    /// The most requests handled at once.
+    public var peakInFlight: Int { state.counters.withLock { $0.peakInFlight } }
+    /// Requests received.
+    public var requestCount: Int { state.counters.withLock { $0.requests } }
+    /// Calls of `/refresh`.
+    public var refreshCalls: Int { state.counters.withLock { $0.refreshCalls } }
+    /// Calls of `/login`.
+    public var loginCalls: Int { state.counters.withLock { $0.loginCalls } }
+
+    /// How many requests for `path` have arrived.
+    public func arrivals(of path: String) -> Int {
+        state.counters.withLock { $0.arrivals[path, default: 0] }
+    }
+
+    /// Zeroes the peak, to measure a new phase.
+    public func resetPeak() {
+        state.counters.withLock { $0.peakInFlight = $0.inFlight }
+    }
+
+    /// Makes the current token invalid, as if it had expired on the server.
+    public func expireToken() {
+        state.counters.withLock { $0.validToken = nil }
+    }
+
+    /// Logs in in-process and returns a valid token (for tests that start authenticated).
+    public func issueToken() -> String {
+        state.issueToken(refresh: false)
+    }
+
+    /// Holds `/gated/…` requests until ``openGate()``.
+    public func closeGate() { state.gate.close() }
+    public func openGate() { state.gate.open() }
+
+    /// Runs the server until the calling task is cancelled; `onReady` gets it once it listens.
+    public static func run(configuration: Configuration = Configuration(), onReady: @escaping @Sendable (DemoServer) async -> Void) async throws {
+        let state = DemoServerState(configuration: configuration)
+        let router = DemoRoutes.router(state: state)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: configuration.port), serverName: "orchestra-demo"),
+            onServerRunning: { channel in
+                await onReady(DemoServer(state: state, port: channel.localAddress?.port ?? configuration.port))
+            },
+            logger: DemoRoutes.quietLogger
+        )
+        try await withTaskCancellationHandler {
+            try await app.run()
+        } onCancel: {
+            // Lets `/hang` and `/gated` requests end, so the server can shut down.
+            state.shutdown.signal()
+            state.gate.open()
+        }
+    }
+}
+
+/// Runs a demo server for the duration of `body`: started on a free port, stopped (and every
+/// request it holds released) when `body` returns or throws.
+public func withDemoServer<T: Sendable>(
+    configuration: DemoServer.Configuration = DemoServer.Configuration(),
+    _ body: @escaping @Sendable (DemoServer) async throws -> T
+) async throws -> T {
+    let ready = AsyncStream<DemoServer>.makeStream()
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            try await DemoServer.run(configuration: configuration) { server in ready.continuation.yield(server) }
+            return nil
+        }
+        var servers = ready.stream.makeAsyncIterator()
+        guard let server = await servers.next() else { throw CancellationError() }
+        do {
+            let value = try await body(server)
+            group.cancelAll()
+            return value
+        } catch {
+            group.cancelAll()
+            throw error
+        }
+    }
+}
