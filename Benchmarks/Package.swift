@@ -11,12 +11,13 @@ import PackageDescription
 let package = Package(
     name: "OrchestraBenchmarks",
     platforms: [
-        .macOS(.v13),
+        .macOS(.v14),
     ],
     dependencies: [
         // Named, so that the product is found whatever the checkout's directory is called
         // (a path dependency's identity is otherwise its directory name).
         .package(name: "Orchestra", path: ".."),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Only the MallocInterposer trait, which backs the malloc metrics. The default
         // RuntimeInterposer trait would also pull in swift-runtime-interposer, not mirrored here.
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -27,6 +28,9 @@ let package = Package(
             dependencies: [
                 .product(name: "Orchestra", package: "Orchestra"),
                 .product(name: "OrchestraOperations", package: "Orchestra"),
+                .product(name: "OrchestraHTTP", package: "Orchestra"),
+                .product(name: "OrchestraDemoServer", package: "Orchestra"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/OrchestraBenchmarks",

@@ -45,6 +45,7 @@ OPS_PER_ITERATION = {
     "Operations chain 10k": 10_000,
     "Operations DAG 10k": 10_000,
     "Operations layered DAG 10k": 10_000,
+    "HTTP 10k GETs": 10_000,
 }
 
 # Groups whose memory metrics are also divided by the operations (here: bytes per graph node).
@@ -137,6 +138,11 @@ def bridge_speedup(group):
     return check
 
 
+def http_overhead(medians, _printed):
+    figure = medians["HTTP 10k GETs/HTTPCoordinator"][WALL] / medians["HTTP 10k GETs/URLSession window (baseline)"][WALL]
+    return f"{figure:.2f}x ({(figure - 1) * 100:+.0f} %)", figure <= 1.10
+
+
 TARGETS = [
     ("TaskGraph within 2x of the bare scheduler, 10k nodes", graph_ratio("10k")),
     ("TaskGraph within 2x of the bare scheduler, 100k nodes", graph_ratio("100k")),
@@ -151,6 +157,7 @@ TARGETS = [
     ("control, must grow (the metric sees per-input state): unbounded TaskGroup",
      flat_memory("Memory unbounded TaskGroup (control)", expect_flat=False)),
     ("AsyncOperation within 1.5x of BlockOperation on OperationQueue", operations_ratio),
+    ("HTTPCoordinator within 10 % of a bare window on URLSessionTransport, 10k GETs, limit 32", http_overhead),
     ("TaskGraph bridge at least 100x faster than OperationQueue, 10k chain", bridge_speedup("Operations chain 10k")),
     ("TaskGraph bridge at least 100x faster than OperationQueue, 10k random DAG", bridge_speedup("Operations DAG 10k")),
     ("TaskGraph bridge at least 100x faster than OperationQueue, 10k layered DAG", bridge_speedup("Operations layered DAG 10k")),

@@ -215,3 +215,67 @@ struct HTTPCoordinatorTests {
         #expect(Set(served.map(\.path)).count == 200, "no request lost")
     }
 }
+
+@Suite("HTTPRequestHandle", .timeLimit(.minutes(1)))
+struct HTTPRequestHandleTests {
+    @Test func aRequestIsSentOnlyAfterTheRequestsItDependsOnReturned() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/login" { try await gate.pass() }
+            return ok(request.path ?? "")
+        }
+        let api = HTTPCoordinator(transport: transport)
+        let login = api.start(get("a.test", "/login"))
+        let profile = api.start(get("a.test", "/profile"), after: [login])
+        let feed = api.start(get("a.test", "/feed"), after: [login])
+        try await waitUntil("login sent") { transport.requests.count == 1 }
+        #expect(!profile.isFinished && !feed.isFinished)
+        gate.open()
+        #expect(text(try await withHangGuard { try await profile.result }) == "/profile")
+        #expect(text(try await withHangGuard { try await feed.result }) == "/feed")
+        #expect(transport.requests.first?.path == "/login")
+        #expect(transport.requests.count == 3)
+    }
+
+    @Test func aFailedDependencyFailsItsDependentsWithoutSendingThem() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/login" { throw URLError(.cannotConnectToHost) }
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(retry: .never))
+        let login = api.start(get("a.test", "/login"))
+        let profile = api.start(get("a.test", "/profile"), after: [login])
+        let error = await #expect(throws: HTTPDependencyError.self) { try await withHangGuard { try await profile.result } }
+        #expect(error?.dependency == "GET /login")
+        #expect(transport.requests.map(\.path) == ["/login"])
+    }
+
+    @Test func finishedHandlesDoNotKeepEachOtherAlive() async throws {
+        let api = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() })
+        struct Weak: Sendable { weak var handle: HTTPRequestHandle? }
+        let weakLogin = Locked(Weak())
+        var profile: HTTPRequestHandle?
+        do {
+            let login = api.start(get("a.test", "/login"))
+            weakLogin.withLock { $0.handle = login }
+            profile = api.start(get("a.test", "/profile"), after: [login])
+        }
+        let started = profile!
+        _ = try await withHangGuard { try await started.result }
+        // The profile's task ended and released the login handle it waited for.
+        try await waitUntil("login released") { weakLogin.withLock { $0.handle == nil } }
+        #expect(started.isFinished)
+    }
+
+    @Test func cancellingAHandleCancelsItsRequest() async throws {
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await Task.sleep(for: .seconds(3_600))
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never))
+        let slow = api.start(get("a.test", "/slow"))
+        try await waitUntil("sent") { transport.inFlight == 1 }
+        slow.cancel()
+        await #expect(throws: CancellationError.self) { try await withHangGuard { try await slow.result } }
+    }
+}
