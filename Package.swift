@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "Orchestra", targets: ["Orchestra"]),
         .library(name: "OrchestraOperations", targets: ["OrchestraOperations"]),
         .library(name: "OrchestraHTTP", targets: ["OrchestraHTTP"]),
+        .library(name: "OrchestraAsyncHTTPClient", targets: ["OrchestraAsyncHTTPClient"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
         .library(name: "OrchestraDemoServer", targets: ["OrchestraDemoServer"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
@@ -22,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(
@@ -45,6 +48,18 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ]
+        ),
+        // The AsyncHTTPClient transport, for servers: its own product, so that OrchestraHTTP
+        // users on apps never pull in SwiftNIO.
+        .target(
+            name: "OrchestraAsyncHTTPClient",
+            dependencies: [
+                "OrchestraHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so
@@ -84,7 +99,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraHTTPTests",
-            dependencies: ["OrchestraHTTP", "OrchestraTestKit", "OrchestraDemoServer"]
+            dependencies: ["OrchestraHTTP", "OrchestraAsyncHTTPClient", "OrchestraTestKit", "OrchestraDemoServer"]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",

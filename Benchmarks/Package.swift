@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "Orchestra", package: "Orchestra"),
                 .product(name: "OrchestraOperations", package: "Orchestra"),
                 .product(name: "OrchestraHTTP", package: "Orchestra"),
+                .product(name: "OrchestraAsyncHTTPClient", package: "Orchestra"),
                 .product(name: "OrchestraDemoServer", package: "Orchestra"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Benchmark", package: "package-benchmark"),

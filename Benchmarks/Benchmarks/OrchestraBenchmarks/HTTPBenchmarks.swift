@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraDemoServer
+import OrchestraAsyncHTTPClient
 import OrchestraHTTP
 
 /// Benchmark 8: coordinator overhead. 10,000 small GETs (`/echo/…`, a few bytes) against the
@@ -12,6 +13,9 @@ import OrchestraHTTP
 ///   calls `transport.send` directly.
 /// - `HTTP 10k GETs/HTTPCoordinator`: `concurrentMap(limit: 32)` over `coordinator.data(for:)`
 ///   with `maxConcurrentRequests: 32` (admission, timeout, retry wrapper on every request).
+///
+/// `HTTP AHC 10k GETs/…`: the same two over `AsyncHTTPClientTransport` (64 connections per
+/// host; the client is made and shut down outside the measurement).
 ///
 /// The server runs in the benchmark's process (started in `setup`, stopped in `teardown`), so
 /// both sides share the two cores with it. Target: the coordinator within 10 % of the window.
@@ -43,7 +47,7 @@ enum HTTPWorkload {
         (0..<count).map { HTTPRequest(method: .get, scheme: "http", authority: server.authority, path: "/echo/\($0)") }
     }
 
-    static func window(_ requests: [HTTPRequest], transport: URLSessionTransport) async throws -> Int {
+    static func window(_ requests: [HTTPRequest], transport: some HTTPTransport) async throws -> Int {
         try await withThrowingTaskGroup(of: Int.self) { group in
             var next = 0
             var bytes = 0
@@ -86,5 +90,25 @@ func registerHTTPBenchmarks() {
         benchmark.startMeasurement()
         let sizes = try await requests.concurrentMap(limit: HTTPWorkload.limit) { try await api.data(for: $0).body.count }
         blackHole(sizes.reduce(0, +))
+    }, setup: setup, teardown: teardown)
+
+    Benchmark("HTTP AHC 10k GETs/AsyncHTTPClient window (baseline)", configuration: configuration, closure: { benchmark in
+        let requests = HTTPWorkload.requests(HTTPWorkload.server!)
+        try await AsyncHTTPClientTransport.withTransport { transport in
+            benchmark.startMeasurement()
+            blackHole(try await HTTPWorkload.window(requests, transport: transport))
+            benchmark.stopMeasurement()
+        }
+    }, setup: setup, teardown: teardown)
+
+    Benchmark("HTTP AHC 10k GETs/HTTPCoordinator", configuration: configuration, closure: { benchmark in
+        let requests = HTTPWorkload.requests(HTTPWorkload.server!)
+        try await AsyncHTTPClientTransport.withTransport { transport in
+            let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: HTTPWorkload.limit, maxConcurrentRequestsPerHost: HTTPWorkload.limit))
+            benchmark.startMeasurement()
+            let sizes = try await requests.concurrentMap(limit: HTTPWorkload.limit) { try await api.data(for: $0).body.count }
+            benchmark.stopMeasurement()
+            blackHole(sizes.reduce(0, +))
+        }
     }, setup: setup, teardown: teardown)
 }

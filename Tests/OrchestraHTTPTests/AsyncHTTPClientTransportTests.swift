@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraAsyncHTTPClient
+import OrchestraDemoServer
+@testable import OrchestraHTTP
+import OrchestraTestKit
+import Testing
+
+/// The same guarantees over AsyncHTTPClient (SwiftNIO), against the demo server.
+@Suite("AsyncHTTPClientTransport against the demo server", .serialized, .timeLimit(.minutes(2)))
+struct AsyncHTTPClientTransportTests {
+    @Test func theCoordinatorLimitAboveTheClientsDefaultCapIsWhatLimits() async throws {
+        try await withDemoServer { server in
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                // 16 is above AsyncHTTPClient's default of 8 connections per host.
+                let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 16, maxConcurrentRequestsPerHost: 16))
+                server.closeGate()
+                let names = try await withThrowingTaskGroup(of: String.self) { group in
+                    for index in 0..<40 {
+                        group.addTask { text(try await api.data(for: server.request("/gated/\(index)"))) }
+                    }
+                    try await waitUntil("16 requests held at the server") { server.inFlight == 16 }
+                    server.openGate()
+                    return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+                }
+                #expect(names == Set((0..<40).map(String.init)))
+                #expect(server.peakInFlight == 16)
+            }
+        }
+    }
+
+    @Test func headersBodiesAndStatusesGoThroughAndCancellationIsCancellationError() async throws {
+        try await withDemoServer { server in
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                let api = HTTPCoordinator(transport: transport, configuration: .init(retry: .never))
+                let login = try token(from: try await api.data(for: server.request("/login", method: .post), body: Data("{}".utf8)))
+                var protected = server.request("/protected")
+                protected.headerFields[.authorization] = "Bearer \(login.value)"
+                #expect(try await api.data(for: protected).status == .ok)
+                #expect(try await api.data(for: server.request("/protected")).status == .unauthorized)
+                let busy = try await api.data(for: server.request("/flaky/x?failures=1"))
+                #expect(busy.status == .serviceUnavailable)
+                #expect(busy.response.headerFields[.retryAfter] == "1")
+
+                let hanging = Task { try await api.data(for: server.request("/hang")) }
+                try await waitUntil("arrived") { server.arrivals(of: "/hang") == 1 }
+                hanging.cancel()
+                await #expect(throws: CancellationError.self) { try await withHangGuard { try await hanging.value } }
+            }
+        }
+    }
+
+    @Test func aTokenStormOverAsyncHTTPClientCausesOneRefresh() async throws {
+        try await withDemoServer { server in
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                let refresher = TokenRefresher(initial: AuthToken(server.issueToken())) { _ in
+                    let (_, body) = try await transport.send(server.request("/refresh", method: .post), body: nil)
+                    return try token(from: HTTPResult(response: HTTPResponse(status: .ok), body: body))
+                }
+                let api = HTTPCoordinator(transport: transport, configuration: .init(
+                    maxConcurrentRequests: 32, maxConcurrentRequestsPerHost: 32, authentication: .init(refresher: refresher)
+                ))
+                server.expireToken()
+                let statuses = try await (0..<1_000).concurrentMap(limit: 1_000) { _ in
+                    try await api.data(for: server.request("/protected")).status
+                }
+                #expect(statuses.allSatisfy { $0 == .ok })
+                #expect(server.refreshCalls == 1)
+            }
+        }
+    }
+}
