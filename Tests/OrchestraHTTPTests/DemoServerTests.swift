@@ -80,6 +80,33 @@ struct DemoServerTests {
         }
     }
 
+    @Test func handlesAsDependenciesAndRequestGraphsAsTaskGraphNodes() async throws {
+        try await withDemoServer { server in
+            let api = HTTPCoordinator(transport: URLSessionTransport())
+            // API managers started separately: B is sent only after A returned.
+            server.closeGate()
+            let first = api.start(server.request("/gated/first"))
+            let second = api.start(server.request("/echo/second"), after: [first])
+            try await waitUntil("first arrived") { server.arrivals(of: "/gated/first") == 1 }
+            #expect(server.arrivals(of: "/echo/second") == 0)
+            server.openGate()
+            #expect(text(try await second.result) == "second")
+
+            // A graph of requests: login, then profile and feed in parallel, then the page.
+            let graph = TaskGraph()
+            let login = graph.add("login") { try token(from: try await api.data(for: server.request("/login", method: .post))) }
+            let profile = graph.add("profile", after: login) { token in
+                var request = server.request("/protected")
+                request.headerFields[.authorization] = "Bearer \(token.value)"
+                return try await api.data(for: request).status.code
+            }
+            let feed = graph.add("feed", after: login) { _ in text(try await api.data(for: server.request("/echo/feed"))) }
+            let page = graph.add("page", after: profile, feed) { status, feed in "\(status) \(feed)" }
+            let result = try await graph.run(limit: 4)
+            #expect(try result.value(of: page) == "200 feed")
+        }
+    }
+
     @Test func aFlakyEndpointIsRetriedAfterItsRetryAfter() async throws {
         try await withDemoServer { server in
             let clock = ManualClock()
