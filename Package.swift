@@ -86,6 +86,7 @@ let package = Package(
             name: "OrchestraCLI",
             dependencies: [
                 "Orchestra",
+                "OrchestraDemoServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import OrchestraDemoServer
 
 /// `orchestra demo`: the seed articles' scenarios, played with Orchestra on simulated downloads.
 struct DemoCommand: AsyncParsableCommand {
@@ -33,6 +35,12 @@ struct DemoCommand: AsyncParsableCommand {
     )
     var speed: Double = 3
 
+    @Flag(name: .long, help: "Only start the demo HTTP server on 127.0.0.1, print its address, and serve until stopped (Ctrl-C).")
+    var serve = false
+
+    @Option(name: .long, help: ArgumentHelp("With --serve: the port to listen on; 0 (the default) picks a free one.", valueName: "port"))
+    var port: Int = 0
+
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws.")
     var noColor = false
 
@@ -41,12 +49,23 @@ struct DemoCommand: AsyncParsableCommand {
             let names = Scenario.all.map(\.name).joined(separator: ", ")
             throw ValidationError("Unknown scenario '\(scenario)'. Choose one of: \(names) (or 1–\(Scenario.all.count)).")
         }
+        guard (0...65_535).contains(port) else {
+            throw ValidationError("--port must be 0…65535, got \(port).")
+        }
         guard speed > 0, speed.isFinite else {
             throw ValidationError("--speed must be a number greater than 0, got '\(Format.factor(speed))'.")
         }
     }
 
     func run() async throws {
+        if serve {
+            let console = Console.standardOutput(noColor: noColor)
+            try await DemoServer.run(configuration: .init(port: port)) { server in
+                console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
+                console.line("Try: curl \(server.baseURL.absoluteString)/images/0 -o /dev/null -w '%{size_download} bytes\\n'")
+            }
+            return
+        }
         let console = Console.standardOutput(noColor: noColor)
         let scenarios = scenario.flatMap(Scenario.named).map { [$0] } ?? Scenario.all
         let player = ScenarioPlayer(console: console, speed: speed)
