@@ -57,6 +57,13 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await send(request, body: body, progress: { _, _ in })
+    }
+
+    /// Streams the body, calling `progress` as each part arrives.
+    public func send(
+        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw HTTPTransportError("request \(request.method) \(request.path ?? "") has no scheme or authority")
         }
@@ -70,13 +77,22 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         do {
             let response = try await client.execute(outgoing, timeout: .hours(1))
-            var buffer = try await response.body.collect(upTo: maximumBodySize)
+            let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
+            var data = Data()
+            if let expected, expected <= maximumBodySize { data.reserveCapacity(expected) }
+            for try await part in response.body {
+                guard data.count + part.readableBytes <= maximumBodySize else {
+                    throw HTTPTransportError("the response body is larger than \(maximumBodySize) bytes")
+                }
+                data.append(contentsOf: part.readableBytesView)
+                progress(data.count, expected)
+            }
             var fields = HTTPFields()
             for header in response.headers {
                 if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
             }
             let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
-            return (HTTPResponse(status: status, headerFields: fields), Data(buffer.readBytes(length: buffer.readableBytes) ?? []))
+            return (HTTPResponse(status: status, headerFields: fields), data)
         } catch {
             try Task.checkCancellation()
             throw error

@@ -70,4 +70,22 @@ struct AsyncHTTPClientTransportTests {
             }
         }
     }
+
+    @Test func aLargeDownloadReportsItsProgressAsBytesArrive() async throws {
+        try await withDemoServer { server in
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                let api = HTTPCoordinator(transport: transport)
+                let reports = EventLog<(Int, Int?)>()
+                let result = try await api.data(for: server.request("/payload/2000000")) { received, expected in
+                    reports.append((received, expected))
+                }
+                #expect(result.body.count == 2_000_000)
+                let events = reports.events
+                #expect(events.count > 1, "streamed in parts")
+                #expect(zip(events, events.dropFirst()).allSatisfy { $0.0 < $1.0 }, "growing")
+                #expect(events.last?.0 == 2_000_000)
+                #expect(events.allSatisfy { $0.1 == 2_000_000 })
+            }
+        }
+    }
 }

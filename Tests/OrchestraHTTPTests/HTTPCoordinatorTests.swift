@@ -81,6 +81,16 @@ struct HTTPCoordinatorTests {
         #expect(transport.requests.map(\.path) == ["/first", "/high", "/low", "/same-as-low"])
     }
 
+    @Test func aTransportThatDoesNotStreamReportsProgressOnceAtTheEnd() async throws {
+        let api = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok("12345") })
+        let reports = EventLog<Int>()
+        _ = try await api.data(for: get("a.test")) { received, expected in
+            reports.append(received)
+            #expect(expected == 5)
+        }
+        #expect(reports.events == [5])
+    }
+
     @Test func raisingTheLimitStartsWaitingRequestsAtOnce() async throws {
         let gate = AsyncGate(isOpen: false)
         let transport = ScriptedHTTPTransport { _, _ in

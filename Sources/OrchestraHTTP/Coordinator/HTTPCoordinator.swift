@@ -63,12 +63,19 @@ public final class HTTPCoordinator: Sendable {
     ///   - request: The request.
     ///   - body: Its body, sent again on a retry or after a token refresh.
     ///   - priority: Among requests waiting for a slot, higher first; 0 by default.
+    ///   - progress: Called with the bytes of the response body received so far and the bytes
+    ///     expected, if known, as they arrive where the transport streams
+    ///     (`AsyncHTTPClientTransport`; ``URLSessionTransport`` reports once, at the end). A
+    ///     retried request starts again from 0.
     /// - Throws: `CancellationError`; `TimeoutError` when the last attempt timed out; the
     ///   transport's error when the last attempt could not be made; ``AuthenticationError``
     ///   when no valid token could be had.
-    public func data(for request: HTTPRequest, body: Data? = nil, priority: Int = 0) async throws -> HTTPResult {
+    public func data(
+        for request: HTTPRequest, body: Data? = nil, priority: Int = 0,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil
+    ) async throws -> HTTPResult {
         guard let authentication = configuration.authentication else {
-            return try await sendWithRetries(request, body: body, priority: priority, attemptsBefore: 0)
+            return try await sendWithRetries(request, body: body, priority: priority, progress: progress, attemptsBefore: 0)
         }
         var token = try await authentication.refresher.token()
         var attempts = 0
@@ -76,7 +83,7 @@ public final class HTTPCoordinator: Sendable {
         while true {
             var signed = request
             authentication.sign(&signed, token)
-            var result = try await sendWithRetries(signed, body: body, priority: priority, attemptsBefore: attempts)
+            var result = try await sendWithRetries(signed, body: body, priority: priority, progress: progress, attemptsBefore: attempts)
             attempts = result.attempts
             guard authentication.isAuthenticationFailure(result.response, result.body), resends < authentication.maxResends else {
                 result.attempts = attempts
@@ -116,7 +123,10 @@ public final class HTTPCoordinator: Sendable {
 
     // MARK: - One request
 
-    private func sendWithRetries(_ request: HTTPRequest, body: Data?, priority: Int, attemptsBefore: Int) async throws -> HTTPResult {
+    private func sendWithRetries(
+        _ request: HTTPRequest, body: Data?, priority: Int,
+        progress: (@Sendable (Int, Int?) -> Void)?, attemptsBefore: Int
+    ) async throws -> HTTPResult {
         let retryable = Self.isIdempotent(request)
         var policy = configuration.retry
         let userRetryable = policy.isRetryable
@@ -126,7 +136,7 @@ public final class HTTPCoordinator: Sendable {
         do {
             return try await retrying(policy) {
                 let attempt = attempts.withLock { $0 += 1; return $0 }
-                var result = try await self.sendOnce(request, body: body, priority: priority)
+                var result = try await self.sendOnce(request, body: body, priority: priority, progress: progress)
                 result.attempts = attempt
                 if Self.transientStatuses.contains(result.response.status.code) {
                     throw HTTPStatusError(result: result, retryAfter: Self.retryAfter(result.response))
@@ -139,7 +149,9 @@ public final class HTTPCoordinator: Sendable {
     }
 
     /// One attempt: a slot, then the transport within the timeout.
-    private func sendOnce(_ request: HTTPRequest, body: Data?, priority: Int) async throws -> HTTPResult {
+    private func sendOnce(
+        _ request: HTTPRequest, body: Data?, priority: Int, progress: (@Sendable (Int, Int?) -> Void)?
+    ) async throws -> HTTPResult {
         let host = "\(request.scheme ?? "")://\(request.authority ?? "")"
         try await admission.suspendUntilAdmitted(RequestAdmission.Request(host: host, priority: priority))
         defer {
@@ -148,7 +160,11 @@ public final class HTTPCoordinator: Sendable {
         }
         let transport = self.transport
         let send: @Sendable () async throws -> HTTPResult = {
-            let (response, data) = try await transport.send(request, body: body)
+            let (response, data) = if let progress {
+                try await transport.send(request, body: body, progress: progress)
+            } else {
+                try await transport.send(request, body: body)
+            }
             return HTTPResult(response: response, body: data)
         }
         guard let timeout = configuration.requestTimeout else { return try await send() }

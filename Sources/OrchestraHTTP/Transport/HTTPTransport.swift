@@ -23,8 +23,26 @@ public protocol HTTPTransport: Sendable {
     ///   is returned, not thrown.
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data)
 
+    /// Sends `request` like ``send(_:body:)`` and reports the response body's progress:
+    /// bytes received so far, and bytes expected (from `Content-Length`) when known. A
+    /// transport that streams calls `progress` as bytes arrive; the default implementation
+    /// reports once, when the whole body is there.
+    func send(
+        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data)
+
     /// The most connections the transport opens to one host.
     var maximumConnectionsPerHost: Int { get }
+}
+
+extension HTTPTransport {
+    public func send(
+        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
+        let (response, data) = try await send(request, body: body)
+        progress(data.count, data.count)
+        return (response, data)
+    }
 }
 
 /// A transport could not turn a request into something it can send.
