@@ -289,3 +289,68 @@ struct HTTPRequestHandleTests {
         await #expect(throws: CancellationError.self) { try await withHangGuard { try await slow.result } }
     }
 }
+
+@Suite("HTTPCoordinator batches", .timeLimit(.minutes(1)))
+struct HTTPBatchTests {
+    @Test func aBatchReturnsResponsesInInputOrderAndReportsProgress() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            for _ in 0..<Int.random(in: 0...20) { await Task.yield() }   // out-of-order completions
+            return ok(request.path ?? "")
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 4))
+        let reports = EventLog<HTTPBatchProgress>()
+        let results = try await api.data(for: (0..<50).map { get("a.test", "/\($0)") }) { reports.append($0) }
+        #expect(results.map(text) == (0..<50).map { "/\($0)" })
+        #expect(Set(reports.events.map(\.completed)) == Set(1...50))
+        #expect(reports.events.allSatisfy { $0.total == 50 })
+        #expect(transport.peakInFlight <= 4)
+    }
+
+    @Test func aFailFastBatchThrowsTheFirstErrorAndACollectAllBatchKeepsEveryOutcome() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/3" { throw URLError(.cannotConnectToHost) }
+            return ok(request.path ?? "")
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(retry: .never))
+        let requests = (0..<6).map { get("a.test", "/\($0)") }
+        await #expect(throws: URLError.self) { try await api.data(for: requests) }
+        let outcomes = await api.results(for: requests)
+        #expect(outcomes.count == 6)
+        #expect(outcomes.enumerated().allSatisfy { index, outcome in
+            if case .success(let result) = outcome { return index != 3 && text(result) == "/\(index)" }
+            return index == 3
+        })
+    }
+
+    @Test func aBatchDeadlineCancelsWhatIsLeft() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/slow" { try await Task.sleep(for: .seconds(3_600)) }
+            return ok(request.path ?? "")
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
+        let batch = Task { await api.results(for: [get("a.test", "/fast"), get("a.test", "/slow")], deadline: .seconds(10)) }
+        try await waitUntil("slow in flight") { transport.inFlight == 1 && transport.requests.count == 2 }
+        try await clock.waitForSleepers(1)
+        _ = clock.advance(by: .seconds(10))
+        let outcomes = try await withHangGuard { await batch.value }
+        #expect((try? outcomes[0].get()).map(text) == "/fast")
+        #expect({ if case .failure(let error as TimeoutError) = outcomes[1] { return error.timeout == .seconds(10) }; return false }())
+    }
+
+    @Test func aFailFastBatchThrowsTimeoutErrorAtItsDeadline() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await Task.sleep(for: .seconds(3_600))
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
+        let batch = Task { try await api.data(for: [get("a.test", "/1"), get("a.test", "/2")], deadline: .seconds(5)) }
+        try await waitUntil("both in flight") { transport.inFlight == 2 }
+        try await clock.waitForSleepers(1)
+        _ = clock.advance(by: .seconds(5))
+        let error = await #expect(throws: TimeoutError.self) { try await withHangGuard { try await batch.value } }
+        #expect(error?.timeout == .seconds(5))
+        #expect(api.inFlight.now == 0)
+    }
+}

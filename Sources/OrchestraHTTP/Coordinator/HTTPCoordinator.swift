@@ -31,11 +31,11 @@ import Orchestra
 /// `CancellationError`; nothing else is affected.
 public final class HTTPCoordinator: Sendable {
     private let transport: any HTTPTransport
-    private let configuration: Configuration
+    let configuration: Configuration
     private let admission: Locked<RequestAdmission>
     /// The clock, type-erased: `withRetry` and `withTimeout` on the caller's clock.
     private let retrying: @Sendable (RetryPolicy, @escaping @Sendable () async throws -> HTTPResult) async throws -> HTTPResult
-    private let timing: @Sendable (Duration, @escaping @Sendable () async throws -> HTTPResult) async throws -> HTTPResult
+    let timing: @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
 
     /// - Parameters:
     ///   - transport: What sends the requests. Give it at least as many connections per host as
@@ -168,7 +168,7 @@ public final class HTTPCoordinator: Sendable {
             return HTTPResult(response: response, body: data)
         }
         guard let timeout = configuration.requestTimeout else { return try await send() }
-        return try await timing(timeout, send)
+        return try await timing(timeout) { try await send() } as! HTTPResult
     }
 
     // MARK: - Classification
