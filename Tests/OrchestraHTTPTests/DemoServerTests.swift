@@ -107,6 +107,25 @@ struct DemoServerTests {
         }
     }
 
+    @Test func aLargeDownloadOverURLSessionReportsItsProgress() async throws {
+        try await withDemoServer { server in
+            let api = HTTPCoordinator(transport: URLSessionTransport())
+            let reports = EventLog<(Int, Int?)>()
+            let result = try await api.data(for: server.request("/payload/3000000")) { reports.append(($0, $1)) }
+            #expect(result.body.count == 3_000_000)
+            let events = reports.events
+            #expect(!events.isEmpty)
+            #expect(zip(events, events.dropFirst()).allSatisfy { $0.0 < $1.0 }, "growing")
+            #expect(events.last?.0 == 3_000_000)
+            #expect(events.allSatisfy { $0.1 == 3_000_000 })
+            // Cancellation works on this path too.
+            let hanging = Task { try await api.data(for: server.request("/hang")) { _, _ in } }
+            try await waitUntil("arrived") { server.arrivals(of: "/hang") == 1 }
+            hanging.cancel()
+            await #expect(throws: CancellationError.self) { try await withHangGuard { try await hanging.value } }
+        }
+    }
+
     @Test func aFlakyEndpointIsRetriedAfterItsRetryAfter() async throws {
         try await withDemoServer { server in
             let clock = ManualClock()

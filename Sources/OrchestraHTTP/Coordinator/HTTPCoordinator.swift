@@ -64,9 +64,8 @@ public final class HTTPCoordinator: Sendable {
     ///   - body: Its body, sent again on a retry or after a token refresh.
     ///   - priority: Among requests waiting for a slot, higher first; 0 by default.
     ///   - progress: Called with the bytes of the response body received so far and the bytes
-    ///     expected, if known, as they arrive where the transport streams
-    ///     (`AsyncHTTPClientTransport`; ``URLSessionTransport`` reports once, at the end). A
-    ///     retried request starts again from 0.
+    ///     expected, if known, as they arrive (both transports stream; a transport that does
+    ///     not reports once, at the end). A retried request starts again from 0.
     /// - Throws: `CancellationError`; `TimeoutError` when the last attempt timed out; the
     ///   transport's error when the last attempt could not be made; ``AuthenticationError``
     ///   when no valid token could be had.

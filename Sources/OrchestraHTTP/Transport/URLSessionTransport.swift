@@ -16,6 +16,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     // @unchecked: URLSession is thread-safe but not declared Sendable on Linux; the session is
     // never mutated after init.
     private let session: URLSession
+    /// A second session, with a delegate, for requests whose progress is wanted.
+    private let streamingSession: URLSession
+    private let streaming = URLSessionProgressDelegate()
     public let maximumConnectionsPerHost: Int
 
     /// - Parameter maximumConnectionsPerHost: Connections per host the session may open; set
@@ -30,11 +33,44 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         self.session = URLSession(configuration: configuration)
+        self.streamingSession = URLSession(configuration: configuration, delegate: streaming, delegateQueue: nil)
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
     }
 
     deinit {
         session.invalidateAndCancel()
+        streamingSession.invalidateAndCancel()
+    }
+
+    /// Streams the body through a session delegate, calling `progress` as bytes arrive.
+    public func send(
+        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
+        guard var urlRequest = URLRequest(httpRequest: request) else {
+            throw HTTPTransportError("request \(request.method) \(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "") has no valid URL")
+        }
+        urlRequest.httpBody = body
+        let task = streamingSession.dataTask(with: urlRequest)
+        let box = TaskBox(task)
+        do {
+            let (response, data) = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
+                    streaming.register(box.task, .init(continuation: continuation, progress: progress))
+                    box.task.resume()
+                }
+            } onCancel: {
+                box.task.cancel()
+            }
+            guard let http = response.httpResponse else {
+                throw HTTPTransportError("\(urlRequest.url?.absoluteString ?? "request"): the response is not an HTTP response")
+            }
+            return (http, data)
+        } catch let error as URLError where error.code == .cancelled {
+            throw CancellationError()
+        } catch {
+            try Task.checkCancellation()
+            throw error
+        }
     }
 
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
@@ -55,4 +91,11 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
             throw error
         }
     }
+}
+
+/// A data task carried into the cancellation handler (URLSessionTask is thread-safe but not
+/// declared Sendable on Linux).
+private struct TaskBox: @unchecked Sendable {
+    let task: URLSessionDataTask
+    init(_ task: URLSessionDataTask) { self.task = task }
 }
