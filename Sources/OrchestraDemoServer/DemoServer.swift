@@ -80,6 +80,14 @@ public final class DemoServer: Sendable {
         state.counters.withLock { $0.arrivals[path, default: 0] }
     }
 
+    /// Waits until `count` requests for `path` have arrived (the "request arrived" signal that
+    /// tests await before moving a manual clock).
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled.
+    public func arrival(of path: String, count: Int = 1) async throws {
+        try await state.arrivalEvent(path: path, count: count).wait()
+    }
+
     /// Zeroes the peak, to measure a new phase.
     public func resetPeak() {
         state.counters.withLock { $0.peakInFlight = $0.inFlight }

@@ -12,6 +12,8 @@ final class DemoServerState: Sendable {
         var flakyCalls: [String: Int] = [:]
         var tokenNumber = 0
         var validToken: String?
+        /// Waiters for a number of arrivals at a path.
+        var arrivalWaiters: [(path: String, count: Int, event: AsyncEvent)] = []
     }
 
     let counters = Locked(Counters())
@@ -24,12 +26,36 @@ final class DemoServerState: Sendable {
     }
 
     func enter(path: String) {
-        counters.withLock {
-            $0.inFlight += 1
-            $0.peakInFlight = max($0.peakInFlight, $0.inFlight)
-            $0.requests += 1
-            $0.arrivals[path, default: 0] += 1
+        let reached = counters.withLock { counters -> [AsyncEvent] in
+            counters.inFlight += 1
+            counters.peakInFlight = max(counters.peakInFlight, counters.inFlight)
+            counters.requests += 1
+            counters.arrivals[path, default: 0] += 1
+            return takeReachedWaiters(&counters)
         }
+        for event in reached { event.signal() }
+    }
+
+    /// An event signalled once `count` requests for `path` have arrived.
+    func arrivalEvent(path: String, count: Int) -> AsyncEvent {
+        let event = AsyncEvent()
+        let reached = counters.withLock { counters -> Bool in
+            if counters.arrivals[path, default: 0] >= count { return true }
+            counters.arrivalWaiters.append((path, count, event))
+            return false
+        }
+        if reached { event.signal() }
+        return event
+    }
+
+    private func takeReachedWaiters(_ counters: inout Counters) -> [AsyncEvent] {
+        var reached: [AsyncEvent] = []
+        counters.arrivalWaiters.removeAll { waiter in
+            guard counters.arrivals[waiter.path, default: 0] >= waiter.count else { return false }
+            reached.append(waiter.event)
+            return true
+        }
+        return reached
     }
 
     func leave() {

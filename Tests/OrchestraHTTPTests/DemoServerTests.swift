@@ -149,7 +149,7 @@ struct DemoServerTests {
             let clock = ManualClock()
             let api = HTTPCoordinator(transport: URLSessionTransport(), configuration: .init(requestTimeout: .seconds(5), retry: .never), clock: clock)
             let request = Task { try await api.data(for: server.request("/hang")) }
-            try await waitUntil("the request arrived") { server.arrivals(of: "/hang") == 1 }
+            try await withHangGuard { try await server.arrival(of: "/hang") }
             try await clock.waitForSleepers(1)
             _ = clock.advance(by: .seconds(5))
             let error = await #expect(throws: TimeoutError.self) { try await withHangGuard { try await request.value } }
