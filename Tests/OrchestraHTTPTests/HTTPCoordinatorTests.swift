@@ -147,7 +147,7 @@ struct HTTPCoordinatorTests {
     @Test func aRequestThatNeverGetsAnAnswerTimesOut() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { _, _ in
-            try await Task.sleep(for: .seconds(3_600))
+            try await AsyncEvent().wait()  // never answers; ends when cancelled
             return ok()
         }
         let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: .seconds(10), retry: .never), clock: clock)
@@ -279,7 +279,7 @@ struct HTTPRequestHandleTests {
 
     @Test func cancellingAHandleCancelsItsRequest() async throws {
         let transport = ScriptedHTTPTransport { _, _ in
-            try await Task.sleep(for: .seconds(3_600))
+            try await AsyncEvent().wait()  // never answers; ends when cancelled
             return ok()
         }
         let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never))
@@ -325,7 +325,7 @@ struct HTTPBatchTests {
     @Test func aBatchDeadlineCancelsWhatIsLeft() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { request, _ in
-            if request.path == "/slow" { try await Task.sleep(for: .seconds(3_600)) }
+            if request.path == "/slow" { try await AsyncEvent().wait() }  // never answers; ends when cancelled
             return ok(request.path ?? "")
         }
         let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
@@ -341,7 +341,7 @@ struct HTTPBatchTests {
     @Test func aFailFastBatchThrowsTimeoutErrorAtItsDeadline() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { _, _ in
-            try await Task.sleep(for: .seconds(3_600))
+            try await AsyncEvent().wait()  // never answers; ends when cancelled
             return ok()
         }
         let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)

@@ -30,14 +30,8 @@ enum OperationsWorkload {
 
     /// Each node depends on `edges` distinct random earlier nodes (fewer for the first ones).
     static func randomDAG(_ count: Int, edges: Int = 5, seed: UInt64 = 7) -> [[Int]] {
-        var state = seed
-        func next() -> UInt64 { // SplitMix64
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random = SplitMix64(seed: seed)
+        func next() -> UInt64 { random.next() }
         return (0..<count).map { node in
             var picks = Set<Int>()
             while picks.count < min(edges, node) { picks.insert(Int(next() % UInt64(node))) }

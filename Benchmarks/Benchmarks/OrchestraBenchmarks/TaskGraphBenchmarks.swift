@@ -3,6 +3,23 @@ import Dispatch
 import Foundation
 import Orchestra
 
+/// The benchmarks' seeded random numbers (SplitMix64), so every run builds the same graphs.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
 /// Benchmark 4: scheduling overhead of a task graph with no-op bodies, limit 8.
 ///
 /// A layered random DAG (fixed seed): layers of 100 nodes, each node depending on 5 distinct
@@ -41,14 +58,8 @@ enum GraphWorkload {
     }
 
     static func layered(nodes: Int, seed: UInt64 = 42, layerWidth: Int = 100, edgesPerNode: Int = 5) -> Graph {
-        var state = seed
-        func next() -> UInt64 { // SplitMix64
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random = SplitMix64(seed: seed)
+        func next() -> UInt64 { random.next() }
         var dependencies: [[Int]] = []
         dependencies.reserveCapacity(nodes)
         for node in 0..<nodes {

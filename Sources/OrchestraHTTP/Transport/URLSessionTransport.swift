@@ -46,13 +46,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     public func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        guard var urlRequest = URLRequest(httpRequest: request) else {
-            throw HTTPTransportError("request \(request.method) \(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "") has no valid URL")
-        }
-        urlRequest.httpBody = body
-        let task = streamingSession.dataTask(with: urlRequest)
-        let box = TaskBox(task)
-        do {
+        try await exchange(request, body: body) { urlRequest in
+            let box = TaskBox(streamingSession.dataTask(with: urlRequest))
             let (response, data) = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
                     streaming.register(box.task, .init(continuation: continuation, progress: progress))
@@ -61,25 +56,28 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
             } onCancel: {
                 box.task.cancel()
             }
-            guard let http = response.httpResponse else {
-                throw HTTPTransportError("\(urlRequest.url?.absoluteString ?? "request"): the response is not an HTTP response")
-            }
-            return (http, data)
-        } catch let error as URLError where error.code == .cancelled {
-            throw CancellationError()
-        } catch {
-            try Task.checkCancellation()
-            throw error
+            return (response as URLResponse, data)
         }
     }
 
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await exchange(request, body: body) { urlRequest in
+            let (data, response) = try await session.data(for: urlRequest)
+            return (response, data)
+        }
+    }
+
+    /// The conversions and error mapping around one exchange: the request to a `URLRequest`,
+    /// the response to an `HTTPResponse`, `URLError.cancelled` to `CancellationError`.
+    private func exchange(
+        _ request: HTTPRequest, body: Data?, _ perform: (URLRequest) async throws -> (URLResponse, Data)
+    ) async throws -> (HTTPResponse, Data) {
         guard var urlRequest = URLRequest(httpRequest: request) else {
             throw HTTPTransportError("request \(request.method) \(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "") has no valid URL")
         }
         urlRequest.httpBody = body
         do {
-            let (data, response) = try await session.data(for: urlRequest)
+            let (response, data) = try await perform(urlRequest)
             guard let http = (response as? HTTPURLResponse)?.httpResponse else {
                 throw HTTPTransportError("\(urlRequest.url?.absoluteString ?? "request"): the response is not an HTTP response")
             }
