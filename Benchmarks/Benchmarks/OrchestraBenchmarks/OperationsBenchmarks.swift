@@ -1,7 +1,7 @@
 import Benchmark
 import Dispatch
 import Foundation
-import Orchestra
+@_spi(Simulation) import Orchestra
 import OrchestraOperations
 
 /// Benchmark 7: OrchestraOperations.
@@ -57,25 +57,17 @@ func registerOperationsBenchmarks() {
     let metrics: [BenchmarkMetric] = [.wallClock, .mallocCountTotal]
     let count = 100_000
 
-    Benchmark(
-        "Operations 100k/BlockOperation on OperationQueue (baseline)",
-        configuration: .init(metrics: metrics, maxDuration: .seconds(10), maxIterations: 10)
-    ) { benchmark in
-        let operations = (0..<count).map { index in BlockOperation { blackHole(index) } }
-        let queue = OperationQueue()
-        benchmark.startMeasurement()
-        queue.addOperations(operations, waitUntilFinished: true)
+    // The same measurement for both kinds of operation: made first, then queued and waited for.
+    func queued(_ name: String, _ make: @escaping @Sendable (Int) -> Operation) {
+        Benchmark(name, configuration: .init(metrics: metrics, maxDuration: .seconds(10), maxIterations: 10)) { benchmark in
+            let operations = (0..<count).map(make)
+            let queue = OperationQueue()
+            benchmark.startMeasurement()
+            queue.addOperations(operations, waitUntilFinished: true)
+        }
     }
-
-    Benchmark(
-        "Operations 100k/AsyncOperation on OperationQueue",
-        configuration: .init(metrics: metrics, maxDuration: .seconds(10), maxIterations: 10)
-    ) { benchmark in
-        let operations = (0..<count).map { _ in OperationsWorkload.ImmediateOperation() }
-        let queue = OperationQueue()
-        benchmark.startMeasurement()
-        queue.addOperations(operations, waitUntilFinished: true)
-    }
+    queued("Operations 100k/BlockOperation on OperationQueue (baseline)") { index in BlockOperation { blackHole(index) } }
+    queued("Operations 100k/AsyncOperation on OperationQueue") { _ in OperationsWorkload.ImmediateOperation() }
 
     let shapes: [(group: String, dependencies: @Sendable () -> [[Int]])] = [
         ("Operations chain 10k", { OperationsWorkload.chain(10_000) }),

@@ -193,10 +193,9 @@ struct GraphBlueprint: Sendable {
             in: Dictionary(uniqueKeysWithValues: resourceNames.enumerated().map { ($1, Int32($0)) })
         )
         let position = nodes.append(
-            id: spec.id, dependencies: spec.dependencies, cost: spec.cost, priority: spec.priority,
+            id: spec.id, resolvedDependencies: dependencyIndices, cost: spec.cost, priority: spec.priority,
             runsAfterAnyOutcome: spec.runsAfterAnyOutcome, extras: extras
         )
-        precondition(nodes.dependencies[position] == dependencyIndices, "GraphBlueprint: dependencies of an added node out of step")
         dependentStart.append(dependentStart[position])
         if !resources.isEmpty {
             if resourceUse.isEmpty { resourceUse = Array(repeating: [], count: position) }

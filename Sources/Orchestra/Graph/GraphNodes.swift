@@ -91,10 +91,19 @@ struct GraphNodes: Sendable {
         id: String, dependencies names: some Sequence<String>, cost: Double, priority: Int,
         runsAfterAnyOutcome: Bool, extras: NodeExtras?
     ) -> Int {
-        let node = ids.count
-        checkArgument(node < Int(Int32.max), "TaskGraph: more than \(Int32.max) nodes")
         var entries: [Int32] = []
         for name in names { addEntry(for: name, to: &entries) }
+        return append(id: id, resolvedDependencies: entries, cost: cost, priority: priority, runsAfterAnyOutcome: runsAfterAnyOutcome, extras: extras)
+    }
+
+    /// Adds a node whose dependencies are already node indices (each once).
+    @discardableResult
+    mutating func append(
+        id: String, resolvedDependencies entries: [Int32], cost: Double, priority: Int,
+        runsAfterAnyOutcome: Bool, extras: NodeExtras?
+    ) -> Int {
+        let node = ids.count
+        checkArgument(node < Int(Int32.max), "TaskGraph: more than \(Int32.max) nodes")
         ids.append(id)
         if indexByID[id] == nil {
             indexByID[id] = Int32(node)

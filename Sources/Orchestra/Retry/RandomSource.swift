@@ -27,15 +27,17 @@ public final class RandomSource: Sendable {
     }
 }
 
-/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64).
-struct SplitMix64: RandomNumberGenerator {
+/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64). Also used by the
+/// benchmarks to build the same graphs in every run (`@_spi(Simulation) import Orchestra`).
+@_spi(Simulation)
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

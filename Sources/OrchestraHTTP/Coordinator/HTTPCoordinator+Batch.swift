@@ -112,12 +112,4 @@ extension Result where Failure == any Error {
         if case .failure(let error) = self { return error is CancellationError }
         return false
     }
-
-    init(_ body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
 }

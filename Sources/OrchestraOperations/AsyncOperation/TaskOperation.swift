@@ -53,11 +53,7 @@ public final class TaskOperation<Success: Sendable>: ResultOperation<Success>, @
         // Unstructured on purpose: an Operation is started by a queue's thread, outside any
         // async scope. The task is kept, cancelled by `cancel()`, and finishes the operation.
         let task = Task(priority: taskPriority) { [self] in
-            do {
-                finish(with: .success(try await work()))
-            } catch {
-                finish(with: .failure(error))
-            }
+            finish(with: await Result { try await work() })
         }
         self.task.withLock { $0 = task }
     }

@@ -1,4 +1,4 @@
-@testable import Orchestra
+@_spi(Simulation) @testable import Orchestra
 import OrchestraTestKit
 import Testing
 
