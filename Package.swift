@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .target(
@@ -80,14 +81,28 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // Request workflows from YAML/JSON files (`orchestra run`): parsing with line numbers,
+        // validation, templates, captures and the runner. Yams stays out of the libraries.
+        .target(
+            name: "OrchestraWorkflow",
+            dependencies: [
+                "Orchestra",
+                "OrchestraHTTP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
         // Not named "orchestra": on a case-insensitive file system (macOS's default) its build
         // products would collide with the "Orchestra" module's. The product keeps the name.
         .executableTarget(
             name: "OrchestraCLI",
             dependencies: [
                 "Orchestra",
+                "OrchestraHTTP",
+                "OrchestraWorkflow",
                 "OrchestraDemoServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(
@@ -101,6 +116,15 @@ let package = Package(
         .testTarget(
             name: "OrchestraHTTPTests",
             dependencies: ["OrchestraHTTP", "OrchestraAsyncHTTPClient", "OrchestraTestKit", "OrchestraDemoServer"]
+        ),
+        .testTarget(
+            name: "OrchestraWorkflowTests",
+            dependencies: ["OrchestraWorkflow", "OrchestraTestKit", "OrchestraDemoServer"]
+        ),
+        // Runs the built `orchestra` executable (a dependency, so it is built first).
+        .testTarget(
+            name: "OrchestraCLITests",
+            dependencies: ["OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer"]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",

@@ -79,6 +79,27 @@ enum DemoRoutes {
         router.get("/echo/:text") { _, context -> String in
             try context.parameters.require("text")
         }
+        router.get("/album") { _, _ -> Response in
+            let images = DemoServer.images.enumerated().map { index, image in
+                "{\"index\":\(index),\"path\":\"/images/\(index)\",\"bytes\":\(image.bytes)}"
+            }
+            return json("{\"title\":\"Seeds\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
+        }
+        router.get("/me") { request, _ -> Response in
+            guard state.isValid(bearer(request)) else {
+                return json("{\"error\":\"token_expired\"}", status: .unauthorized)
+            }
+            return json("{\"user\":{\"id\":42,\"name\":\"Ada Lovelace\",\"roles\":[\"admin\",\"dev\"]}}")
+        }
+        router.get("/users/:id") { _, context -> Response in
+            let id = try context.parameters.require("id", as: Int.self)
+            return json("{\"id\":\(id),\"name\":\"User \(id)\",\"orders\":[{\"id\":\(id * 100 + 1)},{\"id\":\(id * 100 + 2)}]}")
+        }
+        router.post("/echo") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let type = request.headers[.contentType] ?? "application/octet-stream"
+            return Response(status: .ok, headers: [.contentType: type], body: .init(byteBuffer: body))
+        }
         router.get("/stats") { _, _ -> Response in
             let json = state.counters.withLock { counters in
                 "{\"inFlight\":\(counters.inFlight),\"peakInFlight\":\(counters.peakInFlight),\"requests\":\(counters.requests),\"refreshCalls\":\(counters.refreshCalls)}"
@@ -86,6 +107,10 @@ enum DemoRoutes {
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
         }
         return router
+    }
+
+    static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func bearer(_ request: Request) -> String? {

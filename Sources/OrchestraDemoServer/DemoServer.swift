@@ -19,7 +19,10 @@ import Orchestra
 /// - `/flaky/{key}?failures=N` — 503 with `Retry-After: 1` for the first `N` calls per key.
 /// - `/gated/{name}` — waits while the gate is closed (``closeGate()``), then answers.
 /// - `/hang` — never answers (until the server stops).
-/// - `/echo/{text}` — `text`.
+/// - `/echo/{text}` — `text`; `POST /echo` — the request body, with its content type.
+/// - `/album` — JSON: the eight images' paths and sizes, for "request B built from A".
+/// - `/me` — JSON about the user, with the valid token; else 401.
+/// - `/users/{id}` — JSON: a user and two order ids.
 /// - `/stats` — the counters as JSON.
 ///
 /// Run it with ``withDemoServer(configuration:_:)`` (scoped, for tests) or ``run(configuration:onReady:)``.

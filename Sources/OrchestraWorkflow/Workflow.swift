@@ -1,0 +1,1 @@
+// Placeholder: the workflow model is being written.
