@@ -66,7 +66,7 @@ extension GraphResult {
             }
             events.append(
                 "{\"name\":\(jsonQuoted(id)),\"cat\":\"node\",\"ph\":\"X\",\"pid\":1,\"tid\":\(lane + 1)," +
-                "\"ts\":\(microseconds(start)),\"dur\":\(microseconds(end - start))," +
+                "\"ts\":\(jsonMicroseconds(start)),\"dur\":\(jsonMicroseconds(end - start))," +
                 "\"args\":{\"outcome\":\(jsonQuoted(outcome.state.description)),\"attempts\":\(outcome.attempts)}}"
             )
         }
@@ -74,14 +74,16 @@ extension GraphResult {
     }
 }
 
-private func microseconds(_ duration: Duration) -> String {
+/// `duration` in microseconds, as a JSON number with up to six decimals.
+package func jsonMicroseconds(_ duration: Duration) -> String {
     let (seconds, attoseconds) = duration.components
     let micros = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
     let remainder = (attoseconds / 1_000_000) % 1_000_000   // picoseconds → fraction of a µs
     return remainder == 0 ? "\(micros)" : "\(micros).\(String(remainder + 1_000_000).dropFirst())"
 }
 
-func jsonQuoted(_ text: String) -> String {
+/// `text` as a JSON string literal, quotes included (shared with the command's trace files).
+package func jsonQuoted(_ text: String) -> String {
     var result = "\""
     for scalar in text.unicodeScalars {
         switch scalar {

@@ -1,0 +1,144 @@
+import Foundation
+import Orchestra
+
+/// One bar of a trace: a job (a download, a request, a workflow step) on its lane.
+struct TraceSpan: Sendable {
+    /// The row it is drawn on; spans of one lane must not overlap.
+    var lane: String
+    var name: String
+    /// Offsets from the start of the run.
+    var start: Duration
+    var end: Duration
+    /// Chrome's `cat`: what kind of job (`"download"`, `"refresh"`, `"step"`).
+    var category: String
+    /// Shown on hover: status, attempts, outcome…
+    var args: [(key: String, value: String)]
+
+    init(lane: String, name: String, start: Duration, end: Duration, category: String, args: [(key: String, value: String)] = []) {
+        self.lane = lane
+        self.name = name
+        self.start = start
+        self.end = max(start, end)
+        self.category = category
+        self.args = args
+    }
+}
+
+/// A finished run as files to look at: Chrome Trace Event JSON (Perfetto, `chrome://tracing`)
+/// and a self-contained HTML timeline that needs no network.
+struct TraceExport: Sendable {
+    var title: String
+    var spans: [TraceSpan]
+
+    init(title: String, spans: [TraceSpan]) {
+        self.title = title
+        self.spans = spans
+    }
+
+    /// The lanes in the order their first span appears.
+    var lanes: [String] {
+        var seen = Set<String>()
+        return spans.map(\.lane).filter { seen.insert($0).inserted }
+    }
+
+    /// Chrome Trace Event JSON: a `thread_name` metadata event per lane, then one complete
+    /// (`"X"`) event per span with `tid` = the lane's number, `ts`/`dur` in microseconds.
+    func chromeJSON() -> String {
+        let lanes = lanes
+        let number = Dictionary(uniqueKeysWithValues: lanes.enumerated().map { ($0.element, $0.offset + 1) })
+        var events = lanes.enumerated().map { offset, lane in
+            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":\(offset + 1),\"args\":{\"name\":\(jsonQuoted(lane))}}"
+        }
+        for span in spans.sorted(by: { ($0.start, $0.end) < ($1.start, $1.end) }) {
+            let args = span.args.map { "\(jsonQuoted($0.key)):\(jsonQuoted($0.value))" }.joined(separator: ",")
+            events.append(
+                "{\"name\":\(jsonQuoted(span.name)),\"cat\":\(jsonQuoted(span.category)),\"ph\":\"X\",\"pid\":1,"
+                    + "\"tid\":\(number[span.lane]!),\"ts\":\(jsonMicroseconds(span.start)),"
+                    + "\"dur\":\(jsonMicroseconds(span.end - span.start)),\"args\":{\(args)}}"
+            )
+        }
+        return "{\"traceEvents\":[\n" + events.joined(separator: ",\n") + "\n],\"displayTimeUnit\":\"ms\","
+            + "\"otherData\":{\"title\":\(jsonQuoted(title))}}\n"
+    }
+
+    /// A page with one row per lane and a bar per span, positioned in percent of the run's
+    /// length; hover a bar for its details. Plain HTML and CSS: no script, no network.
+    func html() -> String {
+        let total = max(spans.map(\.end).max() ?? .zero, .milliseconds(1))
+        let categories = Array(Set(spans.map(\.category))).sorted()
+        var rows: [String] = []
+        for lane in lanes {
+            let bars = spans.filter { $0.lane == lane }.map { span in
+                let left = percent(span.start, of: total)
+                let width = max(percent(span.end - span.start, of: total), 0.15)
+                let details = ([span.name, "\(Format.milliseconds(span.start)) → \(Format.milliseconds(span.end)) (\(Format.milliseconds(span.end - span.start)))"]
+                    + span.args.map { "\($0.key): \($0.value)" }).joined(separator: "\n")
+                let colour = categories.firstIndex(of: span.category) ?? 0
+                return "<div class=\"bar c\(colour % 6)\(span.args.contains { $0.key == "outcome" && $0.value != "succeeded" } ? " bad" : "")\" "
+                    + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(escaped(details))\"></div>"
+            }
+            rows.append("<div class=\"row\"><div class=\"lane\">\(escaped(lane))</div><div class=\"track\">\(bars.joined())</div></div>")
+        }
+        let ticks = (0...4).map { index -> String in
+            let time = total * (Double(index) / 4)
+            return "<span style=\"left:\(index * 25)%\">\(Format.milliseconds(time))</span>"
+        }
+        let legend = categories.enumerated().map { "<span><i class=\"c\($0.offset % 6)\"></i>\(escaped($0.element))</span>" }
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><title>\(escaped(title))</title>
+            <style>
+            body{font:13px -apple-system,system-ui,sans-serif;margin:24px;color:#222}
+            h1{font-size:17px;margin:0 0 4px}.meta{color:#666;margin-bottom:14px}
+            .row{display:flex;align-items:center;height:20px}.lane{width:180px;flex:none;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:ui-monospace,monospace}
+            .track{position:relative;flex:1;height:14px;background:#f3f3f3;border-radius:2px}
+            .bar{position:absolute;top:0;height:14px;border-radius:2px;min-width:2px}.bar:hover{outline:2px solid #000}
+            .bad{background:repeating-linear-gradient(45deg,#d33,#d33 4px,#e77 4px,#e77 8px)!important}
+            .axis{position:relative;margin-left:180px;height:18px;color:#666}.axis span{position:absolute;transform:translateX(-50%)}
+            .legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+            .c0{background:#3b82c4}.c1{background:#e39b2d}.c2{background:#4ca45c}.c3{background:#8e5cc4}.c4{background:#c45c8e}.c5{background:#5cb8c4}
+            </style></head><body>
+            <h1>\(escaped(title))</h1>
+            <div class="meta">\(spans.count) jobs on \(lanes.count) lanes · \(Format.milliseconds(total)) · hover a bar for details · the same run as Chrome Trace JSON opens in ui.perfetto.dev</div>
+            <div class="axis">\(ticks.joined())</div>
+            \(rows.joined(separator: "\n"))
+            <p class="legend">\(legend.joined()) <span><i class="bad"></i>failed</span></p>
+            </body></html>
+
+            """
+    }
+
+    /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`.
+    @discardableResult
+    func write(to directory: URL, baseName: String) throws -> [URL] {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let json = directory.appendingPathComponent("\(baseName).trace.json")
+        let page = directory.appendingPathComponent("\(baseName).html")
+        try Data(chromeJSON().utf8).write(to: json)
+        try Data(html().utf8).write(to: page)
+        return [json, page]
+    }
+
+    private func percent(_ part: Duration, of whole: Duration) -> Double {
+        part / whole * 100
+    }
+
+    private func format(_ value: Double) -> String {
+        String(format: "%.3f", value)
+    }
+
+    private func escaped(_ text: String) -> String {
+        var result = ""
+        for character in text {
+            switch character {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&quot;"
+            case "\n": result += "&#10;"
+            default: result.append(character)
+            }
+        }
+        return result
+    }
+}
