@@ -1,16 +1,21 @@
 import ArgumentParser
 import Foundation
 import OrchestraDemoServer
+import OrchestraHTTP
 
-/// `orchestra demo`: the seed articles' scenarios, played with Orchestra on simulated downloads.
+/// `orchestra demo`: the seed articles' scenarios, played with Orchestra against a real HTTP
+/// server started on 127.0.0.1.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Play the seed articles' scenarios with Orchestra, on 8 simulated image downloads.",
+        abstract: "Play the seed articles' scenarios with Orchestra against a local HTTP server.",
         discussion: """
-            Each scenario names the hand-rolled pattern it replaces (dispatch_group, \
-            dispatch_semaphore, NSConditionLock, async NSOperation, a token refresher), runs \
-            it with Orchestra, and draws a timeline of what ran when.
+            Starts the demo server on 127.0.0.1 (a free port; no network needed) and plays each \
+            scenario against it: the hand-rolled pattern it replaces (dispatch_group, \
+            dispatch_semaphore, NSConditionLock, async NSOperation + addDependency, a token \
+            refresher), a live progress bar, a timeline of what ran when, and the facts the \
+            server measured (how many requests it saw at once, refresh calls). The command fails \
+            if a fact does not hold.
 
             Scenarios:
             \(Scenario.catalog)
@@ -20,8 +25,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Play only this scenario, by name or number: \(Scenario.all.map(\.name).joined(separator: ", ")).",
-            valueName: "name"
+            "Play only these scenarios, by name or number (comma-separated): \(Scenario.all.map(\.name).joined(separator: ", ")).",
+            valueName: "names"
         )
     )
     var scenario: String?
@@ -29,11 +34,20 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "How many times faster than the nominal latencies (\(SimulatedImage.latencyRange.lowerBound)–\(SimulatedImage.latencyRange.upperBound) ms) to run; 1 is real time.",
-            valueName: "factor"
+            "Scenarios 1–4 download these URLs instead of the demo server's eight images (repeat the option; at least 2).",
+            valueName: "url"
         )
     )
-    var speed: Double = 3
+    var url: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Write each scenario's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
+    var trace: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Ask the server for latencies this many times shorter than the images' nominal ones (60–1400 ms); 1 is real time.", valueName: "factor")
+    )
+    var speed: Double = 1
 
     @Flag(name: .long, help: "Only start the demo HTTP server on 127.0.0.1, print its address, and serve until stopped (Ctrl-C).")
     var serve = false
@@ -44,58 +58,84 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws.")
     var noColor = false
 
-    func validate() throws {
-        if let scenario, Scenario.named(scenario) == nil {
-            let names = Scenario.all.map(\.name).joined(separator: ", ")
-            throw ValidationError("Unknown scenario '\(scenario)'. Choose one of: \(names) (or 1–\(Scenario.all.count)).")
-        }
-        guard (0...65_535).contains(port) else {
-            throw ValidationError("--port must be 0…65535, got \(port).")
-        }
-        guard speed > 0, speed.isFinite else {
-            throw ValidationError("--speed must be a number greater than 0, got '\(Format.factor(speed))'.")
-        }
-    }
-
     func run() async throws {
+        let console = Console.standardOutput(noColor: noColor)
+        let errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
+        guard errors.isEmpty else {
+            for error in errors { Console.standardError.line("orchestra demo: error: \(error)") }
+            throw ExitCode(2)
+        }
         if serve {
-            let console = Console.standardOutput(noColor: noColor)
             try await DemoServer.run(configuration: .init(port: port)) { server in
                 console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
-                console.line("Try: curl \(server.baseURL.absoluteString)/images/0 -o /dev/null -w '%{size_download} bytes\\n'")
+                console.line("Try: curl \(server.baseURL.absoluteString)/album")
+                console.line("     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
             }
             return
         }
-        let console = Console.standardOutput(noColor: noColor)
-        let scenarios = scenario.flatMap(Scenario.named).map { [$0] } ?? Scenario.all
-        let player = ScenarioPlayer(console: console, speed: speed)
-        let clock = ContinuousClock()
-        let start = clock.now
-
-        console.line(intro(console, scenarios: scenarios.count))
-        var results: [ScenarioPlayer.Result] = []
-        for scenario in scenarios {
-            let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
-            results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+        let scenarios = DemoArguments.scenarios(scenario)
+        let urls = url.compactMap(URL.init(string:))
+        let traceDirectory = trace.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let speed = speed
+        let results = try await withDemoServer { server in
+            let transport = URLSessionTransport()
+            let player = ScenarioPlayer(
+                console: console, server: server, transport: transport, speed: speed, customURLs: urls, traceDirectory: traceDirectory
+            )
+            console.line(
+                console.paint("Orchestra demo", .bold)
+                    + " · \(Format.count(scenarios.count, "scenario")) from the seed articles · demo server on \(server.baseURL.absoluteString)"
+                    + (speed == 1 ? "" : " · latencies ÷ \(Format.factor(speed))")
+            )
+            var results: [ScenarioPlayer.Result] = []
+            for scenario in scenarios {
+                let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
+                results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+            }
+            return results
         }
 
-        let total = Format.wallTime(clock.now - start)
-        let broken = results.filter(\.exceededLimit)
+        let total = results.reduce(Duration.zero) { $0 + $1.wallTime }
+        let broken = results.flatMap { result in result.broken.map { "\(result.name): \($0.name) = \($0.value)" } }
         guard broken.isEmpty else {
-            let names = broken.map { "\($0.name) (\($0.maxConcurrency) at once, limit \($0.limit))" }
-            console.line("\n" + console.paint("Concurrency limit exceeded in: \(names.joined(separator: ", "))", .red))
+            console.line("\n" + console.paint("Facts that did not hold:\n  " + broken.joined(separator: "\n  "), .red))
             throw ExitCode.failure
         }
         let played = scenarios.count == 1 ? "1 scenario" : "all \(scenarios.count) scenarios"
-        console.line("\n" + console.paint("Played \(played) in \(total); every limit held.", .green))
+        let checked = results.reduce(0) { $0 + $1.facts.count { $0.holds == true } }
+        console.line("\n" + console.paint("Played \(played) in \(Format.wallTime(total)); all \(checked) checked facts held.", .green))
+    }
+}
+
+/// Checks of `orchestra demo`'s options, each naming the option and the value.
+enum DemoArguments {
+    static func problems(scenario: String?, urls: [String], speed: Double, port: Int) -> [String] {
+        var problems: [String] = []
+        if let scenario {
+            for name in names(scenario) where Scenario.named(name) == nil {
+                problems.append("--scenario: unknown scenario '\(name)'; choose from \(Scenario.all.map(\.name).joined(separator: ", ")) (or 1–\(Scenario.all.count))")
+            }
+        }
+        for url in urls {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host?.isEmpty == false else {
+                problems.append("--url: '\(url)' is not an http(s) URL with a host")
+                continue
+            }
+        }
+        if urls.count == 1 { problems.append("--url: give at least 2 URLs (repeat the option), got 1") }
+        if !(speed > 0 && speed.isFinite) { problems.append("--speed: must be a number greater than 0, got '\(Format.factor(speed))'") }
+        if !(0...65_535).contains(port) { problems.append("--port: must be 0…65535, got \(port)") }
+        return problems
     }
 
-    private func intro(_ console: Console, scenarios: Int) -> String {
-        let range = SimulatedImage.latencyRange
-        let scaled = "\(Int((Double(range.lowerBound) / speed).rounded()))–\(Int((Double(range.upperBound) / speed).rounded())) ms"
-        let speedNote = speed == 1 ? "" : " (÷ speed \(Format.factor(speed)) → \(scaled))"
-        return console.paint("Orchestra demo", .bold)
-            + " · \(scenarios == 1 ? "1 scenario" : "\(scenarios) scenarios") from the seed articles"
-            + " · 8 simulated image downloads of \(range.lowerBound)–\(range.upperBound) ms\(speedNote)"
+    static func names(_ list: String) -> [String] {
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The scenarios named in `--scenario`, in the demo's order; all of them without it.
+    static func scenarios(_ list: String?) -> [Scenario] {
+        guard let list else { return Scenario.all }
+        let chosen = Set(names(list).compactMap(Scenario.named).map(\.name))
+        return Scenario.all.filter { chosen.contains($0.name) }
     }
 }

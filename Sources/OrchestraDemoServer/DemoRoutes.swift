@@ -30,11 +30,12 @@ enum DemoRoutes {
             let latency = request.uri.queryParameters.get("latency_ms", as: Int.self) ?? 0
             return try await payload(bytes: bytes, latency: .milliseconds(latency), state: state)
         }
-        router.get("/images/:index") { _, context -> Response in
+        router.get("/images/:index") { request, context -> Response in
             let index = try context.parameters.require("index", as: Int.self)
             guard DemoServer.images.indices.contains(index) else { throw HTTPError(.notFound, message: "no image \(index)") }
             let image = DemoServer.images[index]
-            return try await payload(bytes: image.bytes, latency: image.latency, state: state)
+            let latency = request.uri.queryParameters.get("latency_ms", as: Int.self).map { Duration.milliseconds($0) }
+            return try await payload(bytes: image.bytes, latency: latency ?? image.latency, state: state)
         }
         router.post("/login") { _, _ -> Response in
             tokenResponse(state.issueToken(refresh: false), state: state)
@@ -79,13 +80,19 @@ enum DemoRoutes {
         router.get("/echo/:text") { _, context -> String in
             try context.parameters.require("text")
         }
-        router.get("/album") { _, _ -> Response in
+        router.get("/album") { request, _ -> Response in
+            if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self), latency > 0 {
+                try await Task.sleep(for: .milliseconds(latency))
+            }
             let images = DemoServer.images.enumerated().map { index, image in
                 "{\"index\":\(index),\"path\":\"/images/\(index)\",\"bytes\":\(image.bytes)}"
             }
             return json("{\"title\":\"Seeds\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
         }
         router.get("/me") { request, _ -> Response in
+            if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self), latency > 0 {
+                try await Task.sleep(for: .milliseconds(latency))
+            }
             guard state.isValid(bearer(request)) else {
                 return json("{\"error\":\"token_expired\"}", status: .unauthorized)
             }

@@ -9,8 +9,8 @@ import Orchestra
 ///
 /// Endpoints (all `GET` unless said):
 /// - `/payload/{bytes}?latency_ms=N` — `bytes` bytes after `N` ms.
-/// - `/images/{0…7}` — the seeds' eight images: sizes and latencies from
-///   ``DemoServer/images``.
+/// - `/images/{0…7}?latency_ms=N` — the seeds' eight images: sizes and latencies from
+///   ``DemoServer/images`` (`latency_ms` overrides the latency).
 /// - `POST /login`, `POST /refresh` — `{"access_token": "…", "expires_in": seconds}`; a
 ///   refresh invalidates the previous token. `/refresh` answers 500 when
 ///   ``Configuration/refreshFails`` is set.
@@ -20,8 +20,9 @@ import Orchestra
 /// - `/gated/{name}` — waits while the gate is closed (``closeGate()``), then answers.
 /// - `/hang` — never answers (until the server stops).
 /// - `/echo/{text}` — `text`; `POST /echo` — the request body, with its content type.
-/// - `/album` — JSON: the eight images' paths and sizes, for "request B built from A".
-/// - `/me` — JSON about the user, with the valid token; else 401.
+/// - `/album?latency_ms=N` — JSON: the eight images' paths and sizes, for "request B built from A".
+/// - `/me?latency_ms=N` — JSON about the user, with the valid token (checked after the
+///   latency); else 401.
 /// - `/users/{id}` — JSON: a user and two order ids.
 /// - `/stats` — the counters as JSON.
 ///

@@ -1,4 +1,4 @@
-/// One scenario from the seed articles, replayed with Orchestra on simulated downloads.
+/// One scenario from the seed articles, played with Orchestra against the demo server.
 struct Scenario: Sendable {
     /// The name given to `--scenario`.
     let name: String
@@ -10,10 +10,13 @@ struct Scenario: Sendable {
     let replaces: String
     /// The Orchestra call that replaces it.
     let orchestra: String
-    /// The most downloads that may run at once; the demo checks what it observed against it.
+    /// The most requests that may be in flight at once; the demo checks what the server saw
+    /// against it.
     let limit: Int
-    /// The timeline's rows, top to bottom.
-    let lanes: [LaneSpec]
+    /// Whether it works on the eight images, so that `--url` can replace them.
+    let usesImages: Bool
+    /// The timeline's rows, top to bottom, given the images.
+    let lanes: @Sendable ([DemoImage]) -> [LaneSpec]
     /// The scenario itself.
     let body: @Sendable (Stage) async throws -> Void
 
@@ -24,7 +27,8 @@ struct Scenario: Sendable {
         replaces: String,
         orchestra: String,
         limit: Int,
-        lanes: [LaneSpec] = Scenario.imageLanes,
+        usesImages: Bool = false,
+        lanes: @escaping @Sendable ([DemoImage]) -> [LaneSpec],
         body: @escaping @Sendable (Stage) async throws -> Void
     ) {
         self.name = name
@@ -33,17 +37,19 @@ struct Scenario: Sendable {
         self.replaces = replaces
         self.orchestra = orchestra
         self.limit = limit
+        self.usesImages = usesImages
         self.lanes = lanes
         self.body = body
     }
 
-    /// A lane per simulated image.
-    static let imageLanes = SimulatedImage.all.map { LaneSpec.download($0.name) }
+    /// A lane per image.
+    @Sendable static func imageLanes(_ images: [DemoImage]) -> [LaneSpec] {
+        images.map { LaneSpec.download($0.name) }
+    }
 
-    /// Every scenario, in the order the demo plays them.
+    /// Every scenario, in the order the demo plays them: the seven of the seed articles.
     static let all: [Scenario] = [
-        .allAtOnce, .completions, .ordered, .serial, .limitTwo,
-        .raiseLimit, .dependencies, .graph, .tokenRefresh, .retry,
+        .outOfOrder, .ordered, .serial, .limitTwo, .graph, .chain, .tokenRefresh,
     ]
 
     /// The scenario called `name`, or numbered `name` (1-based).

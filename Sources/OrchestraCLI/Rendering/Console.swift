@@ -15,6 +15,13 @@ struct Console: Sendable {
     let isTerminal: Bool
     /// Whether ANSI colours are used: only on a terminal, without `--no-color` or `NO_COLOR`.
     let usesColor: Bool
+    /// 1 (standard output) or 2 (standard error).
+    var descriptor: Int32 = 1
+
+    /// Standard error, for error messages: plain text, no colours.
+    static var standardError: Console {
+        Console(isTerminal: false, usesColor: false, descriptor: 2)
+    }
 
     static func standardOutput(noColor: Bool) -> Console {
         let isTerminal = isatty(1) == 1
@@ -24,7 +31,7 @@ struct Console: Sendable {
 
     /// Writes `text` as is, unbuffered, so redraws and lines appear in the order written.
     func write(_ text: String) {
-        writeAll(text, to: 1)
+        writeAll(text, to: descriptor)
     }
 
     /// Writes `text` and a newline.

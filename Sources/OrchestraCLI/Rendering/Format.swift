@@ -43,6 +43,15 @@ enum Format {
         "\(number) \(number == 1 ? singular : plural ?? singular + "s")"
     }
 
+    /// `640 B`, `48 KB`, `2.4 MB` (decimal units, as HTTP tools print them).
+    static func bytes(_ count: Int) -> String {
+        switch count {
+        case ..<1_000: "\(count) B"
+        case ..<1_000_000: "\(Int((Double(count) / 1_000).rounded())) KB"
+        default: "\(Double(Int((Double(count) / 100_000).rounded())) / 10) MB"
+        }
+    }
+
     /// `1st`, `2nd`, `3rd`, `4th`, …
     static func ordinal(_ number: Int) -> String {
         let suffix: String

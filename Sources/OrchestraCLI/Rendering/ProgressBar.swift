@@ -40,7 +40,7 @@ struct LiveDisplay: Sendable {
     private func draw(final: Bool, erasing drawnWidth: Int) -> Int {
         let entries = recorder.takeNewEntries()
         guard console.isTerminal else {
-            let lines = entries.map { plainLine(for: $0) + "\n" }
+            let lines = entries.filter(isWorthALine).map { plainLine(for: $0) + "\n" }
             if !lines.isEmpty { console.write(lines.joined()) }
             return 0
         }
@@ -63,6 +63,12 @@ struct LiveDisplay: Sendable {
             ? "done in \(Format.wallTime(progress.elapsed))"
             : "running \(progress.running) · waiting \(progress.waiting) · \(Format.wallTime(progress.elapsed))"
         return ("  " + bar + "  " + console.paint(detail, .dim), 2 + barWidth + 2 + detail.count)
+    }
+
+    /// Every note; a finished job only up to 16 jobs, beyond that each eighth of the way.
+    private func isWorthALine(_ entry: LogEntry) -> Bool {
+        guard case .finished(_, _, let done, let total) = entry.content, total > 16 else { return true }
+        return done == total || done % max(1, total / 8) == 0
     }
 
     /// A log line, or for a finished download `   412 ms  [████░░░░] 4/8  img-2 ✓`.

@@ -10,8 +10,33 @@ struct Timeline {
     let report: RecorderReport
     var width = 50
 
+    /// The most rows drawn; beyond, consecutive jobs share a row (`req-1…req-20`).
+    var maxRows = 24
+
+    /// A row of the picture: one lane, or several consecutive jobs drawn together.
+    private struct Row {
+        let label: String
+        let lanes: [RecorderReport.Lane]
+    }
+
+    private var rows: [Row] {
+        guard report.lanes.count > maxRows else {
+            return report.lanes.map { Row(label: $0.spec.name, lanes: [$0]) }
+        }
+        let jobs = report.lanes.filter(\.spec.isDownload)
+        let helpers = report.lanes.filter { !$0.spec.isDownload }
+        let size = (jobs.count + 9) / 10
+        let groups = stride(from: 0, to: jobs.count, by: size).map { start in
+            let members = Array(jobs[start..<min(start + size, jobs.count)])
+            let label = members.count == 1 ? members[0].spec.name : "\(members[0].spec.name)…\(members[members.count - 1].spec.name)"
+            return Row(label: label, lanes: members)
+        }
+        return groups + helpers.map { Row(label: $0.spec.name, lanes: [$0]) }
+    }
+
     func render(_ console: Console) -> String {
-        let labelWidth = max(report.lanes.map(\.spec.name.count).max() ?? 0, 5)
+        let rows = rows
+        let labelWidth = max(rows.map(\.label.count).max() ?? 0, 5)
         let indent = "  "
         let wall = Format.milliseconds(report.wallTime)
         let axis = Format.left("0 ms", width + 2 - wall.count) + wall
@@ -20,32 +45,45 @@ struct Timeline {
                 + console.paint(axis, .dim)
                 + console.paint(Format.right("start", 8) + Format.right("end", 9), .dim),
         ]
-        for lane in report.lanes {
-            lines.append(indent + Format.left(lane.spec.name, labelWidth) + " " + row(lane, console))
+        for row in rows {
+            lines.append(indent + Format.left(row.label, labelWidth) + " " + render(row, console))
         }
         lines.append(indent + legend(console))
         return lines.joined(separator: "\n") + "\n"
     }
 
     /// `|···████   |       0 →   301 ms  ✓`
-    private func row(_ lane: RecorderReport.Lane, _ console: Console) -> String {
+    private func render(_ row: Row, _ console: Console) -> String {
         var cells = [Cell](repeating: .empty, count: width)
+        let segments = row.lanes.flatMap(\.segments)
         // Waiting first, so that work drawn over a shared column wins.
-        for segment in lane.segments where segment.kind == .waiting {
+        for segment in segments where segment.kind == .waiting {
             let (first, last) = columns(segment)
             guard columnSpan(segment) >= 0.5 else { continue }
-            for column in first..<last { cells[column] = .waiting }
+            for column in first..<last where cells[column] == .empty { cells[column] = .waiting }
         }
-        for segment in lane.segments where segment.kind != .waiting {
+        for segment in segments where segment.kind != .waiting {
             let (first, last) = columns(segment)
-            for column in first..<last { cells[column] = segment.kind == .failed ? .failed : .running }
+            for column in first..<last where cells[column] != .failed {
+                cells[column] = segment.kind == .failed ? .failed : .running
+            }
         }
         let bar = "|" + paint(cells, console) + "|"
-        guard let start = lane.segments.first?.start else { return bar }
-        let end = lane.finishedAt ?? lane.segments.last?.end ?? report.wallTime
+        guard let start = segments.map(\.start).min() else { return bar }
+        let end = row.lanes.map { $0.finishedAt ?? $0.segments.last?.end ?? report.wallTime }.max() ?? report.wallTime
         let times = Format.right("\(Int(start.inMilliseconds.rounded()))", 8)
             + " → " + Format.right(Format.milliseconds(end), 9)
-        return bar + console.paint(times, .dim) + "  " + OutcomeMark.render(lane.outcome, console: console)
+        return bar + console.paint(times, .dim) + "  " + mark(row, console)
+    }
+
+    /// One lane's outcome, or for a group `20/20 ✓`.
+    private func mark(_ row: Row, _ console: Console) -> String {
+        guard row.lanes.count > 1 else { return OutcomeMark.render(row.lanes[0].outcome, console: console) }
+        let succeeded = row.lanes.count { $0.outcome?.succeeded == true }
+        let failed = row.lanes.count { $0.outcome?.succeeded == false }
+        var text = console.paint("\(succeeded)/\(row.lanes.count) ✓", .green)
+        if failed > 0 { text += " " + console.paint("\(failed) ✗", .red) }
+        return text
     }
 
     /// The columns `first..<last` a segment covers; at least one.

@@ -1,66 +1,54 @@
 import Orchestra
 
-// The seed articles' three batch shapes: all at once with one final callback, each result
-// as it arrives or in order, and one after another.
+// The seed articles' three batch shapes: all at once with each result handled as it arrives
+// and one final "all done", the same in input order, and one after another.
 
 extension Scenario {
-    static let allAtOnce = Scenario(
-        name: "all-at-once",
-        title: "8 downloads at once, one callback when all are done",
-        summary: "8 at once, one callback when all are done",
-        replaces: "dispatch_group_enter / dispatch_group_leave per request + dispatch_group_notify",
-        orchestra: "let images = try await urls.concurrentMap(limit: 8) { try await download($0) }",
-        limit: 8
+    static let outOfOrder = Scenario(
+        name: "out-of-order",
+        title: "8 downloads at once, each handled as it arrives (out of order), then one \"all done\"",
+        summary: "8 at once, handled as they arrive, one final \"all done\"",
+        replaces: "dispatch_group_enter / dispatch_group_leave per request + dispatch_group_notify (同时发起请求, 乱序返回)",
+        orchestra: "for await (index, result) in urls.completions(limit: 8, download) { show(try result.get()) }",
+        limit: 8,
+        usesImages: true,
+        lanes: Scenario.imageLanes
     ) { stage in
-        let downloads = try await SimulatedImage.all.concurrentMap(limit: 8) { image in
-            try await stage.download(image)
-        }
-        // concurrentMap returns once, when every download is done: the `notify` block.
-        let names = downloads.map(\.image.name).joined(separator: " ")
-        stage.note("all done → one final callback with \(downloads.count) images, in input order: \(names)", tone: .good)
-    }
-
-    static let completions = Scenario(
-        name: "completions",
-        title: "8 at once, each handled as it arrives (out of order), then one final callback",
-        summary: "8 at once, each handled as it arrives",
-        replaces: "dispatch_group + a completion block per request (同时发起请求, 乱序返回)",
-        orchestra: "for await (index, result) in urls.completions(limit: 8, download) { show(result) }",
-        limit: 8
-    ) { stage in
-        let images = SimulatedImage.all
-        let arrivals = images.completions(limit: 8) { image in
-            try await stage.download(image)
-        }
+        let images = stage.images
         var order: [String] = []
-        for await (index, result) in arrivals {
-            _ = try result.get()
+        for await (index, result) in images.completions(limit: 8, { try await stage.download($0) }) {
+            let download = try result.get()
             order.append(images[index].name)
-            stage.note("\(images[index].name) arrived \(Format.ordinal(order.count)) → handled now")
+            stage.note("\(images[index].name) arrived \(Format.ordinal(order.count)) (\(Format.bytes(download.bytes))) → handled now")
         }
-        stage.note("arrival order: \(order.joined(separator: " ")) → one final callback", tone: .good)
+        stage.note("all done → one final callback, after all \(images.count)", tone: .good)
+        stage.fact("handled order", order.joined(separator: " "))
+        stage.fact("handled as they arrived", order == images.map(\.name) ? "in input order this time" : "yes, out of input order")
     }
 
     static let ordered = Scenario(
         name: "ordered",
-        title: "8 at once, results handled in input order as soon as each may be",
+        title: "8 downloads at once, results handled in input order as soon as each may be",
         summary: "8 at once, handled in input order",
         replaces: "NSConditionLock: lockWhenCondition:i … unlockWithCondition:i+1 (有序返回)",
         orchestra: "for await result in urls.orderedResults(limit: 8, download) { append(try result.get()) }",
-        limit: 8
+        limit: 8,
+        usesImages: true,
+        lanes: Scenario.imageLanes
     ) { stage in
-        let results = SimulatedImage.all.orderedResults(limit: 8) { image in
-            try await stage.download(image)
-        }
-        for await result in results {
+        let images = stage.images
+        var order: [String] = []
+        for await result in images.orderedResults(limit: 8, { try await stage.download($0) }) {
             let download = try result.get()
+            order.append(download.image.name)
             let held = stage.now - download.finishedAt
-            let detail = held > stage.scaled(30)
+            let detail = held > .milliseconds(15)
                 ? "(done at \(Format.milliseconds(download.finishedAt)), held \(Format.milliseconds(held)) for the ones before it)"
                 : "(done just now)"
             stage.note("handled \(download.image.name) \(detail)")
         }
-        stage.note("handled img-1 … img-8 in order, with no lock and no blocked thread", tone: .good)
+        stage.note("handled all \(images.count) in input order, with no lock and no blocked thread", tone: .good)
+        stage.fact("handled order", order.joined(separator: " "), holds: order == images.map(\.name))
     }
 
     static let serial = Scenario(
@@ -69,11 +57,15 @@ extension Scenario {
         summary: "one after another",
         replaces: "serial queue + dispatch_semaphore_wait after each async request (逐一发起请求)",
         orchestra: "let images = try await urls.concurrentMap(limit: 1) { try await download($0) }",
-        limit: 1
+        limit: 1,
+        usesImages: true,
+        lanes: Scenario.imageLanes
     ) { stage in
-        let downloads = try await SimulatedImage.all.concurrentMap(limit: 1) { image in
+        let downloads = try await stage.images.concurrentMap(limit: 1) { image in
             try await stage.download(image)
         }
         stage.note("all \(downloads.count) done, strictly one at a time → one final callback", tone: .good)
+        let starts = stage.recorder.report().lanes.compactMap { $0.segments.first?.start }
+        stage.fact("start order", downloads.map(\.image.name).joined(separator: " "), holds: starts == starts.sorted())
     }
 }

@@ -1,58 +1,52 @@
+import HTTPTypes
 import Orchestra
 
-// The seeds' API managers that depend on each other ("op1 after op and op3, op2 independent,
-// at most 5 at once", NSOperation addDependency), as a TaskGraph: typed results flow along the
-// edges, the longest path starts first, and a failed branch skips only its dependents.
+// The seeds' operations that depend on each other ("op1 after op and op3, op2 independent, at
+// most 5 at once": NSOperationQueue + addDependency), as a TaskGraph of requests.
 
 extension Scenario {
     static let graph = Scenario(
         name: "graph",
-        title: "API managers that depend on each other: a TaskGraph, one branch fails",
-        summary: "dependency graph; a failed branch skips only its dependents",
-        replaces: "NSOperation subclasses + addDependency between API managers (op1 after op and op3)",
+        title: "A dependency graph: op1 after op and op3, op2 independent, at most 5 at once",
+        summary: "op1 after op and op3; op2 independent; at most 5",
+        replaces: "NSOperationQueue (maxConcurrentOperationCount = 5) + async NSOperation subclasses + op1.addDependency(op)",
         orchestra: """
-            let token = graph.add("login") { try await api.login() }
-            let feed  = graph.add("feed", after: token, cost: 9) { token in try await api.feed(token) }
-            let page  = graph.add("page", after: profile, feed) { profile, feed in … }
+            let op = graph.add("op") { try await get("/payload/…") }
+            let op1 = graph.add("op1", after: op, op3) { a, b in try await get(…) }
             let result = try await graph.run(limit: 5)
             """,
         limit: 5,
-        lanes: ["login", "profile", "avatar", "feed", "ads", "ad-stats", "page", "report"].map(LaneSpec.download)
+        lanes: { _ in ["op", "op1", "op2", "op3"].map(LaneSpec.download) }
     ) { stage in
-        @Sendable func step<Value: Sendable>(_ name: String, _ milliseconds: Int, _ value: Value) async throws -> Value {
+        /// One operation: a request for `bytes` bytes that takes `latency` ms on the server.
+        @Sendable func operation(_ name: String, bytes: Int, latency: Int) async throws -> Int {
             try await stage.perform(stage.lane(named: name)) {
-                try await stage.pause(milliseconds)
-                return value
+                try await stage.get(stage.url("payload/\(bytes)", latency: latency)).body.count
             }
         }
-        struct AdServerDown: Error, CustomStringConvertible { var description: String { "HTTP 503 from the ad server" } }
 
         let graph = TaskGraph()
-        let token = graph.add("login") { try await step("login", 300, "token-42") }
-        let profile = graph.add("profile", after: token, cost: 3) { _ in try await step("profile", 350, "Ada") }
-        let avatar = graph.add("avatar", after: profile, cost: 4) { _ in try await step("avatar", 400, "ada.png") }
-        let feed = graph.add("feed", after: token, cost: 9) { _ in try await step("feed", 900, 24) }
-        let ads = graph.add("ads") { () async throws -> Int in
-            try await stage.perform(stage.lane(named: "ads")) {
-                try await stage.pause(250)
-                throw AdServerDown()
-            }
+        let op = graph.add("op") { try await operation("op", bytes: 20_000, latency: 700) }
+        let op3 = graph.add("op3") { try await operation("op3", bytes: 8_000, latency: 400) }
+        let op1 = graph.add("op1", after: op, op3) { fromOp, fromOp3 in
+            stage.note("op1 starts: op (\(Format.bytes(fromOp))) and op3 (\(Format.bytes(fromOp3))) have returned")
+            return try await operation("op1", bytes: 4_000, latency: 300)
         }
-        let adStats = graph.add("ad-stats", after: ads) { count in try await step("ad-stats", 200, count) }
-        let page = graph.add("page", after: profile, avatar, feed) { name, picture, posts in
-            try await step("page", 150, "\(name) (\(picture)): \(posts) posts")
-        }
-        graph.add("report", afterOutcomesOf: page, adStats) { page, stats in
-            try await step("report", 100, "page \(page.state), ad-stats \(stats.state)")
-        }
+        let op2 = graph.add("op2") { try await operation("op2", bytes: 12_000, latency: 900) }
 
         let result = try await graph.run(limit: 5)
-        stage.note("page → \(try result.value(of: page))", tone: .good)
-        stage.note("ads failed; ad-stats \(result[adStats].state); the rest went on", tone: .attention)
-        let order = result.nodeIDs
-            .compactMap { id in result.outcome(id: id)?.started.map { (id, $0) } }
-            .sorted { $0.1 < $1.1 }
-            .map(\.0)
-        stage.note("start order: \(order.joined(separator: " → ")) (feed, the longest path after login, before profile)")
+        guard result.allSucceeded else {
+            let problems = result.problems.map { "\($0.id) \($0.state)" }.joined(separator: ", ")
+            stage.fact("every operation succeeded", problems, holds: false)
+            return
+        }
+        let started = { (id: String) in result.outcome(id: id)?.started ?? .zero }
+        let ended = { (id: String) in result.outcome(id: id)?.ended ?? .zero }
+        let afterBoth = started(op1.id) >= ended(op.id) && started(op1.id) >= ended(op3.id)
+        stage.fact("op1 started after op and op3 returned", afterBoth ? "yes" : "no", holds: afterBoth)
+        let order = result.nodeIDs.sorted { ended($0) < ended($1) }
+        stage.fact("finish order", order.joined(separator: " "))
+        stage.note("op2 ran beside them, independent; \(result.nodeIDs.count) operations, no subclass, no KVO", tone: .good)
+        _ = op2
     }
 }

@@ -1,78 +1,81 @@
+import Foundation
+import HTTPTypes
 import Orchestra
+import OrchestraHTTP
 
-// The seeds' TokenRefresher: when the access token expires, every request waits while one
-// refresh runs, then goes on with the new token.
-
-/// The simulated server's answer to a request made with an expired token.
-struct Unauthorized: Error, CustomStringConvertible {
-    let token: Int
-    var description: String { "401 Unauthorized (token v\(token) expired)" }
-}
+// The seeds' TokenRefresher singleton: when the access token expires under many concurrent
+// requests, every request waits while ONE refresh runs, then is re-sent with the new token.
 
 extension Scenario {
+    /// How many requests the scenario sends at once.
+    static let tokenRequests = 200
+
     static let tokenRefresh = Scenario(
         name: "token-refresh",
-        title: "The token expires mid-batch: requests pause while one shared refresh runs",
-        summary: "requests wait while one token refresh runs",
-        replaces: "TokenRefresher singleton holding dispatch_semaphore_wait(continueMutex); every request depends on it",
+        title: "The token expires under \(tokenRequests) concurrent requests: one refresh, every request succeeds",
+        summary: "token expires under \(tokenRequests) requests; one refresh",
+        replaces: "TokenRefresher singleton + dispatch_semaphore_wait(continueMutex) + a hand-kept list of failed requests to re-send",
         orchestra: """
-            try await auth.pass()                         // AsyncGate: closed while refreshing
-            try await refreshes.run(key: staleToken) { … } // SingleFlight: one refresh for many 401s
+            let http = HTTPCoordinator(transport: URLSessionTransport(), configuration: .init(
+                maxConcurrentRequests: 64, authentication: .init(refresher: TokenRefresher(initial: token) { _ in try await refresh() })))
+            let profiles = try await requests.concurrentMap(limit: \(tokenRequests)) { try await http.data(for: $0) }
             """,
-        limit: 8,
-        lanes: Scenario.imageLanes + [.helper("refresh")]
+        limit: 64,
+        lanes: { _ in (1...tokenRequests).map { .download("req-\($0)") } + [.helper("refresh")] }
     ) { stage in
-        let auth = AsyncGate()
-        let refreshes = SingleFlight<Int, Int>()
-        let token = Locked(1)              // the client's current access token (a version number)
-        let counts = Locked((unauthorized: 0, refreshes: 0))
-        let expiry = stage.scaled(350)     // token v1 stops working 350 ms in
+        let refreshesBefore = stage.server.refreshCalls
+        let login = try await stage.send(HTTPRequest(method: .post, url: stage.url("login")))
+        let token = try JSONDecoder().decode(TokenAnswer.self, from: login.body)
 
-        /// The server checks the token first: a stale one gets a 401 after one round trip.
-        @Sendable func get(_ image: SimulatedImage, token: Int) async throws {
-            if token == 1, stage.now >= expiry {
-                try await stage.pause(250)
-                throw Unauthorized(token: token)
+        let refresher = TokenRefresher(initial: AuthToken(token.access_token)) { _ in
+            stage.note("a request got 401 → ONE refresh starts; the others wait for it, holding no slot", tone: .attention)
+            let answer = try await stage.perform(stage.lane(named: "refresh")) {
+                let result = try await stage.http.sendBypassingLimits(HTTPRequest(method: .post, url: stage.url("refresh")))
+                guard result.status == .ok else { throw UnexpectedStatus(result: result) }
+                return try JSONDecoder().decode(TokenAnswer.self, from: result.body)
             }
-            try await stage.pause(image.latency)
+            stage.note("new token → every request that got 401 is re-sent with it", tone: .attention)
+            return AuthToken(answer.access_token)
         }
+        let http = HTTPCoordinator(
+            transport: stage.transport,
+            configuration: .init(
+                maxConcurrentRequests: 64, maxConcurrentRequestsPerHost: 64, requestTimeout: .seconds(30), retry: .never,
+                authentication: .init(refresher: refresher)
+            )
+        )
 
-        /// Replaces `stale`, once, however many requests ask; later askers find it done.
-        @Sendable func refresh(replacing stale: Int) async throws {
-            guard token.withLock({ $0 }) == stale else { return }
-            _ = try await refreshes.run(key: stale) {
-                auth.close()
-                defer { auth.open() }
-                stage.note("refreshing token v\(stale): gate closed, new requests wait at it", tone: .attention)
-                try await stage.perform(stage.lane(named: "refresh")) { try await stage.pause(600) }
-                token.withLock { $0 = stale + 1 }
-                counts.withLock { $0.refreshes += 1 }
-                let atGate = auth.waitingCount
-                stage.note("token v\(stale + 1) ready: gate opens for \(Format.count(atGate, "request")) waiting at it; the 401s retry", tone: .attention)
-                return stale + 1
+        let attempts = try await withThrowingTaskGroup(of: [Int].self) { group in
+            // The server expires the token once a third of the requests have arrived.
+            group.addTask {
+                try await stage.server.arrival(of: "/me", count: tokenRequests / 3)
+                stage.server.expireToken()
+                stage.note("server: token expired after \(tokenRequests / 3) requests arrived", tone: .bad)
+                return []
             }
-        }
-
-        _ = try await SimulatedImage.all.concurrentMap(limit: 8) { image in
-            try await stage.pause(100 * (image.number - 1))   // requests come in as the user scrolls
-            let lane = stage.lane(image)
-            while true {
-                lane.waiting()
-                try await auth.pass()
-                let current = token.withLock { $0 }
-                do {
-                    try await lane.run { try await get(image, token: current) }
-                    lane.finish(current == 1 ? .ok : .ok("token v\(current)"))
-                    return
-                } catch let error as Unauthorized {
-                    counts.withLock { $0.unauthorized += 1 }
-                    stage.note("\(image.name) ← \(error) → waits for the refresh")
-                    lane.waiting()
-                    try await refresh(replacing: current)
+            group.addTask {
+                try await (1...tokenRequests).concurrentMap(limit: tokenRequests) { number in
+                    try await stage.perform(stage.lane(named: "req-\(number)")) {
+                        try await stage.send(HTTPRequest(method: .get, url: stage.url("me", latency: 40)), through: http).attempts
+                    }
                 }
             }
+            var attempts: [Int] = []
+            for try await batch in group { attempts += batch }
+            return attempts
         }
-        let (unauthorized, refreshCount) = counts.withLock { ($0.unauthorized, $0.refreshes) }
-        stage.note("\(unauthorized) × 401 → \(Format.count(refreshCount, "refresh", plural: "refreshes")), shared through SingleFlight; every request got its image", tone: .good)
+
+        let refreshes = stage.server.refreshCalls - refreshesBefore
+        let resent = attempts.count { $0 > 1 }
+        stage.note("\(attempts.count) requests succeeded; \(resent) got 401 and were re-sent after the one refresh", tone: .good)
+        stage.fact("refresh calls seen by the server", "\(refreshes)", holds: refreshes == 1)
+        stage.fact("requests that succeeded", "\(attempts.count)/\(tokenRequests)", holds: attempts.count == tokenRequests)
+        stage.fact("requests re-sent after a 401", "\(resent)")
     }
+}
+
+/// `POST /login` and `/refresh`'s answer.
+private struct TokenAnswer: Decodable {
+    // swiftlint:disable:next identifier_name
+    let access_token: String
 }
