@@ -115,31 +115,26 @@ private final class ProcessExit: @unchecked Sendable {
     private var continuation: CheckedContinuation<Int32?, Never>?
 
     func signal(_ value: Int32) {
-        lock.lock()
-        status = value
-        let waiting = continuation
-        continuation = nil
-        lock.unlock()
+        let waiting = lock.withLock {
+            status = value
+            defer { continuation = nil }
+            return continuation
+        }
         waiting?.resume(returning: value)
     }
 
     /// The status, or `nil` if the child has not exited within `limit`.
     func wait(limit: Duration) async -> Int32? {
-        lock.lock()
-        gaveUp = false
-        lock.unlock()
+        lock.withLock { gaveUp = false }
         return await withTaskGroup(of: Int32?.self) { group in
             group.addTask {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
-                    self.lock.lock()
-                    if self.status != nil || self.gaveUp {
-                        let status = self.status
-                        self.lock.unlock()
-                        continuation.resume(returning: status)
-                    } else {
+                    let ready: Int32?? = self.lock.withLock {
+                        if self.status != nil || self.gaveUp { return .some(self.status) }
                         self.continuation = continuation
-                        self.lock.unlock()
+                        return nil
                     }
+                    if let ready { continuation.resume(returning: ready) }
                 }
             }
             group.addTask {
@@ -148,12 +143,11 @@ private final class ProcessExit: @unchecked Sendable {
             }
             let first = await group.next() ?? nil
             // Release the waiter, if it is still waiting, so the group can end.
-            lock.lock()
-            gaveUp = true
-            let waiting = continuation
-            continuation = nil
-            let status = self.status
-            lock.unlock()
+            let (waiting, status) = lock.withLock { () -> (CheckedContinuation<Int32?, Never>?, Int32?) in
+                gaveUp = true
+                defer { continuation = nil }
+                return (continuation, self.status)
+            }
             waiting?.resume(returning: status)
             group.cancelAll()
             return first ?? status

@@ -1,0 +1,154 @@
+import Foundation
+import OrchestraDemoServer
+import Testing
+
+/// `orchestra demo`, run as a user runs it: the built executable, its output on a pipe.
+@Suite("orchestra demo")
+struct DemoCommandTests {
+    /// Every scenario with its job count (the rows of its timeline and its trace's events).
+    static let scenarios: [(name: String, jobs: Int)] = [
+        ("out-of-order", 8), ("ordered", 8), ("serial", 8), ("limit-2", 8), ("graph", 4), ("chain", 9), ("token-refresh", 201),
+    ]
+
+    @Test("the demo plays every scenario, the facts it measured hold, and each trace has one event per job with no overlap in a lane")
+    func playsEveryScenario() async throws {
+        let traces = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: traces) }
+
+        let output = try await OrchestraExecutable.run(["demo", "--speed", "4", "--trace", traces.path])
+
+        #expect(output.status == 0, "\(output)")
+        let sections = DemoOutput(output.stdout).sections
+        #expect(sections.map(\.name) == Self.scenarios.map(\.name), "\(output)")
+        #expect(output.stdout.contains("Played all 7 scenarios"), "\(output)")
+        #expect(!output.stdout.contains("\u{1B}["), "no escape codes when stdout is a pipe")
+
+        for section in sections {
+            let limit = try #require(Self.limits[section.name])
+            let peak = try #require(section.number(after: "max concurrency seen by the server"), "\(section.name): \(section.text)")
+            #expect(peak <= limit, "\(section.name): the server saw \(peak) requests at once, limit \(limit)")
+            #expect(peak >= 1)
+        }
+        let limitTwo = try #require(sections.first { $0.name == "limit-2" })
+        #expect(try #require(limitTwo.number(after: "max concurrency seen by the server")) <= 2)
+        let tokens = try #require(sections.first { $0.name == "token-refresh" })
+        #expect(tokens.number(after: "refresh calls seen by the server") == 1, "\(tokens.text)")
+        #expect(tokens.text.contains("requests that succeeded             200/200"), "\(tokens.text)")
+        let ordered = try #require(sections.first { $0.name == "ordered" })
+        #expect(ordered.text.contains("handled order                       img-1 img-2 img-3 img-4 img-5 img-6 img-7 img-8"))
+
+        for (number, scenario) in Self.scenarios.enumerated() {
+            let base = String(format: "%02d-%@", number + 1, scenario.name)
+            let trace = try ChromeTrace(contentsOf: traces.appendingPathComponent("\(base).trace.json"))
+            #expect(trace.completeEvents.count == scenario.jobs, "\(base): \(trace.completeEvents.count) events")
+            #expect(Set(trace.completeEvents.map(\.name)).count == scenario.jobs, "\(base): one event per job")
+            #expect(trace.overlapsInALane.isEmpty, "\(base): overlapping events \(trace.overlapsInALane)")
+            let html = try String(contentsOf: traces.appendingPathComponent("\(base).html"), encoding: .utf8)
+            #expect(html.hasPrefix("<!DOCTYPE html>"))
+            #expect(!html.contains("<script src") && !html.contains("<link "), "the page loads nothing from the network")
+            #expect(html.components(separatedBy: "class=\"bar ").count - 1 == scenario.jobs, "\(base): one bar per job")
+        }
+    }
+
+    @Test("--url points scenarios 1–4 at other URLs; the facts are then counted by the client")
+    func customURLs() async throws {
+        try await withDemoServer { server in
+            let urls = (1...3).map { "\(server.baseURL.absoluteString)/payload/\(1_000 * $0)?latency_ms=5" }
+            let output = try await OrchestraExecutable.run(
+                ["demo", "--scenario", "out-of-order,limit-2"] + urls.flatMap { ["--url", $0] }
+            )
+
+            #expect(output.status == 0, "\(output)")
+            let sections = DemoOutput(output.stdout).sections
+            #expect(sections.map(\.name) == ["out-of-order", "limit-2"])
+            for section in sections {
+                #expect(section.text.contains(urls[0]), "the URLs are shown")
+                let peak = try #require(section.number(after: "max concurrency (counted by the client)"), "\(section.text)")
+                #expect(peak <= (section.name == "limit-2" ? 2 : 8))
+            }
+            // Each scenario fetched each URL once, from this server.
+            for bytes in [1_000, 2_000, 3_000] {
+                #expect(server.arrivals(of: "/payload/\(bytes)") == 2)
+            }
+        }
+    }
+
+    @Test("bad options exit with status 2 and name the option and the value", arguments: [
+        (["demo", "--scenario", "nope"], "--scenario: unknown scenario 'nope'"),
+        (["demo", "--url", "ftp://example.com/a", "--url", "http://example.com/b"], "--url: 'ftp://example.com/a' is not an http(s) URL"),
+        (["demo", "--url", "http://example.com/a"], "--url: give at least 2 URLs"),
+        (["demo", "--speed", "0"], "--speed: must be a number greater than 0, got '0'"),
+    ])
+    func badOptions(arguments: [String], message: String) async throws {
+        let output = try await OrchestraExecutable.run(arguments)
+        #expect(output.status == 2, "\(output)")
+        #expect(output.stderr.contains(message), "\(output)")
+        #expect(output.stdout.isEmpty, "nothing was played")
+    }
+
+    static let limits = ["out-of-order": 8, "ordered": 8, "serial": 1, "limit-2": 2, "graph": 5, "chain": 4, "token-refresh": 64]
+}
+
+/// The demo's output cut at each scenario's `━━ n/7 · name ━━` header.
+struct DemoOutput {
+    struct Section {
+        let name: String
+        let text: String
+
+        /// The first integer after `label` on its line: `max concurrency seen by the server  2 ≤ limit 2`.
+        func number(after label: String) -> Int? {
+            guard let range = text.range(of: label) else { return nil }
+            let rest = text[range.upperBound...].drop { $0 == " " }
+            return Int(rest.prefix { $0.isNumber })
+        }
+    }
+
+    let sections: [Section]
+
+    init(_ text: String) {
+        var sections: [Section] = []
+        for chunk in text.components(separatedBy: "━━ ").dropFirst() {
+            // "1/7 · out-of-order ━━━…"
+            guard let dot = chunk.range(of: " · ") else { continue }
+            let name = chunk[dot.upperBound...].prefix { $0 != " " }
+            sections.append(Section(name: String(name), text: chunk))
+        }
+        self.sections = sections
+    }
+}
+
+/// A Chrome Trace Event file, parsed.
+struct ChromeTrace {
+    struct Event {
+        let name: String
+        let lane: Int
+        let start: Double
+        let duration: Double
+    }
+
+    let completeEvents: [Event]
+
+    init(contentsOf url: URL) throws {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: url))
+        let root = try #require(object as? [String: Any])
+        let events = try #require(root["traceEvents"] as? [[String: Any]])
+        completeEvents = try events.filter { $0["ph"] as? String == "X" }.map { event in
+            Event(
+                name: try #require(event["name"] as? String),
+                lane: try #require((event["tid"] as? NSNumber)?.intValue),
+                start: try #require((event["ts"] as? NSNumber)?.doubleValue),
+                duration: try #require((event["dur"] as? NSNumber)?.doubleValue)
+            )
+        }
+    }
+
+    /// Pairs of events of one lane that overlap in time.
+    var overlapsInALane: [(String, String)] {
+        Dictionary(grouping: completeEvents, by: \.lane).values.flatMap { lane -> [(String, String)] in
+            let sorted = lane.sorted { $0.start < $1.start }
+            return zip(sorted, sorted.dropFirst()).compactMap { earlier, later in
+                later.start < earlier.start + earlier.duration ? (earlier.name, later.name) : nil
+            }
+        }
+    }
+}
