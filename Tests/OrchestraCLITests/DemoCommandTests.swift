@@ -7,7 +7,7 @@ import Testing
 struct DemoCommandTests {
     /// Every scenario with its job count (the rows of its timeline and its trace's events).
     static let scenarios: [(name: String, jobs: Int)] = [
-        ("out-of-order", 8), ("ordered", 8), ("serial", 8), ("limit-2", 8), ("graph", 4), ("chain", 9), ("token-refresh", 201),
+        ("out-of-order", 8), ("ordered", 8), ("serial", 8), ("limit-2", 8), ("graph", 4), ("chain", 9), ("token-refresh", 201), ("failures", 4),
     ]
 
     @Test("the demo plays every scenario, the facts it measured hold, and each trace has one event per job with no overlap in a lane")
@@ -20,7 +20,7 @@ struct DemoCommandTests {
         #expect(output.status == 0, "\(output)")
         let sections = DemoOutput(output.stdout).sections
         #expect(sections.map(\.name) == Self.scenarios.map(\.name), "\(output)")
-        #expect(output.stdout.contains("Played all 7 scenarios"), "\(output)")
+        #expect(output.stdout.contains("Played all 8 scenarios"), "\(output)")
         #expect(!output.stdout.contains("\u{1B}["), "no escape codes when stdout is a pipe")
 
         for section in sections {
@@ -34,6 +34,9 @@ struct DemoCommandTests {
         let tokens = try #require(sections.first { $0.name == "token-refresh" })
         #expect(tokens.number(after: "refresh calls seen by the server") == 1, "\(tokens.text)")
         #expect(tokens.text.contains("requests that succeeded             200/200"), "\(tokens.text)")
+        let failures = try #require(sections.first { $0.name == "failures" })
+        #expect(failures.text.contains("jobs that ended (none hangs)            4/4"), "\(failures.text)")
+        #expect(failures.text.contains("CallbackError.abandoned") && failures.text.contains("TimeoutError"))
         let ordered = try #require(sections.first { $0.name == "ordered" })
         #expect(ordered.text.contains("handled order                       img-1 img-2 img-3 img-4 img-5 img-6 img-7 img-8"))
 
@@ -86,7 +89,7 @@ struct DemoCommandTests {
         #expect(output.stdout.isEmpty, "nothing was played")
     }
 
-    static let limits = ["out-of-order": 8, "ordered": 8, "serial": 1, "limit-2": 2, "graph": 5, "chain": 4, "token-refresh": 64]
+    static let limits = ["out-of-order": 8, "ordered": 8, "serial": 1, "limit-2": 2, "graph": 5, "chain": 4, "token-refresh": 64, "failures": 4]
 }
 
 /// The demo's output cut at each scenario's `━━ n/7 · name ━━` header.

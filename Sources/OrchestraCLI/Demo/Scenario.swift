@@ -47,9 +47,10 @@ struct Scenario: Sendable {
         images.map { LaneSpec.download($0.name) }
     }
 
-    /// Every scenario, in the order the demo plays them: the seven of the seed articles.
+    /// Every scenario, in the order the demo plays them: the seven of the seed articles, then
+    /// what happens when things go wrong.
     static let all: [Scenario] = [
-        .outOfOrder, .ordered, .serial, .limitTwo, .graph, .chain, .tokenRefresh,
+        .outOfOrder, .ordered, .serial, .limitTwo, .graph, .chain, .tokenRefresh, .failures,
     ]
 
     /// The scenario called `name`, or numbered `name` (1-based).

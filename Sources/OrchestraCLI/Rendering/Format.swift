@@ -1,3 +1,4 @@
+import Foundation
 import Orchestra
 
 extension Duration {
@@ -65,6 +66,21 @@ enum Format {
         return "\(number)\(suffix)"
     }
 
+    /// `URLError.cannotConnectToHost (127.0.0.1:1)`: Linux's `URLError` descriptions say
+    /// little more than the code number.
+    static func urlError(_ error: URLError) -> String {
+        let names: [URLError.Code: String] = [
+            .cannotConnectToHost: "cannotConnectToHost (connection refused)", .timedOut: "timedOut",
+            .cannotFindHost: "cannotFindHost", .networkConnectionLost: "networkConnectionLost",
+            .notConnectedToInternet: "notConnectedToInternet", .badServerResponse: "badServerResponse",
+            .cancelled: "cancelled", .secureConnectionFailed: "secureConnectionFailed",
+        ]
+        let name = names[error.code] ?? "code \(error.code.rawValue)"
+        let url = error.failingURL ?? (error.userInfo[NSURLErrorFailingURLErrorKey] as? URL)
+        let place = url.flatMap { url in url.host.map { host in url.port.map { "\(host):\($0)" } ?? host } }
+        return "URLError.\(name)" + (place.map { " to \($0)" } ?? "")
+    }
+
     /// How an error reads in the demo's output: short, and naming the Orchestra error.
     static func error(_ error: any Error) -> String {
         switch error {
@@ -74,6 +90,8 @@ enum Format {
             error.timeout.map { "TimeoutError: timed out after \(milliseconds($0))" } ?? "TimeoutError: deadline passed"
         case is CancellationError:
             "cancelled"
+        case let error as URLError:
+            urlError(error)
         default:
             "\(error)"
         }
