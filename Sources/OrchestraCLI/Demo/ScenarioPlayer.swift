@@ -112,9 +112,10 @@ extension RecorderReport {
                 ("waited", Format.milliseconds(waited)),
             ]
             if let detail = lane.outcome?.detail { args.append(("detail", detail)) }
+            let waits = lane.segments.filter { $0.kind == .waiting }.map { (start: $0.start, end: $0.end ?? end) }
             return TraceSpan(
                 lane: lane.spec.name, name: lane.spec.name, start: start, end: end,
-                category: lane.spec.isDownload ? "request" : "helper", args: args
+                category: lane.spec.isDownload ? "request" : "helper", args: args, waits: waits
             )
         }
     }

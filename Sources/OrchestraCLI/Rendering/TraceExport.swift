@@ -13,14 +13,21 @@ struct TraceSpan: Sendable {
     var category: String
     /// Shown on hover: status, attempts, outcome…
     var args: [(key: String, value: String)]
+    /// Stretches of the span spent waiting (for a permit, a slot, a refresh): drawn pale on the
+    /// HTML page; the Chrome event still covers the whole job.
+    var waits: [(start: Duration, end: Duration)]
 
-    init(lane: String, name: String, start: Duration, end: Duration, category: String, args: [(key: String, value: String)] = []) {
+    init(
+        lane: String, name: String, start: Duration, end: Duration, category: String,
+        args: [(key: String, value: String)] = [], waits: [(start: Duration, end: Duration)] = []
+    ) {
         self.lane = lane
         self.name = name
         self.start = start
         self.end = max(start, end)
         self.category = category
         self.args = args
+        self.waits = waits
     }
 }
 
@@ -74,14 +81,28 @@ struct TraceExport: Sendable {
                 let details = ([span.name, "\(Format.milliseconds(span.start)) → \(Format.milliseconds(span.end)) (\(Format.milliseconds(span.end - span.start)))"]
                     + span.args.map { "\($0.key): \($0.value)" }).joined(separator: "\n")
                 let colour = categories.firstIndex(of: span.category) ?? 0
-                return "<div class=\"bar c\(colour % 6)\(span.args.contains { $0.key == "outcome" && $0.value != "succeeded" } ? " bad" : "")\" "
-                    + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(escaped(details))\"></div>"
+                let failed = span.args.contains { $0.key == "outcome" && $0.value != "succeeded" }
+                // Waits, inside the bar, in percent of the bar's own length.
+                let length = span.end - span.start
+                let waits = length > .zero ? span.waits.map { wait in
+                    "<i style=\"left:\(format(percent(wait.start - span.start, of: length)))%;width:\(format(percent(wait.end - wait.start, of: length)))%\"></i>"
+                } : []
+                return "<div class=\"bar c\(colour % 6)\(failed ? " bad" : "")\" "
+                    + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(escaped(details))\">\(waits.joined())</div>"
             }
-            rows.append("<div class=\"row\"><div class=\"lane\">\(escaped(lane))</div><div class=\"track\">\(bars.joined())</div></div>")
+            let notes = spans.filter { $0.lane == lane }.compactMap { span -> String? in
+                guard let outcome = span.args.first(where: { $0.key == "outcome" })?.value, outcome != "succeeded" else { return nil }
+                return span.args.first { $0.key == "detail" || $0.key == "error" }?.value ?? outcome
+            }
+            rows.append(
+                "<div class=\"row\"><div class=\"lane\">\(escaped(lane))</div><div class=\"track\">\(bars.joined())</div>"
+                    + "<div class=\"note\">\(escaped(notes.joined(separator: "; ")))</div></div>"
+            )
         }
         let ticks = (0...4).map { index -> String in
             let time = total * (Double(index) / 4)
-            return "<span style=\"left:\(index * 25)%\">\(Format.milliseconds(time))</span>"
+            let align = index == 0 ? "0" : index == 4 ? "-100%" : "-50%"
+            return "<span style=\"left:\(index * 25)%;transform:translateX(\(align))\">\(Format.milliseconds(time))</span>"
         }
         let legend = categories.enumerated().map { "<span><i class=\"c\($0.offset % 6)\"></i>\(escaped($0.element))</span>" }
         return """
@@ -93,8 +114,10 @@ struct TraceExport: Sendable {
             .row{display:flex;align-items:center;height:20px}.lane{width:180px;flex:none;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:ui-monospace,monospace}
             .track{position:relative;flex:1;height:14px;background:#f3f3f3;border-radius:2px}
             .bar{position:absolute;top:0;height:14px;border-radius:2px;min-width:2px}.bar:hover{outline:2px solid #000}
+            .bar i{position:absolute;top:0;height:14px;background:rgba(255,255,255,.72)}
             .bad{background:repeating-linear-gradient(45deg,#d33,#d33 4px,#e77 4px,#e77 8px)!important}
-            .axis{position:relative;margin-left:180px;height:18px;color:#666}.axis span{position:absolute;transform:translateX(-50%)}
+            .note{width:300px;flex:none;padding-left:10px;color:#b22;font-size:12px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+            .axis{position:relative;margin-left:180px;margin-right:310px;height:18px;color:#666}.axis span{position:absolute;white-space:nowrap}
             .legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
             .c0{background:#3b82c4}.c1{background:#e39b2d}.c2{background:#4ca45c}.c3{background:#8e5cc4}.c4{background:#c45c8e}.c5{background:#5cb8c4}
             </style></head><body>
@@ -102,7 +125,7 @@ struct TraceExport: Sendable {
             <div class="meta">\(spans.count) jobs on \(lanes.count) lanes · \(Format.milliseconds(total)) · hover a bar for details · the same run as Chrome Trace JSON opens in ui.perfetto.dev</div>
             <div class="axis">\(ticks.joined())</div>
             \(rows.joined(separator: "\n"))
-            <p class="legend">\(legend.joined()) <span><i class="bad"></i>failed</span></p>
+            <p class="legend">\(legend.joined()) <span><i class="bad"></i>failed</span> <span><i style="background:#cfdceb"></i>waiting (pale part of a bar)</span></p>
             </body></html>
 
             """
