@@ -1,0 +1,144 @@
+import Foundation
+public import HTTPTypes
+
+/// A workflow of HTTP requests read from a YAML or JSON file: steps that depend on each other,
+/// values captured from responses and used by later steps, limits, authentication and a
+/// failure policy. Load one with ``load(contentsOf:variables:)``; run it with
+/// ``WorkflowRunner``.
+///
+/// ```swift
+/// let workflow = try Workflow.load(contentsOf: URL(fileURLWithPath: "login.yaml"), variables: ["base": url])
+/// let report = await WorkflowRunner(workflow: workflow).run()
+/// ```
+///
+/// Every element remembers where it was written, so that errors found later (a cycle, a bad
+/// URL) can name the line.
+public struct Workflow: Sendable {
+    /// The file it was read from, as given (used in messages).
+    public var file: String?
+    /// `name:`, if given.
+    public var name: String?
+    /// `vars:` merged with the overrides given when loading.
+    public var variables: [String: String]
+    /// `limit:`: steps in flight at once; 8 by default.
+    public var limit: Int
+    /// `hosts:`: at most this many requests at once to a host, on top of ``limit``.
+    public var hostLimits: [HostLimit]
+    /// `failure:`.
+    public var failurePolicy: WorkflowFailurePolicy
+    /// `auth:`, if given.
+    public var auth: WorkflowAuth?
+    /// `steps:`, in file order.
+    public var steps: [WorkflowStep]
+
+    /// The default of ``limit``.
+    public static let defaultLimit = 8
+
+    /// The step with `id`.
+    public func step(_ id: String) -> WorkflowStep? {
+        steps.first { $0.id == id }
+    }
+}
+
+/// What a failed step does to the others.
+public enum WorkflowFailurePolicy: String, Sendable, Hashable, CaseIterable {
+    /// Dependents of a failed step are skipped, naming it; independent steps go on.
+    case `continue`
+    /// The first failure cancels the running steps and skips the rest.
+    case stop
+}
+
+/// `hosts:` entry: a limit for one authority (`127.0.0.1:8080`) or one host name on any port
+/// (`127.0.0.1`).
+public struct HostLimit: Sendable, Hashable {
+    public var host: String
+    public var limit: Int
+    public var location: SourceLocation?
+
+    /// Whether a request to `authority` (`host:port` or `host`) is limited by this entry.
+    public func matches(authority: String) -> Bool {
+        if host.lowercased() == authority.lowercased() { return true }
+        guard !host.contains(":") || host.hasPrefix("[") && host.hasSuffix("]") else { return false }
+        return Self.hostName(of: authority).lowercased() == host.lowercased()
+    }
+
+    /// `authority` without its port (`[::1]:80` → `[::1]`).
+    static func hostName(of authority: String) -> String {
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            return String(authority[...close])
+        }
+        return authority.split(separator: ":", maxSplits: 1).first.map(String.init) ?? authority
+    }
+}
+
+/// One HTTP request as written: method, URL, headers and body, all with templates.
+public struct RequestTemplate: Sendable, Hashable {
+    public var method: HTTPRequest.Method
+    public var url: Template
+    /// Header names and values, in file order.
+    public var headers: [(name: String, value: Template)]
+    public var body: RequestBody?
+    /// Where the `url` field is, for messages.
+    public var urlLocation: SourceLocation?
+
+    public init(method: HTTPRequest.Method = .get, url: Template, headers: [(name: String, value: Template)] = [], body: RequestBody? = nil, urlLocation: SourceLocation? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.urlLocation = urlLocation
+    }
+
+    /// Every template of the request: URL, header values, body.
+    public var templates: [Template] {
+        [url] + headers.map(\.value) + (body?.templates ?? [])
+    }
+
+    public static func == (lhs: RequestTemplate, rhs: RequestTemplate) -> Bool {
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(url)
+        hasher.combine(body)
+    }
+}
+
+/// A request body: text sent as is, or JSON.
+public enum RequestBody: Sendable, Hashable {
+    /// `body: "…"`: the text, templates inserted as is.
+    case text(Template)
+    /// `body:` a mapping or a list: JSON, sent with `Content-Type: application/json` unless a
+    /// header says otherwise.
+    case json(JSONTemplate)
+
+    public var templates: [Template] {
+        switch self {
+        case .text(let template): [template]
+        case .json(let json): json.templates
+        }
+    }
+}
+
+/// A capture: a name and where its value is in the step's JSON response.
+public struct Capture: Sendable, Hashable {
+    public var name: String
+    public var path: CapturePath
+    public var location: SourceLocation?
+}
+
+/// `retry:` of a step.
+public struct RetrySettings: Sendable, Hashable {
+    /// Attempts in all, the first included; 1 means no retry.
+    public var attempts: Int
+    /// The delay before the second attempt; it doubles after each further failure (no jitter,
+    /// at most 30 s). A `Retry-After` from the server replaces it.
+    public var backoff: Duration
+
+    public init(attempts: Int = 1, backoff: Duration = .milliseconds(200)) {
+        self.attempts = attempts
+        self.backoff = backoff
+    }
+}

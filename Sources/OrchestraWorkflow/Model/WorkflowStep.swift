@@ -1,0 +1,101 @@
+/// One step of a workflow: a request, what it needs, what it captures and what it expects.
+public struct WorkflowStep: Sendable, Hashable {
+    /// Unique in the workflow; letters, digits, `_` and `-`.
+    public var id: String
+    public var request: RequestTemplate
+    /// `needs:`, as written.
+    public var needs: [String]
+    public var captures: [Capture]
+    /// Accepted statuses; empty means any 2xx.
+    public var expect: [Int]
+    /// The time limit of each attempt; 30 s by default.
+    public var timeout: Duration
+    public var retry: RetrySettings
+    /// Whether the workflow's `auth:` signs this step's request (`auth: false` turns it off).
+    public var usesAuth: Bool
+    /// Where the step begins.
+    public var location: SourceLocation?
+
+    /// The default of ``timeout``.
+    public static let defaultTimeout: Duration = .seconds(30)
+
+    public init(
+        id: String, request: RequestTemplate, needs: [String] = [], captures: [Capture] = [], expect: [Int] = [],
+        timeout: Duration = WorkflowStep.defaultTimeout, retry: RetrySettings = RetrySettings(), usesAuth: Bool = true,
+        location: SourceLocation? = nil
+    ) {
+        self.id = id
+        self.request = request
+        self.needs = needs
+        self.captures = captures
+        self.expect = expect
+        self.timeout = timeout
+        self.retry = retry
+        self.usesAuth = usesAuth
+        self.location = location
+    }
+
+    /// The steps whose captures the request uses (`{{login.token}}` → `login`), in order of
+    /// first use: dependencies even when `needs` does not list them.
+    public var implicitNeeds: [String] {
+        var seen = Set(needs)
+        return request.templates.flatMap(\.references).filter { !$0.isVariable }.map(\.namespace)
+            .filter { seen.insert($0).inserted }
+    }
+
+    /// ``needs`` followed by ``implicitNeeds``: every step that must succeed first.
+    public var dependencies: [String] {
+        needs + implicitNeeds
+    }
+
+    /// Whether `status` is what the step expects.
+    public func accepts(status: Int) -> Bool {
+        expect.isEmpty ? (200...299).contains(status) : expect.contains(status)
+    }
+
+    /// `200`, `200 or 201`, `2xx`.
+    public var expectationText: String {
+        switch expect.count {
+        case 0: "2xx"
+        case 1: "\(expect[0])"
+        default: expect.dropLast().map(String.init).joined(separator: ", ") + " or \(expect.last!)"
+        }
+    }
+}
+
+/// `auth:`: how to get a token, how to refresh it, how to sign requests with it and what counts
+/// as a refusal.
+public struct WorkflowAuth: Sendable, Hashable {
+    /// The login request (templates may use only `{{vars.…}}`).
+    public var login: TokenRequest
+    /// The refresh request; `nil` logs in again.
+    public var refresh: TokenRequest?
+    /// The header that carries the token; `Authorization` by default.
+    public var header: String
+    /// Put before the token in the header, with a space; `Bearer` by default, empty for none.
+    public var scheme: String
+    /// Statuses that mean the token was refused; `[401]` by default (empty with
+    /// ``failureBodyContains`` set: any status).
+    public var failureStatuses: [Int]
+    /// Text whose presence in the body means the token was refused (a server that answers 200
+    /// with `{"error":"token_expired"}`).
+    public var failureBodyContains: String?
+    public var location: SourceLocation?
+
+    /// Whether a response with `status` and `body` means the token was refused.
+    public func isFailure(status: Int, body: String) -> Bool {
+        let statusMatches = failureStatuses.isEmpty || failureStatuses.contains(status)
+        let bodyMatches = failureBodyContains.map { body.contains($0) } ?? true
+        return statusMatches && bodyMatches
+    }
+}
+
+/// A request that returns a token (the login or the refresh).
+public struct TokenRequest: Sendable, Hashable {
+    public var request: RequestTemplate
+    /// Where the token is in the JSON response.
+    public var token: CapturePath
+    /// Where its lifetime in seconds is, if the response says (`$.expires_in`).
+    public var expiresIn: CapturePath?
+    public var location: SourceLocation?
+}

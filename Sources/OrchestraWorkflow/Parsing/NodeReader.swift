@@ -1,0 +1,216 @@
+import Foundation
+import Yams
+
+/// Reads Yams nodes into values, recording a ``WorkflowError`` (with the node's line and
+/// column, the step and the field) for every node that is not what the format expects.
+/// Every reader returns `nil` after recording its error, so parsing goes on and reports all
+/// problems at once.
+struct NodeReader {
+    let file: String?
+    private(set) var errors: [WorkflowError] = []
+
+    init(file: String?) {
+        self.file = file
+    }
+
+    /// Where `node` starts.
+    static func location(_ node: Node?) -> SourceLocation? {
+        node?.mark.map { SourceLocation(line: $0.line, column: $0.column) }
+    }
+
+    mutating func fail(
+        _ code: WorkflowError.Code, _ message: String, at node: Node?, step: String? = nil, field: String? = nil
+    ) {
+        fail(code, message, at: Self.location(node), step: step, field: field)
+    }
+
+    mutating func fail(
+        _ code: WorkflowError.Code, _ message: String, at location: SourceLocation?, step: String? = nil, field: String? = nil
+    ) {
+        errors.append(WorkflowError(code, message, file: file, location: location, step: step, field: field))
+    }
+
+    // MARK: - Mappings
+
+    /// A mapping's entries, with every key checked against `allowed` (an unknown key is
+    /// reported with the closest allowed one). `field` names the mapping in messages.
+    mutating func entries(
+        _ node: Node, allowed: [String], step: String?, field: String?
+    ) -> [(key: String, node: Node)]? {
+        guard case .mapping(let mapping) = node else {
+            fail(.invalidValue, "must be a mapping (key: value), got \(Self.describe(node))", at: node, step: step, field: field)
+            return nil
+        }
+        var result: [(key: String, node: Node)] = []
+        for (keyNode, value) in mapping {
+            guard let key = scalarText(keyNode) else {
+                fail(.invalidValue, "keys must be plain names, got \(Self.describe(keyNode))", at: keyNode, step: step, field: field)
+                continue
+            }
+            guard allowed.contains(key) else {
+                let place = step.map { "step '\($0)'" } ?? field.map { "'\($0)'" } ?? "the workflow"
+                let suggestion = Self.closest(to: key, in: allowed).map { "did you mean '\($0)'? " } ?? ""
+                fail(
+                    .unknownField,
+                    "unknown field '\(key)' in \(place); \(suggestion)expected one of: \(allowed.joined(separator: ", "))",
+                    at: keyNode, step: step, field: field.map { "\($0).\(key)" } ?? key
+                )
+                continue
+            }
+            result.append((key, value))
+        }
+        return result
+    }
+
+    /// A mapping's entries without checking the keys (`vars`, `headers`, `captures`, `hosts`).
+    mutating func freeEntries(_ node: Node, step: String?, field: String) -> [(key: String, keyNode: Node, node: Node)]? {
+        guard case .mapping(let mapping) = node else {
+            fail(.invalidValue, "must be a mapping (name: value), got \(Self.describe(node))", at: node, step: step, field: field)
+            return nil
+        }
+        var result: [(key: String, keyNode: Node, node: Node)] = []
+        for (keyNode, value) in mapping {
+            guard let key = scalarText(keyNode) else {
+                fail(.invalidValue, "names must be text, got \(Self.describe(keyNode))\(Self.templateHint(keyNode))", at: keyNode, step: step, field: field)
+                continue
+            }
+            result.append((key, keyNode, value))
+        }
+        return result
+    }
+
+    // MARK: - Scalars
+
+    /// Text: any scalar (numbers and booleans as written).
+    mutating func string(_ node: Node, step: String?, field: String) -> String? {
+        if let text = scalarText(node) { return text }
+        fail(.invalidValue, "must be text, got \(Self.describe(node))\(Self.templateHint(node))", at: node, step: step, field: field)
+        return nil
+    }
+
+    /// A template: text with `{{…}}` references.
+    mutating func template(_ node: Node, step: String?, field: String) -> Template? {
+        guard let text = string(node, step: step, field: field) else { return nil }
+        do {
+            return try Template(parsing: text)
+        } catch {
+            fail(.invalidTemplate, error.message, at: node, step: step, field: field)
+            return nil
+        }
+    }
+
+    /// A whole number of at least `minimum`.
+    mutating func integer(_ node: Node, minimum: Int, step: String?, field: String, what: String = "an integer") -> Int? {
+        guard case .scalar(let scalar) = node, node.tagName == .int, let value = node.int else {
+            fail(.invalidValue, "must be \(what) ≥ \(minimum), got \(Self.describe(node))", at: node, step: step, field: field)
+            return nil
+        }
+        guard value >= minimum else {
+            fail(.invalidValue, "must be \(what) ≥ \(minimum), got '\(scalar.string)'", at: node, step: step, field: field)
+            return nil
+        }
+        return value
+    }
+
+    /// `true` or `false`.
+    mutating func bool(_ node: Node, step: String?, field: String) -> Bool? {
+        guard node.tagName == .bool, let value = node.bool else {
+            fail(.invalidValue, "must be true or false, got \(Self.describe(node))", at: node, step: step, field: field)
+            return nil
+        }
+        return value
+    }
+
+    /// A positive duration: `500ms`, `5s`, `2m`, `1h`, or a number of seconds.
+    mutating func duration(_ node: Node, step: String?, field: String, allowZero: Bool = false) -> Duration? {
+        let problem = "must be a duration such as 500ms, 5s, 2m or a number of seconds"
+        guard case .scalar(let scalar) = node else {
+            fail(.invalidValue, "\(problem), got \(Self.describe(node))", at: node, step: step, field: field)
+            return nil
+        }
+        guard let duration = Self.parseDuration(scalar.string) else {
+            fail(.invalidValue, "\(problem), got '\(scalar.string)'", at: node, step: step, field: field)
+            return nil
+        }
+        guard duration > .zero || (allowZero && duration == .zero) else {
+            fail(.invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(scalar.string)'", at: node, step: step, field: field)
+            return nil
+        }
+        return duration
+    }
+
+    /// `500ms`, `1.5s`, `2m`, `1h`, `3` (seconds); `nil` if it is none of these.
+    static func parseDuration(_ text: String) -> Duration? {
+        let text = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3_600)]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            let number = text.dropLast(unit.suffix.count).trimmingCharacters(in: .whitespaces)
+            guard let value = Double(number), value.isFinite, !number.hasPrefix("+") else { return nil }
+            return .nanoseconds(Int64((value * unit.seconds * 1e9).rounded()))
+        }
+        guard let seconds = Double(text), seconds.isFinite else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+
+    /// A one-or-many field (`needs: login` or `needs: [login, album]`) as its elements.
+    mutating func list(_ node: Node) -> [Node] {
+        if case .sequence(let sequence) = node { return Array(sequence) }
+        return [node]
+    }
+
+    /// The text of a scalar, `nil` for mappings and sequences.
+    func scalarText(_ node: Node) -> String? {
+        if case .scalar(let scalar) = node { return scalar.string }
+        return nil
+    }
+
+    // MARK: - Messages
+
+    /// How a node reads in a message: `'0'`, `a mapping`, `a list`.
+    static func describe(_ node: Node) -> String {
+        switch node {
+        case .scalar(let scalar):
+            if node.tagName == .null { return "nothing (null)" }
+            return "'\(scalar.string)'" + (scalar.style == .doubleQuoted || scalar.style == .singleQuoted ? " (quoted text)" : "")
+        case .mapping: return "a mapping"
+        case .sequence: return "a list"
+        case .alias: return "an alias"
+        }
+    }
+
+    /// For `url: {{vars.base}}`, which YAML reads as a mapping inside a mapping: a hint to
+    /// quote it.
+    static func templateHint(_ node: Node) -> String {
+        guard case .mapping(let outer) = node, outer.count == 1, case .mapping(let inner) = outer[0].key,
+              inner.count == 1, case .scalar(let name) = inner[0].key
+        else { return "" }
+        return " (YAML read an unquoted template as a mapping: quote it, as in \"{{\(name.string)}}\")"
+    }
+
+    /// The allowed name closest to `name`, if it is close enough to be a typo.
+    static func closest(to name: String, in allowed: [String]) -> String? {
+        let scored = allowed.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
+        return best.1 <= max(1, min(2, name.count / 3)) || best.0.hasPrefix(name) && name.count >= 2 ? best.0 : nil
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+extension Node {
+    /// The resolved tag (`int`, `str`, `bool`…): how YAML typed the node.
+    var tagName: Tag.Name { Tag.Name(rawValue: tag.rawValue) }
+}

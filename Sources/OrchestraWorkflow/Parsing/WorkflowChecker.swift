@@ -1,0 +1,182 @@
+import Foundation
+
+/// Where a template was written: the checks of its references need its step, field and line.
+struct TemplateSite {
+    var template: Template
+    var step: String?
+    var field: String
+    var location: SourceLocation?
+    /// The auth block's requests run before any step: they may use only variables.
+    var variablesOnly: Bool
+}
+
+/// Where a `needs` entry was written.
+struct NeedSite {
+    var step: String
+    var need: String
+    var location: SourceLocation?
+}
+
+/// The checks that need the whole workflow: ids, `needs`, template references, cycles and
+/// URLs.
+struct WorkflowChecker {
+    let workflow: Workflow
+    let sites: [TemplateSite]
+    let needSites: [NeedSite]
+    let brokenSteps: Set<String>
+    var reader: NodeReader
+
+    mutating func check() {
+        checkIDs()
+        checkNeeds()
+        checkReferences()
+        checkCycles()
+        checkURLs()
+    }
+
+    private var ids: [String] { workflow.steps.map(\.id) }
+
+    private func isKnown(_ id: String) -> Bool {
+        workflow.step(id) != nil || brokenSteps.contains(id)
+    }
+
+    private mutating func checkIDs() {
+        var seen: [String: SourceLocation?] = [:]
+        for step in workflow.steps {
+            if !step.id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
+                reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(step.id)'", at: step.location, step: step.id, field: "id")
+            } else if step.id == Template.variablesNamespace {
+                reader.fail(.invalidValue, "'\(step.id)' is reserved for variables ({{vars.NAME}}); choose another id", at: step.location, step: step.id, field: "id")
+            }
+            if let first = seen[step.id] {
+                let where_ = first.map { " (first at line \($0.line))" } ?? ""
+                reader.fail(.duplicateStep, "duplicate step id '\(step.id)'\(where_)", at: step.location, step: step.id, field: "id")
+            } else {
+                seen[step.id] = step.location
+            }
+        }
+    }
+
+    private mutating func checkNeeds() {
+        for site in needSites {
+            if site.need == site.step {
+                reader.fail(.cycle, "step '\(site.step)' needs itself", at: site.location, step: site.step, field: "needs")
+            } else if !isKnown(site.need) {
+                reader.fail(.unknownStep, "needs '\(site.need)', which is not a step\(suggestion(for: site.need, in: ids))", at: site.location, step: site.step, field: "needs")
+            }
+        }
+    }
+
+    private mutating func checkReferences() {
+        for site in sites {
+            for reference in site.template.references {
+                if reference.isVariable {
+                    guard workflow.variables[reference.name] == nil else { continue }
+                    let known = workflow.variables.keys.sorted()
+                    reader.fail(
+                        .unknownVariable,
+                        "unknown variable '\(reference.name)' in \(reference)\(suggestion(for: reference.name, in: known)); define it under 'vars:' or pass --var \(reference.name)=VALUE",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if site.variablesOnly {
+                    reader.fail(
+                        .invalidTemplate,
+                        "\(reference): the auth block runs before any step, so it can use only {{vars.NAME}}",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if reference.namespace == site.step {
+                    reader.fail(.cycle, "\(reference) uses the step's own capture", at: site.location, step: site.step, field: site.field)
+                } else if let target = workflow.step(reference.namespace) {
+                    guard !target.captures.contains(where: { $0.name == reference.name }) else { continue }
+                    let names = target.captures.map(\.name)
+                    let defines = names.isEmpty ? "it captures nothing" : "it captures \(names.joined(separator: ", "))"
+                    reader.fail(
+                        .unknownCapture,
+                        "\(reference): step '\(target.id)' has no capture '\(reference.name)'\(suggestion(for: reference.name, in: names)); \(defines)",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if !brokenSteps.contains(reference.namespace) {
+                    reader.fail(
+                        .unknownStep,
+                        "\(reference) names step '\(reference.namespace)', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable)",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                }
+            }
+        }
+    }
+
+    /// Depth-first search over `needs` and implicit dependencies; reports each cycle once, with
+    /// its path (`a → b → c → a`).
+    private mutating func checkCycles() {
+        var state: [String: Int] = [:]   // 1: on the path, 2: done
+        var path: [String] = []
+        var reported = Set<Set<String>>()
+        func visit(_ id: String, _ checker: inout WorkflowChecker) {
+            state[id] = 1
+            path.append(id)
+            for next in checker.workflow.step(id)?.dependencies ?? [] where next != id && checker.workflow.step(next) != nil {
+                if state[next] == 1 {
+                    let cycle = Array(path[path.lastIndex(of: next)!...]) + [next]
+                    if reported.insert(Set(cycle)).inserted {
+                        let step = checker.workflow.step(next)
+                        checker.reader.fail(
+                            .cycle, "the steps depend on each other in a cycle: \(cycle.reversed().joined(separator: " → "))",
+                            at: step?.location, step: next, field: "needs"
+                        )
+                    }
+                } else if state[next] == nil {
+                    visit(next, &checker)
+                }
+            }
+            path.removeLast()
+            state[id] = 2
+        }
+        for id in ids where state[id] == nil { visit(id, &self) }
+    }
+
+    private mutating func checkURLs() {
+        var requests: [(request: RequestTemplate, step: String?, field: String)] = workflow.steps.map { ($0.request, $0.id, "url") }
+        if let auth = workflow.auth {
+            requests.append((auth.login.request, nil, "auth.login.url"))
+            if let refresh = auth.refresh { requests.append((refresh.request, nil, "auth.refresh.url")) }
+        }
+        for (request, step, field) in requests {
+            // A URL that starts with a capture is checked when it is sent.
+            if let first = request.url.references.first, !first.isVariable, case .reference = request.url.segments[0] { continue }
+            let placeholders = Dictionary(
+                request.url.references.filter { !$0.isVariable }.map { ($0.namespace, [$0.name: JSONValue.string("x")]) },
+                uniquingKeysWith: { $0.merging($1) { a, _ in a } }
+            )
+            let values = TemplateValues(variables: workflow.variables, captures: placeholders)
+            guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
+            if let problem = URLCheck.problem(with: rendered) {
+                let shown = rendered == request.url.source ? "'\(rendered)'" : "'\(request.url.source)' (= '\(rendered)')"
+                reader.fail(.invalidURL, "\(shown) \(problem)", at: request.urlLocation, step: step, field: field)
+            }
+        }
+    }
+
+    private func suggestion(for name: String, in candidates: [String]) -> String {
+        NodeReader.closest(to: name, in: candidates).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+}
+
+/// What makes a URL sendable: an http or https scheme and a host.
+enum URLCheck {
+    /// Why `text` cannot be sent, or `nil` if it can.
+    static func problem(with text: String) -> String? {
+        guard !text.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) else {
+            return "contains a space or a line break"
+        }
+        guard let components = URLComponents(string: text) else { return "is not a valid URL" }
+        guard let scheme = components.scheme?.lowercased() else {
+            return "is not an absolute URL: it must start with http:// or https://"
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return "has the scheme '\(scheme)'; only http and https are supported"
+        }
+        guard let host = components.host, !host.isEmpty else { return "has no host" }
+        return nil
+    }
+}

@@ -1,0 +1,158 @@
+import HTTPTypes
+import Yams
+
+extension WorkflowParser {
+    /// A JSON body written as YAML: mappings, lists and scalars typed as YAML types them
+    /// (quoted text stays text).
+    mutating func json(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> JSONTemplate? {
+        switch node {
+        case .scalar(let scalar):
+            switch node.tagName {
+            case .null: return .null
+            case .bool: return node.bool.map(JSONTemplate.bool)
+            case .int: return node.int.map(JSONTemplate.integer)
+            case .float:
+                guard let value = node.float, value.isFinite else {
+                    reader.fail(.invalidValue, "'\(scalar.string)' is not a JSON number", at: node, step: step, field: field)
+                    return nil
+                }
+                return .number(value)
+            default: return site(node, step: step, field: field, variablesOnly: variablesOnly).map(JSONTemplate.string)
+            }
+        case .sequence(let sequence):
+            var elements: [JSONTemplate] = []
+            for (index, element) in sequence.enumerated() {
+                guard let value = json(element, step: step, field: "\(field)[\(index)]", variablesOnly: variablesOnly) else { return nil }
+                elements.append(value)
+            }
+            return .array(elements)
+        case .mapping:
+            let hint = NodeReader.templateHint(node)
+            guard hint.isEmpty else {
+                reader.fail(.invalidTemplate, "an unquoted template\(hint)", at: node, step: step, field: field)
+                return nil
+            }
+            guard let entries = reader.freeEntries(node, step: step, field: field) else { return nil }
+            var members: [(key: String, value: JSONTemplate)] = []
+            for (key, _, value) in entries {
+                guard let member = json(value, step: step, field: "\(field).\(key)", variablesOnly: variablesOnly) else { return nil }
+                members.append((key, member))
+            }
+            return .object(members)
+        case .alias:
+            reader.fail(.invalidValue, "aliases are not supported in bodies", at: node, step: step, field: field)
+            return nil
+        }
+    }
+
+    mutating func captures(_ node: Node, step: String) -> [Capture] {
+        guard let entries = reader.freeEntries(node, step: step, field: "captures") else { return [] }
+        return entries.compactMap { name, keyNode, value in
+            let field = "captures.\(name)"
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                reader.fail(.invalidValue, "capture name '\(name)' may use only letters, digits, '_' and '-'", at: keyNode, step: step, field: field)
+                return nil
+            }
+            guard let path = capturePath(value, step: step, field: field) else { return nil }
+            return Capture(name: name, path: path, location: NodeReader.location(keyNode))
+        }
+    }
+
+    mutating func capturePath(_ node: Node, step: String?, field: String) -> CapturePath? {
+        guard let text = reader.string(node, step: step, field: field) else { return nil }
+        do {
+            return try CapturePath(parsing: text)
+        } catch {
+            reader.fail(.invalidCapturePath, error.message, at: node, step: step, field: field)
+            return nil
+        }
+    }
+
+    mutating func statusCode(_ node: Node, step: String?, field: String) -> Int? {
+        guard let code = reader.integer(node, minimum: 100, step: step, field: field, what: "an HTTP status (100–599)") else { return nil }
+        guard code <= 599 else {
+            reader.fail(.invalidValue, "must be an HTTP status (100–599), got '\(code)'", at: node, step: step, field: field)
+            return nil
+        }
+        return code
+    }
+
+    mutating func retry(_ node: Node, step: String) -> RetrySettings? {
+        if case .scalar = node {
+            return reader.integer(node, minimum: 1, step: step, field: "retry", what: "a number of attempts").map { RetrySettings(attempts: $0) }
+        }
+        guard let entries = reader.entries(node, allowed: ["attempts", "backoff"], step: step, field: "retry") else { return nil }
+        var settings = RetrySettings(attempts: 3)
+        for (key, value) in entries {
+            switch key {
+            case "attempts":
+                settings.attempts = reader.integer(value, minimum: 1, step: step, field: "retry.attempts", what: "a number of attempts") ?? settings.attempts
+            default:
+                settings.backoff = reader.duration(value, step: step, field: "retry.backoff", allowZero: true) ?? settings.backoff
+            }
+        }
+        return settings
+    }
+
+    // MARK: - Auth
+
+    mutating func auth(_ node: Node) -> WorkflowAuth? {
+        guard let fields = reader.entries(node, allowed: Self.authFields, step: nil, field: "auth") else { return nil }
+        guard let loginNode = fields.first(where: { $0.key == "login" })?.node else {
+            reader.fail(.missingField, "an auth block needs 'login': the request that returns a token", at: node, field: "auth.login")
+            return nil
+        }
+        guard let login = tokenRequest(loginNode, field: "auth.login") else { return nil }
+        var auth = WorkflowAuth(
+            login: login, refresh: nil, header: "Authorization", scheme: "Bearer", failureStatuses: [401],
+            failureBodyContains: nil, location: NodeReader.location(node)
+        )
+        for (key, value) in fields {
+            switch key {
+            case "refresh": auth.refresh = tokenRequest(value, field: "auth.refresh")
+            case "header":
+                guard let name = reader.string(value, step: nil, field: "auth.header") else { break }
+                if HTTPField.Name(name) != nil {
+                    auth.header = name
+                } else {
+                    reader.fail(.invalidValue, "'\(name)' is not a valid header name", at: value, field: "auth.header")
+                }
+            case "scheme": auth.scheme = reader.string(value, step: nil, field: "auth.scheme") ?? auth.scheme
+            case "failure": failure(value, into: &auth)
+            default: break
+            }
+        }
+        return auth
+    }
+
+    private mutating func failure(_ node: Node, into auth: inout WorkflowAuth) {
+        guard let entries = reader.entries(node, allowed: ["status", "body_contains"], step: nil, field: "auth.failure") else { return }
+        let statuses = entries.first { $0.key == "status" }.map { entry in
+            reader.list(entry.node).compactMap { statusCode($0, step: nil, field: "auth.failure.status") }
+        }
+        let contains = entries.first { $0.key == "body_contains" }.flatMap { entry in
+            reader.string(entry.node, step: nil, field: "auth.failure.body_contains")
+        }
+        auth.failureBodyContains = contains
+        // Only a body test given: it decides whatever the status.
+        auth.failureStatuses = statuses ?? (contains == nil ? [401] : [])
+    }
+
+    private mutating func tokenRequest(_ node: Node, field: String) -> TokenRequest? {
+        guard let fields = reader.entries(node, allowed: Self.tokenRequestFields, step: nil, field: field) else { return nil }
+        guard let urlNode = fields.first(where: { $0.key == "url" })?.node else {
+            reader.fail(.missingField, "missing 'url'", at: node, field: "\(field).url")
+            return nil
+        }
+        guard let tokenNode = fields.first(where: { $0.key == "token" })?.node else {
+            reader.fail(.missingField, "missing 'token': where the token is in the response, as in $.access_token", at: node, field: "\(field).token")
+            return nil
+        }
+        guard var request = request(fields, urlNode: urlNode, step: nil, prefix: field + ".", variablesOnly: true),
+              let token = capturePath(tokenNode, step: nil, field: "\(field).token")
+        else { return nil }
+        if !fields.contains(where: { $0.key == "method" }) { request.method = .post }
+        let expiresIn = fields.first { $0.key == "expires_in" }.flatMap { capturePath($0.node, step: nil, field: "\(field).expires_in") }
+        return TokenRequest(request: request, token: token, expiresIn: expiresIn, location: NodeReader.location(node))
+    }
+}

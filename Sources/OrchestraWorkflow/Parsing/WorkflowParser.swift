@@ -1,0 +1,268 @@
+import Foundation
+import HTTPTypes
+import Yams
+
+extension Workflow {
+    /// Reads and checks a workflow file (YAML or JSON).
+    ///
+    /// - Parameters:
+    ///   - url: The file.
+    ///   - name: How messages name the file; its path by default.
+    ///   - variables: Overrides of `vars:` (`--var base=http://…`); they may add variables.
+    /// - Throws: ``WorkflowErrors`` listing every problem found, each with the file, line,
+    ///   step and field.
+    public static func load(contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
+        let file = name ?? url.path
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: url.path) ? "cannot read it as UTF-8 text" : "no such file"
+            throw WorkflowErrors([WorkflowError(.unreadable, reason, file: file)])
+        }
+        return try parse(text, file: file, variables: variables)
+    }
+
+    /// Parses and checks a workflow written in YAML or JSON.
+    ///
+    /// Checks: the syntax; every field's name, type and range; ids; `needs`; every template
+    /// (variables defined, steps and captures that exist); cycles (with their path); URLs
+    /// (after substituting variables). A step's use of `{{other.capture}}` makes it depend on
+    /// `other`.
+    ///
+    /// - Throws: ``WorkflowErrors`` listing every problem found, in file order.
+    public static func parse(_ text: String, file: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
+        var parser = WorkflowParser(file: file, overrides: variables)
+        guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
+            throw WorkflowErrors(parser.reader.errors)
+        }
+        return workflow
+    }
+}
+
+/// Walks the Yams node tree of a workflow file into a ``Workflow``.
+struct WorkflowParser {
+    static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "auth", "steps"]
+    static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth"]
+    static let authFields = ["login", "refresh", "header", "scheme", "failure"]
+    static let tokenRequestFields = ["method", "url", "headers", "body", "token", "expires_in"]
+
+    var reader: NodeReader
+    let overrides: [String: String]
+    /// Where each template was written, for the reference checks.
+    var sites: [TemplateSite] = []
+    /// Ids of steps that could not be read, so references to them are not reported again.
+    var brokenSteps: Set<String> = []
+    /// Where each `needs` entry was written.
+    var needSites: [NeedSite] = []
+
+    init(file: String?, overrides: [String: String]) {
+        reader = NodeReader(file: file)
+        self.overrides = overrides
+    }
+
+    mutating func parse(_ text: String) -> Workflow? {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            reportSyntax(error, in: text)
+            return nil
+        }
+        guard let root else {
+            reader.fail(.missingField, "the file is empty; a workflow needs at least 'steps'", at: SourceLocation?.none)
+            return nil
+        }
+        guard let fields = reader.entries(root, allowed: Self.topLevelFields, step: nil, field: nil) else { return nil }
+        var workflow = Workflow(
+            file: reader.file, name: nil, variables: [:], limit: Workflow.defaultLimit, hostLimits: [],
+            failurePolicy: .continue, auth: nil, steps: []
+        )
+        var stepsNode: Node?
+        for (key, node) in fields {
+            switch key {
+            case "name": workflow.name = reader.string(node, step: nil, field: key)
+            case "vars": workflow.variables = variables(node)
+            case "limit": workflow.limit = reader.integer(node, minimum: 1, step: nil, field: key) ?? workflow.limit
+            case "failure":
+                guard let text = reader.string(node, step: nil, field: key) else { break }
+                if let policy = WorkflowFailurePolicy(rawValue: text) {
+                    workflow.failurePolicy = policy
+                } else {
+                    reader.fail(.invalidValue, "must be 'continue' or 'stop', got '\(text)'", at: node, field: key)
+                }
+            case "steps": stepsNode = node
+            default: break
+            }
+        }
+        for (key, value) in overrides { workflow.variables[key] = value }
+        // Host limits and auth use variables: read them once every variable is known.
+        for (key, node) in fields {
+            switch key {
+            case "hosts": workflow.hostLimits = hostLimits(node, variables: workflow.variables)
+            case "auth": workflow.auth = auth(node)
+            default: break
+            }
+        }
+        guard let stepsNode else {
+            reader.fail(.missingField, "a workflow needs 'steps', a list of requests", at: root)
+            return nil
+        }
+        workflow.steps = steps(stepsNode)
+        var checker = WorkflowChecker(workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps, reader: reader)
+        checker.check()
+        reader = checker.reader
+        return workflow
+    }
+
+    // MARK: - Top level
+
+    private mutating func variables(_ node: Node) -> [String: String] {
+        guard let entries = reader.freeEntries(node, step: nil, field: "vars") else { return [:] }
+        var variables: [String: String] = [:]
+        for (name, _, value) in entries {
+            if let text = reader.string(value, step: nil, field: "vars.\(name)") { variables[name] = text }
+        }
+        return variables
+    }
+
+    private mutating func hostLimits(_ node: Node, variables: [String: String]) -> [HostLimit] {
+        guard let entries = reader.freeEntries(node, step: nil, field: "hosts") else { return [] }
+        return entries.compactMap { key, keyNode, value in
+            guard let limit = reader.integer(value, minimum: 1, step: nil, field: "hosts.\(key)", what: "a limit") else { return nil }
+            var host = key
+            if let template = reader.template(keyNode, step: nil, field: "hosts") {
+                host = (try? template.render(for: .text, with: TemplateValues(variables: variables))) ?? key
+                sites.append(TemplateSite(template: template, step: nil, field: "hosts", location: NodeReader.location(keyNode), variablesOnly: true))
+            }
+            return HostLimit(host: host, limit: limit, location: NodeReader.location(keyNode))
+        }
+    }
+
+    private mutating func reportSyntax(_ error: any Error, in text: String) {
+        var location: SourceLocation?
+        var message = "\(error)"
+        if let error = error as? YamlError {
+            switch error {
+            case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+                .composer(let context, let problem, let mark, _):
+                location = SourceLocation(line: mark.line, column: mark.column)
+                message = "not valid YAML or JSON: \(problem)" + (context.map { " (\($0.text) at line \($0.mark.line))" } ?? "")
+            case .duplicatedKeysInMapping(let duplicates, let context):
+                location = SourceLocation(line: context.mark.line, column: context.mark.column)
+                message = "a key is given twice in one mapping: \(duplicates.joined(separator: ", "))"
+            default:
+                message = "not valid YAML or JSON: \(error)"
+            }
+        }
+        if let line = location?.line, line >= 1 {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            let nearby = lines[max(0, line - 2)..<min(lines.count, line)]
+            if nearby.contains(where: { $0.contains("{{") && !$0.contains("\"{{") && !$0.contains("'{{") }) {
+                message += "; templates must be quoted, as in url: \"{{vars.base}}/login\""
+            }
+        }
+        reader.fail(.syntax, message, at: location)
+    }
+
+    // MARK: - Steps
+
+    private mutating func steps(_ node: Node) -> [WorkflowStep] {
+        guard case .sequence(let sequence) = node else {
+            reader.fail(.invalidValue, "must be a list of steps (- id: …), got \(NodeReader.describe(node))", at: node, field: "steps")
+            return []
+        }
+        return sequence.enumerated().compactMap { index, stepNode in step(stepNode, number: index + 1) }
+    }
+
+    private mutating func step(_ node: Node, number: Int) -> WorkflowStep? {
+        let id: String? = if case .mapping(let mapping) = node, let idNode = mapping["id"] { reader.scalarText(idNode) } else { nil }
+        guard let fields = reader.entries(node, allowed: Self.stepFields, step: id, field: id == nil ? "steps[\(number - 1)]" : nil) else { return nil }
+        guard let id, !id.isEmpty else {
+            reader.fail(.missingField, "step \(number) has no 'id' (every step needs a unique id)", at: node, field: "id")
+            return nil
+        }
+        guard let urlNode = fields.first(where: { $0.key == "url" })?.node else {
+            reader.fail(.missingField, "missing 'url'", at: node, step: id, field: "url")
+            brokenSteps.insert(id)
+            return nil
+        }
+        guard let request = request(fields, urlNode: urlNode, step: id, prefix: "", variablesOnly: false) else {
+            brokenSteps.insert(id)
+            return nil
+        }
+        var step = WorkflowStep(id: id, request: request, location: NodeReader.location(node))
+        for (key, value) in fields {
+            switch key {
+            case "needs":
+                for element in reader.list(value) {
+                    guard let name = reader.string(element, step: id, field: key) else { continue }
+                    step.needs.append(name)
+                    needSites.append(NeedSite(step: id, need: name, location: NodeReader.location(element)))
+                }
+            case "captures":
+                step.captures = captures(value, step: id)
+            case "expect":
+                step.expect = reader.list(value).compactMap { statusCode($0, step: id, field: key) }
+            case "timeout":
+                step.timeout = reader.duration(value, step: id, field: key) ?? step.timeout
+            case "retry":
+                step.retry = retry(value, step: id) ?? step.retry
+            case "auth":
+                step.usesAuth = reader.bool(value, step: id, field: key) ?? step.usesAuth
+            default: break
+            }
+        }
+        return step
+    }
+
+    /// The request fields shared by steps and the auth block: method, url, headers, body.
+    mutating func request(
+        _ fields: [(key: String, node: Node)], urlNode: Node, step: String?, prefix: String, variablesOnly: Bool
+    ) -> RequestTemplate? {
+        guard let url = site(urlNode, step: step, field: prefix + "url", variablesOnly: variablesOnly) else { return nil }
+        var request = RequestTemplate(url: url, urlLocation: NodeReader.location(urlNode))
+        for (key, value) in fields {
+            let field = prefix + key
+            switch key {
+            case "method":
+                guard let text = reader.string(value, step: step, field: field) else { break }
+                if let method = HTTPRequest.Method(text.uppercased()) {
+                    request.method = method
+                } else {
+                    reader.fail(.invalidValue, "'\(text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)", at: value, step: step, field: field)
+                }
+            case "headers":
+                guard let entries = reader.freeEntries(value, step: step, field: field) else { break }
+                for (name, keyNode, valueNode) in entries {
+                    guard HTTPField.Name(name) != nil else {
+                        reader.fail(.invalidValue, "'\(name)' is not a valid header name", at: keyNode, step: step, field: field)
+                        continue
+                    }
+                    if let template = site(valueNode, step: step, field: "\(field).\(name)", variablesOnly: variablesOnly) {
+                        request.headers.append((name, template))
+                    }
+                }
+            case "body":
+                request.body = body(value, step: step, field: field, variablesOnly: variablesOnly)
+            default: break
+            }
+        }
+        return request
+    }
+
+    /// A template, remembered with where it was written for the reference checks.
+    mutating func site(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> Template? {
+        guard let template = reader.template(node, step: step, field: field) else { return nil }
+        sites.append(TemplateSite(template: template, step: step, field: field, location: NodeReader.location(node), variablesOnly: variablesOnly))
+        return template
+    }
+
+    private mutating func body(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> RequestBody? {
+        switch node {
+        case .scalar where node.tagName == .null: return nil
+        case .scalar: return site(node, step: step, field: field, variablesOnly: variablesOnly).map(RequestBody.text)
+        default: return json(node, step: step, field: field, variablesOnly: variablesOnly).map(RequestBody.json)
+        }
+    }
+}

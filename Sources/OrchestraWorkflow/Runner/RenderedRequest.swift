@@ -1,0 +1,94 @@
+import Foundation
+import HTTPTypes
+
+/// A request with every template replaced, ready to send.
+struct RenderedRequest: Sendable {
+    var request: HTTPRequest
+    var body: Data?
+    /// The URL as sent.
+    var url: String
+    /// `host:port` as written in the URL.
+    var authority: String
+
+    /// Renders `template` with `values`.
+    ///
+    /// - Throws: ``StepFailure`` for a URL that cannot be sent (a capture made it invalid) or a
+    ///   header value with a line break.
+    init(_ template: RequestTemplate, values: TemplateValues) throws(StepFailure) {
+        let url: String
+        do {
+            url = try template.url.render(for: .url, with: values)
+        } catch {
+            throw StepFailure("\(error)")
+        }
+        if let problem = URLCheck.problem(with: url) {
+            throw StepFailure("the URL '\(url)' \(problem)", url: url)
+        }
+        let (scheme, authority, path) = Self.split(url)
+        var request = HTTPRequest(method: template.method, scheme: scheme, authority: authority, path: path)
+        var hasContentType = false
+        for (name, valueTemplate) in template.headers {
+            let value: String
+            do {
+                value = try valueTemplate.render(for: .text, with: values)
+            } catch {
+                throw StepFailure("\(error)", url: url)
+            }
+            guard !value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
+                throw StepFailure("header '\(name)' would contain a line break (from '\(valueTemplate.source)'); refusing to send it", url: url)
+            }
+            guard let field = HTTPField.Name(name) else { throw StepFailure("'\(name)' is not a valid header name", url: url) }
+            request.headerFields.append(HTTPField(name: field, value: value))
+            if field == .contentType { hasContentType = true }
+        }
+        switch template.body {
+        case nil:
+            body = nil
+        case .text(let text):
+            do {
+                body = Data(try text.render(for: .text, with: values).utf8)
+            } catch {
+                throw StepFailure("\(error)", url: url)
+            }
+            if !hasContentType { request.headerFields[.contentType] = "text/plain; charset=utf-8" }
+        case .json(let json):
+            do {
+                body = Data(try json.render(with: values).text.utf8)
+            } catch {
+                throw StepFailure("\(error)", url: url)
+            }
+            if !hasContentType { request.headerFields[.contentType] = "application/json" }
+        }
+        self.request = request
+        self.url = url
+        self.authority = authority
+    }
+
+    /// `http://host:8080/a/b?c#frag` → (`http`, `host:8080`, `/a/b?c`). The URL was checked.
+    static func split(_ url: String) -> (scheme: String, authority: String, path: String) {
+        let schemeEnd = url.range(of: "://")!
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        var rest = url[schemeEnd.upperBound...]
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = String(rest[..<authorityEnd])
+        if let at = authority.lastIndex(of: "@") { authority = String(authority[authority.index(after: at)...]) }
+        var path = String(rest[authorityEnd...])
+        if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
+        return (scheme, authority, path)
+    }
+}
+
+/// Why a step failed, as the report says it.
+struct StepFailure: Error, Sendable, CustomStringConvertible {
+    var message: String
+    /// The URL, if the request got that far.
+    var url: String?
+
+    init(_ message: String, url: String? = nil) {
+        self.message = message
+        self.url = url
+    }
+
+    var description: String { message }
+}

@@ -1,0 +1,63 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Orchestra
+import OrchestraHTTP
+
+/// How errors read in a step's report: the reason, in words, with the host involved.
+enum StepErrors {
+    /// `connection refused by 127.0.0.1:1`, `cannot resolve host example.invalid`, …
+    static func describe(_ error: any Error, authority: String) -> String {
+        switch error {
+        case let error as StepFailure:
+            return error.message
+        case let error as TimeoutError:
+            return "timed out after \(format(error.timeout ?? .zero))"
+        case let error as AuthenticationError:
+            let reason = error.underlying.map { describe($0, authority: authority) } ?? error.message
+            return "authentication failed: \(reason)"
+        case let error as URLError:
+            return urlError(error, authority: authority)
+        case is CancellationError:
+            return "cancelled"
+        default:
+            let text = "\(error)"
+            if text.localizedCaseInsensitiveContains("refused") { return "connection refused by \(authority)" }
+            return text
+        }
+    }
+
+    private static func urlError(_ error: URLError, authority: String) -> String {
+        switch error.code {
+        case .cannotConnectToHost: "connection refused by \(authority)"
+        case .cannotFindHost, .dnsLookupFailed: "cannot resolve host \(HostLimit.hostName(of: authority))"
+        case .timedOut: "the connection to \(authority) timed out"
+        case .networkConnectionLost: "the connection to \(authority) was lost"
+        case .notConnectedToInternet: "not connected to the network"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+            .serverCertificateHasUnknownRoot:
+            "TLS connection to \(authority) failed (\(error.code.rawValue))"
+        case .badServerResponse: "bad response from \(authority)"
+        default: "network error \(error.code.rawValue) talking to \(authority)"
+        }
+    }
+
+    /// The first 200 characters of a body, on one line.
+    static func snippet(_ body: Data) -> String {
+        guard !body.isEmpty else { return "(empty body)" }
+        let text = String(decoding: body.prefix(800), as: UTF8.self)
+            .replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+    }
+
+    /// `500 ms`, `5 s`, `1.5 s`, `2 min`.
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = Double(seconds) * 1_000 + Double(attoseconds) / 1e15
+        if milliseconds < 1_000 { return "\(Int(milliseconds.rounded())) ms" }
+        if milliseconds >= 120_000, milliseconds.truncatingRemainder(dividingBy: 60_000) == 0 { return "\(Int(milliseconds / 60_000)) min" }
+        let value = milliseconds / 1_000
+        return value == value.rounded() ? "\(Int(value)) s" : "\(String(format: "%.1f", value)) s"
+    }
+}

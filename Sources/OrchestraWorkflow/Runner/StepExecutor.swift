@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraHTTP
+
+/// Runs one step: renders its request from the variables and its dependencies' captures,
+/// sends it (each attempt within the step's timeout and its host's limit, retried as the step
+/// says), checks the status and reads the captures. What happened is written to `records`
+/// as it happens, so a step cut short still reports its URL, attempts and times.
+struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
+    let workflow: Workflow
+    let plain: HTTPCoordinator
+    let authenticated: HTTPCoordinator?
+    let hosts: HostLimiter
+    let clock: C
+    let start: C.Instant
+    let records: Locked<[String: StepReport]>
+
+    /// Statuses worth another attempt when the step does not expect them.
+    static func isRetryable(status: Int) -> Bool {
+        status == 408 || status == 429 || (500...599).contains(status)
+    }
+
+    func elapsed() -> Duration {
+        start.duration(to: clock.now)
+    }
+
+    private func update(_ id: String, _ change: (inout StepReport) -> Void) {
+        records.withLock { records in
+            if records[id] != nil { change(&records[id]!) }
+        }
+    }
+
+    /// Runs `step`; returns its captures.
+    ///
+    /// - Throws: ``StepFailure`` saying why the step failed; `CancellationError` when the run
+    ///   is cancelled (or stops at another step's failure).
+    func run(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
+        records.withLock {
+            $0[step.id] = StepReport(
+                id: step.id, state: .failed, method: step.request.method.rawValue, url: step.request.url.source, started: elapsed()
+            )
+        }
+        do {
+            let captures = try await perform(step, inputs: inputs)
+            let ended = elapsed()
+            update(step.id) { report in
+                report.state = .succeeded
+                report.ended = ended
+                report.captures = step.captures.map { JSONValue.Member($0.name, captures[$0.name]!) }
+            }
+            return captures
+        } catch {
+            let ended = elapsed()
+            update(step.id) { report in
+                report.ended = ended
+                if error is CancellationError {
+                    report.state = .cancelled
+                    report.error = "cancelled"
+                } else {
+                    report.error = "\(error)"
+                }
+            }
+            throw error
+        }
+    }
+
+    private func perform(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
+        var values = TemplateValues(variables: workflow.variables)
+        for dependency in step.dependencies {
+            values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
+        }
+        let rendered = try RenderedRequest(step.request, values: values)
+        update(step.id) { $0.url = rendered.url }
+        let result = try await send(rendered, for: step)
+        let status = result.status.code
+        guard step.accepts(status: status) else {
+            throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body))\(attemptsNote(step))")
+        }
+        guard !step.captures.isEmpty else { return [:] }
+        guard let document = try? JSONValue(parsing: result.body) else {
+            let type = result.response.headerFields[.contentType].map { " (\($0))" } ?? ""
+            let names = step.captures.map(\.name).joined(separator: ", ")
+            throw StepFailure("the response\(type) is not JSON, so the captures \(names) cannot be read: \(StepErrors.snippet(result.body))")
+        }
+        var captures: [String: JSONValue] = [:]
+        for capture in step.captures {
+            guard let value = capture.path.evaluate(in: document) else {
+                throw StepFailure("capture '\(capture.name)': \(capture.path) not found in the response: \(StepErrors.snippet(result.body))")
+            }
+            captures[capture.name] = value
+        }
+        return captures
+    }
+
+    /// Sends with the step's retries, each attempt holding a host slot and limited by the
+    /// step's timeout. A retried status that never turned good is returned, not thrown.
+    private func send(_ rendered: RenderedRequest, for step: WorkflowStep) async throws -> HTTPResult {
+        let coordinator = step.usesAuth ? authenticated ?? plain : plain
+        let policy = RetryPolicy(
+            maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
+            maxDelay: max(.seconds(30), step.retry.backoff), jitter: 0,
+            isRetryable: { error in !(error is StepFailure || error is AuthenticationError || error is CancellationError) },
+            serverDelay: { ($0 as? RetryableStatus)?.retryAfter }
+        )
+        let clock = clock
+        do {
+            return try await withRetry(policy, clock: clock) {
+                try await hosts.withSlot(for: rendered.authority) {
+                    let now = elapsed()
+                    update(step.id) { report in
+                        report.attempts += 1
+                        if report.firstSent == nil { report.firstSent = now }
+                    }
+                    let result = try await withTimeout(step.timeout, clock: clock) {
+                        try await coordinator.data(for: rendered.request, body: rendered.body)
+                    }
+                    let status = result.status.code
+                    update(step.id) { $0.status = status }
+                    if !step.accepts(status: status), Self.isRetryable(status: status) {
+                        throw RetryableStatus(result: result)
+                    }
+                    return result
+                }
+            }
+        } catch let error as RetryableStatus {
+            return error.result
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw StepFailure(StepErrors.describe(error, authority: rendered.authority) + attemptsNote(step), url: rendered.url)
+        }
+    }
+
+    private func attemptsNote(_ step: WorkflowStep) -> String {
+        let attempts = records.withLock { $0[step.id]?.attempts ?? 0 }
+        return attempts > 1 ? " (after \(attempts) attempts)" : ""
+    }
+}
+
+/// A status the step may retry, with the server's `Retry-After` in seconds.
+struct RetryableStatus: Error, Sendable {
+    var result: HTTPResult
+
+    var retryAfter: Duration? {
+        guard let text = result.response.headerFields[.retryAfter]?.trimmingCharacters(in: .whitespaces),
+              let seconds = Int(text), seconds >= 0
+        else { return nil }
+        return .seconds(seconds)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraHTTP
+
+/// The `auth:` block at run time: a ``TokenRefresher`` (one login or refresh at a time, shared
+/// by every step) whose refresh sends the login or refresh request straight to the transport,
+/// and the coordinator's ``HTTPCoordinator/Authentication`` that signs each request and
+/// recognises a refused token.
+final class WorkflowAuthenticator: Sendable {
+    private let auth: WorkflowAuth
+    private let variables: [String: String]
+    private let counts: Locked<(logins: Int, refreshes: Int)>
+    let refresher: TokenRefresher
+
+    init<C: Clock>(
+        _ auth: WorkflowAuth, variables: [String: String], plain: HTTPCoordinator, timeout: Duration, clock: C
+    ) where C.Duration == Duration {
+        self.auth = auth
+        self.variables = variables
+        let counts = Locked((logins: 0, refreshes: 0))
+        self.counts = counts
+        let values = TemplateValues(variables: variables)
+        refresher = TokenRefresher(initial: nil, clock: clock) { current in
+            // A refresh that fails falls back to a new login.
+            if current != nil, let refresh = auth.refresh {
+                counts.withLock { $0.refreshes += 1 }
+                if let token = try? await Self.fetch(refresh, kind: "refresh", values: values, plain: plain, timeout: timeout, clock: clock) {
+                    return token
+                }
+            }
+            counts.withLock { $0.logins += 1 }
+            return try await Self.fetch(auth.login, kind: "login", values: values, plain: plain, timeout: timeout, clock: clock)
+        }
+    }
+
+    /// Logins and refreshes sent so far.
+    var logins: Int { counts.withLock { $0.logins } }
+    var refreshes: Int { counts.withLock { $0.refreshes } }
+
+    /// Signs with `<header>: <scheme> <token>` and recognises refusals as the block says.
+    var authentication: HTTPCoordinator.Authentication {
+        let auth = auth
+        let header = HTTPField.Name(auth.header) ?? .authorization
+        return HTTPCoordinator.Authentication(
+            refresher: refresher,
+            sign: { request, token in
+                request.headerFields[header] = auth.scheme.isEmpty ? token.value : "\(auth.scheme) \(token.value)"
+            },
+            isAuthenticationFailure: { response, body in
+                auth.isFailure(status: response.status.code, body: String(decoding: body, as: UTF8.self))
+            }
+        )
+    }
+
+    /// Sends a login or refresh request and reads the token (and its lifetime) from the
+    /// response.
+    private static func fetch<C: Clock>(
+        _ tokenRequest: TokenRequest, kind: String, values: TemplateValues, plain: HTTPCoordinator, timeout: Duration, clock: C
+    ) async throws -> AuthToken where C.Duration == Duration {
+        let rendered = try RenderedRequest(tokenRequest.request, values: values)
+        let what = "\(kind) \(rendered.request.method) \(rendered.url)"
+        let result: HTTPResult
+        do {
+            result = try await withTimeout(timeout, clock: clock) {
+                try await plain.sendBypassingLimits(rendered.request, body: rendered.body)
+            }
+        } catch let error as TimeoutError {
+            throw StepFailure("\(what) timed out after \(StepErrors.format(error.timeout ?? timeout))")
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw StepFailure("\(what) failed: \(StepErrors.describe(error, authority: rendered.authority))")
+        }
+        let status = result.status.code
+        guard (200...299).contains(status) else {
+            throw StepFailure("\(what) answered \(status): \(StepErrors.snippet(result.body))")
+        }
+        guard let document = try? JSONValue(parsing: result.body) else {
+            throw StepFailure("\(what): the response is not JSON, so the token (\(tokenRequest.token)) cannot be read")
+        }
+        guard let token = tokenRequest.token.evaluate(in: document) else {
+            throw StepFailure("\(what): token \(tokenRequest.token) not found in the response")
+        }
+        let lifetime: Duration? = tokenRequest.expiresIn.flatMap { $0.evaluate(in: document) }.flatMap { value in
+            switch value {
+            case .integer(let seconds): .seconds(seconds)
+            case .number(let seconds): .milliseconds(Int64(seconds * 1_000))
+            case .string(let text): Int(text).map { .seconds($0) }
+            default: nil
+            }
+        }
+        return AuthToken(token.interpolated, lifetime: lifetime)
+    }
+}

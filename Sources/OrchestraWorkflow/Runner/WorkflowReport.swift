@@ -1,0 +1,96 @@
+/// How one step of a run ended: what was sent, what came back, when, and why it failed.
+public struct StepReport: Sendable, Hashable {
+    /// How a step ended.
+    public enum State: String, Sendable, Hashable {
+        case succeeded, failed, skipped, cancelled
+    }
+
+    public var id: String
+    public var state: State
+    /// The method sent (or that would have been).
+    public var method: String
+    /// The final URL, templates substituted; the URL as written if the step was never sent.
+    public var url: String
+    /// The status of the last response, if one came.
+    public var status: Int?
+    /// Attempts made (retries included; 0 if never sent).
+    public var attempts: Int
+    /// When the step started (its request rendered), from the run's start.
+    public var started: Duration?
+    /// When its first attempt was sent (after any wait for a host slot or a token).
+    public var firstSent: Duration?
+    /// When it ended.
+    public var ended: Duration?
+    /// Why it failed, was skipped or was cancelled.
+    public var error: String?
+    /// For a skipped or cancelled step: the step whose failure caused it.
+    public var cause: String?
+    /// The values captured, in the order the step defines them.
+    public var captures: [JSONValue.Member]
+
+    public init(
+        id: String, state: State, method: String, url: String, status: Int? = nil, attempts: Int = 0,
+        started: Duration? = nil, firstSent: Duration? = nil, ended: Duration? = nil, error: String? = nil,
+        cause: String? = nil, captures: [JSONValue.Member] = []
+    ) {
+        self.id = id
+        self.state = state
+        self.method = method
+        self.url = url
+        self.status = status
+        self.attempts = attempts
+        self.started = started
+        self.firstSent = firstSent
+        self.ended = ended
+        self.error = error
+        self.cause = cause
+        self.captures = captures
+    }
+
+    /// From the first send to the end, if it was sent.
+    public var duration: Duration? {
+        guard let from = firstSent ?? started, let ended else { return nil }
+        return ended - from
+    }
+}
+
+/// Something that happened during a run, delivered as it happens.
+public enum WorkflowEvent: Sendable {
+    /// A step started (its dependencies succeeded).
+    case started(step: String)
+    /// A step ended, however it ended.
+    case finished(StepReport)
+}
+
+/// Every step's report, in file order, and the run's totals.
+public struct WorkflowReport: Sendable {
+    public var workflow: String?
+    public var steps: [StepReport]
+    /// From the run's start to its last step's end.
+    public var duration: Duration
+    /// Logins and refreshes the auth block made.
+    public var logins: Int
+    public var refreshes: Int
+
+    public init(workflow: String?, steps: [StepReport], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
+        self.workflow = workflow
+        self.steps = steps
+        self.duration = duration
+        self.logins = logins
+        self.refreshes = refreshes
+    }
+
+    public func count(_ state: StepReport.State) -> Int {
+        steps.count { $0.state == state }
+    }
+
+    /// Whether every step succeeded (the command's exit status 0).
+    public var allSucceeded: Bool {
+        steps.allSatisfy { $0.state == .succeeded }
+    }
+
+    /// The report of step `id`.
+    public subscript(id: String) -> StepReport? {
+        steps.first { $0.id == id }
+    }
+}

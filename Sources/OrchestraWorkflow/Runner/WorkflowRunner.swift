@@ -1,0 +1,130 @@
+import Foundation
+import Orchestra
+public import OrchestraHTTP
+
+/// Runs a checked ``Workflow``: every step is a node of a `TaskGraph` (its dependencies are
+/// its `needs` and the steps whose captures it uses), at most `limit` in flight, independent
+/// steps in parallel, and requests go through one `HTTPCoordinator` (its authentication
+/// signs them and refreshes the token once for everyone when it is refused).
+///
+/// ```swift
+/// let runner = WorkflowRunner(workflow: workflow)
+/// let report = await runner.run { event in
+///     if case .finished(let step) = event { print(step.id, step.state) }
+/// }
+/// ```
+///
+/// Failures: with `failure: continue` the steps that depend on a failed step are skipped,
+/// naming it, and independent steps go on; with `failure: stop` the first failure cancels the
+/// running steps and skips the rest. Either way every step has a report.
+///
+/// Cancellation: cancelling the calling task cancels the running steps (reported cancelled)
+/// and starts no more; `run` still returns a report.
+public struct WorkflowRunner: Sendable {
+    public let workflow: Workflow
+    private let transport: any HTTPTransport
+
+    /// - Parameters:
+    ///   - workflow: A workflow from ``Workflow/load(contentsOf:name:variables:)``.
+    ///   - transport: What sends the requests; `URLSessionTransport` by default.
+    public init(workflow: Workflow, transport: any HTTPTransport = URLSessionTransport()) {
+        self.workflow = workflow
+        self.transport = transport
+    }
+
+    /// Runs every step and returns their reports, in file order.
+    ///
+    /// - Parameters:
+    ///   - clock: Measures timeouts, retry backoffs, token lifetimes and the report's times.
+    ///   - onEvent: Called as each step starts and ends, one call at a time.
+    public func run<C: Clock>(
+        clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
+    ) async -> WorkflowReport where C.Duration == Duration {
+        let start = clock.now
+        let limits = HTTPCoordinator.Configuration(
+            maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
+            requestTimeout: nil, retry: .never, authentication: nil
+        )
+        let plain = HTTPCoordinator(transport: transport, configuration: limits, clock: clock)
+        let authenticator = workflow.auth.map {
+            WorkflowAuthenticator($0, variables: workflow.variables, plain: plain, timeout: WorkflowStep.defaultTimeout, clock: clock)
+        }
+        let authenticated = authenticator.map { authenticator in
+            var configuration = limits
+            configuration.authentication = authenticator.authentication
+            return HTTPCoordinator(transport: transport, configuration: configuration, clock: clock)
+        }
+        let executor = StepExecutor(
+            workflow: workflow, plain: plain, authenticated: authenticated, hosts: HostLimiter(workflow.hostLimits),
+            clock: clock, start: start, records: Locked([:])
+        )
+        let graph = TaskGraph()
+        for step in workflow.steps {
+            graph.add(id: step.id, dependsOn: step.dependencies) { inputs in try await executor.run(step, inputs: inputs) }
+        }
+        var finished: [String: StepReport] = [:]
+        var firstFailure: String?
+        do {
+            try await graph.withRun(
+                limit: workflow.limit, failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
+                eventBuffer: workflow.steps.count * 4 + 64, clock: clock
+            ) { run in
+                for await event in run.events {
+                    if case .started(1) = event.kind { onEvent(.started(step: event.node)) }
+                    guard let report = report(of: event, executor: executor, firstFailure: &firstFailure) else { continue }
+                    finished[report.id] = report
+                    onEvent(.finished(report))
+                }
+                _ = try? await run.result
+            }
+        } catch {
+            // The workflow was checked when it was loaded: the graph is valid.
+            assertionFailure("WorkflowRunner: the graph of a checked workflow was refused: \(error)")
+        }
+        let ended = executor.elapsed()
+        let steps = workflow.steps.map { step in
+            finished[step.id] ?? StepReport(
+                id: step.id, state: firstFailure == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
+                url: step.request.url.source, ended: ended, error: firstFailure.map { "skipped because '\($0)' failed" } ?? "cancelled",
+                cause: firstFailure
+            )
+        }
+        return WorkflowReport(
+            workflow: workflow.name, steps: steps, duration: ended,
+            logins: authenticator?.logins ?? 0, refreshes: authenticator?.refreshes ?? 0
+        )
+    }
+
+    /// The report of a step that just ended, from what its executor recorded and how the graph
+    /// says it ended; `nil` for events that are not an end.
+    private func report<C>(of event: GraphEvent, executor: StepExecutor<C>, firstFailure: inout String?) -> StepReport? {
+        guard let step = workflow.step(event.node) else { return nil }
+        var report = executor.records.withLock { $0[step.id] } ?? StepReport(
+            id: step.id, state: .skipped, method: step.request.method.rawValue, url: step.request.url.source
+        )
+        switch event.kind {
+        case .succeeded:
+            report.state = .succeeded
+        case .failed(is CancellationError), .cancelled:
+            report.state = .cancelled
+            report.cause = firstFailure
+            report.error = firstFailure.map { "cancelled because '\($0)' failed (failure: stop)" } ?? "cancelled"
+        case .failed(let error):
+            report.state = .failed
+            report.error = report.error ?? "\(error)"
+            if firstFailure == nil { firstFailure = step.id }
+        case .timedOut(let error):
+            report.state = .failed
+            report.error = "\(error)"
+            if firstFailure == nil { firstFailure = step.id }
+        case .skipped(let cause):
+            report.state = .skipped
+            report.cause = cause
+            report.error = "skipped because '\(cause)' did not succeed"
+        case .added, .started, .retrying:
+            return nil
+        }
+        report.ended = report.ended ?? executor.elapsed()
+        return report
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder: the workflow model is being written.
