@@ -80,8 +80,8 @@ extension Workflow {
     }
 
     private func mermaidEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\"", with: "#quot;").replacingOccurrences(of: "{", with: "#123;")
-            .replacingOccurrences(of: "}", with: "#125;").replacingOccurrences(of: "<", with: "#lt;").replacingOccurrences(of: ">", with: "#gt;")
+        text.replacingOccurrences(of: "\"", with: "#quot;")
+            .replacingOccurrences(of: "<", with: "#lt;").replacingOccurrences(of: ">", with: "#gt;")
     }
 }
 

@@ -144,8 +144,9 @@ struct WorkflowChecker {
         for (request, step, field) in requests {
             // A URL that starts with a capture is checked when it is sent.
             if let first = request.url.references.first, !first.isVariable, case .reference = request.url.segments[0] { continue }
+            // Captures are not known yet: a stand-in (a path for a raw one) checks the rest.
             let placeholders = Dictionary(
-                request.url.references.filter { !$0.isVariable }.map { ($0.namespace, [$0.name: JSONValue.string("x")]) },
+                request.url.references.filter { !$0.isVariable }.map { ($0.namespace, [$0.name: JSONValue.string($0.isRaw ? "/x" : "x")]) },
                 uniquingKeysWith: { $0.merging($1) { a, _ in a } }
             )
             let values = TemplateValues(variables: workflow.variables, captures: placeholders)

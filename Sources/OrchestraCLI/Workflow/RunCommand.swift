@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import OrchestraWorkflow
+
+/// `orchestra run FILE`: runs a workflow of HTTP requests and reports each step.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a workflow of HTTP requests described in YAML or JSON.",
+        discussion: """
+            Steps run as soon as the steps they need have succeeded, independent steps in \
+            parallel (at most 'limit' at once). A line is printed as each step ends, then a \
+            summary. See Examples/README.md for the file format.
+
+            Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
+            2 the file is invalid (nothing is sent).
+            """
+    )
+
+    enum Output: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    @OptionGroup var options: WorkflowFileOptions
+
+    @Option(help: ArgumentHelp("text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format"))
+    var output: Output = .text
+
+    @Option(help: ArgumentHelp("Write the run's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
+    var trace: String?
+
+    @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
+    var noColor = false
+
+    func run() async throws {
+        let workflow = try options.load()
+        let console = Console.standardOutput(noColor: noColor)
+        let printer = RunPrinter(console: console, width: workflow.steps.map(\.id.count).max() ?? 0)
+        let text = output == .text
+        if text, let name = workflow.name { console.line(console.paint(name, .bold)) }
+        let report = await WorkflowRunner(workflow: workflow).run { event in
+            if text, case .finished(let step) = event { printer.line(for: step) }
+        }
+        switch output {
+        case .text: printer.summary(of: report)
+        case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
+        }
+        if let trace {
+            let files = try RunTrace.write(report, workflow: workflow, file: options.file, to: trace)
+            let note = "trace: " + files.map(\.path).joined(separator: ", ")
+            // With --output json, stdout holds only the document.
+            (text ? console : Console.standardError).line(note)
+        }
+        if !report.allSucceeded { throw ExitCode(1) }
+    }
+}

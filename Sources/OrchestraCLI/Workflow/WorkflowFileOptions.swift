@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import OrchestraWorkflow
+
+/// The file and `--var` options shared by `run`, `validate` and `graph`, and loading the file
+/// with every problem printed to standard error (exit status 2: bad input, nothing sent).
+struct WorkflowFileOptions: ParsableArguments {
+    @Argument(help: ArgumentHelp("The workflow file, YAML or JSON.", valueName: "file"))
+    var file: String
+
+    @Option(
+        name: .customLong("var"),
+        help: ArgumentHelp("Set a variable, overriding the file's 'vars:' (repeatable): --var base=http://127.0.0.1:8080", valueName: "name=value")
+    )
+    var variables: [String] = []
+
+    /// The workflow, checked; or every problem on standard error and `ExitCode(2)`.
+    func load() throws -> Workflow {
+        var overrides: [String: String] = [:]
+        var problems: [String] = []
+        for assignment in variables {
+            let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty else {
+                problems.append("error: --var '\(assignment)' must be NAME=VALUE, as in --var base=http://127.0.0.1:8080")
+                continue
+            }
+            overrides[String(parts[0])] = String(parts[1])
+        }
+        guard problems.isEmpty else {
+            Console.standardError.line(problems.joined(separator: "\n"))
+            throw ExitCode(2)
+        }
+        do {
+            return try Workflow.load(contentsOf: URL(fileURLWithPath: file), name: file, variables: overrides)
+        } catch {
+            let count = error.errors.count
+            Console.standardError.line(error.description)
+            Console.standardError.line("\(file): \(Format.count(count, "error")); nothing was sent")
+            throw ExitCode(2)
+        }
+    }
+}
