@@ -1,0 +1,206 @@
+import Foundation
+import OrchestraDemoServer
+import OrchestraTestKit
+import Testing
+
+/// `orchestra run`, `validate` and `graph`, run as the built executable against an in-process
+/// demo server.
+@Suite("orchestra run / validate / graph", .serialized)
+struct WorkflowCommandTests {
+    static let examples = ["album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml"]
+
+    static func example(_ name: String) -> String {
+        OrchestraExecutable.packageRoot.appendingPathComponent("Examples/\(name)").path
+    }
+
+    /// Writes `text` to a fresh file and returns its path.
+    static func workflowFile(_ text: String, name: String = "flow.yaml") throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-wf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let url = folder.appendingPathComponent(name)
+        try Data(text.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test("each example runs against the demo server and exits 0", arguments: examples)
+    func examplesRun(name: String) async throws {
+        try await withDemoServer { server in
+            let output = try await OrchestraExecutable.run([
+                "run", Self.example(name), "--var", "base=\(server.baseURL.absoluteString)", "--var", "key=\(UUID().uuidString)",
+            ])
+            #expect(output.status == 0, "\(output)")
+            let steps = output.stdout.split(separator: "\n").filter { $0.hasPrefix("✓") }
+            #expect(!steps.isEmpty, "\(output)")
+            #expect(!output.stdout.contains("✗"), "\(output)")
+            #expect(output.stdout.contains("succeeded"), "\(output)")
+            #expect(server.requestCount >= steps.count)
+            if name == "login-profile.yaml" {
+                #expect(server.loginCalls == 1)
+                #expect(output.stdout.contains("/users/42"), "the user step used profile's capture: \(output)")
+            }
+            if name == "flaky-retry.yaml" {
+                #expect(output.stdout.contains("3 attempts"), "\(output)")
+            }
+        }
+    }
+
+    @Test("--output json prints one document with every step and the summary")
+    func jsonOutput() async throws {
+        try await withDemoServer { server in
+            let output = try await OrchestraExecutable.run([
+                "run", Self.example("users-orders.json"), "--var", "base=\(server.baseURL.absoluteString)", "--output", "json",
+            ])
+            #expect(output.status == 0, "\(output)")
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let steps = try #require(document["steps"] as? [[String: Any]])
+            #expect(steps.map { $0["id"] as? String } == ["ada", "bob", "summary"])
+            #expect(steps.allSatisfy { $0["state"] as? String == "succeeded" })
+            let summary = try #require(steps.last?["captures"] as? [String: Any])
+            #expect(summary["first"] as? Int == 101)
+            #expect(summary["by"] as? String == "User 1")
+            let totals = try #require(document["summary"] as? [String: Any])
+            #expect(totals["succeeded"] as? Int == 3)
+            #expect(totals["failed"] as? Int == 0)
+        }
+    }
+
+    @Test("--trace writes a trace with one complete event per sent step and no overlap in a lane")
+    func trace() async throws {
+        try await withDemoServer { server in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-trace-\(UUID().uuidString)")
+            let output = try await OrchestraExecutable.run([
+                "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--trace", folder.path,
+            ])
+            #expect(output.status == 0, "\(output)")
+            let data = try Data(contentsOf: folder.appendingPathComponent("album.trace.json"))
+            let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let events = try #require(document["traceEvents"] as? [[String: Any]])
+            let complete = events.filter { $0["ph"] as? String == "X" }
+            #expect(complete.count == 7, "one per step of album.yaml")
+            var lanes: [Int: [(Double, Double)]] = [:]
+            for event in complete {
+                let tid = try #require(event["tid"] as? Int)
+                let start = try #require((event["ts"] as? NSNumber)?.doubleValue)
+                let duration = try #require((event["dur"] as? NSNumber)?.doubleValue)
+                lanes[tid, default: []].append((start, start + duration))
+            }
+            for spans in lanes.values {
+                let sorted = spans.sorted { $0.0 < $1.0 }
+                for (first, second) in zip(sorted, sorted.dropFirst()) { #expect(first.1 <= second.0) }
+            }
+            let page = try String(contentsOf: folder.appendingPathComponent("album.html"), encoding: .utf8)
+            #expect(page.contains("image3"))
+        }
+    }
+
+    @Test("a failing step exits 1, names the reason, and independent steps still complete")
+    func failingStep() async throws {
+        try await withDemoServer { server in
+            let file = try Self.workflowFile("""
+                vars: { base: "http://127.0.0.1:1" }
+                steps:
+                  - id: missing
+                    url: "{{vars.base}}/users/abc"
+                    expect: 200
+                  - id: after
+                    needs: missing
+                    url: "{{vars.base}}/album"
+                  - id: independent
+                    url: "{{vars.base}}/album"
+                  - id: refused
+                    url: "http://127.0.0.1:1/album"
+                    timeout: 10s
+                """)
+            let output = try await OrchestraExecutable.run(["run", file, "--var", "base=\(server.baseURL.absoluteString)"])
+            #expect(output.status == 1, "\(output)")
+            #expect(output.stdout.contains("expected 200, got"), "\(output)")
+            #expect(output.stdout.contains("connection refused"), "\(output)")
+            #expect(output.stdout.contains("127.0.0.1:1"), "\(output)")
+            #expect(output.stdout.contains("skipped because 'missing'"), "\(output)")
+            #expect(output.stdout.contains("✓ independent"), "\(output)")
+            #expect(output.stdout.contains("1 succeeded, 2 failed, 1 skipped"), "\(output)")
+        }
+    }
+
+    struct BadInput: Sendable, CustomStringConvertible {
+        var name: String
+        var yaml: String
+        /// Texts the message must contain (file, line, step, field, reason).
+        var expected: [String]
+        var description: String { name }
+    }
+
+    static let badInputs: [BadInput] = [
+        BadInput(name: "syntax error", yaml: "steps:\n  - id: a\n    url: [unclosed\n", expected: ["flow.yaml:", "not valid YAML or JSON"]),
+        BadInput(
+            name: "unknown field",
+            yaml: "steps:\n  - id: login\n    urll: \"http://x/\"\n    url: \"http://x/\"\n",
+            expected: ["flow.yaml:3:5:", "step 'login'", "unknown field 'urll'", "did you mean 'url'?"]
+        ),
+        BadInput(
+            name: "missing step",
+            yaml: "steps:\n  - id: a\n    url: \"http://x/\"\n    needs: [nope]\n",
+            expected: ["flow.yaml:4:13:", "step 'a', field 'needs'", "'nope'"]
+        ),
+        BadInput(
+            name: "missing capture",
+            yaml: "steps:\n  - id: a\n    url: \"http://x/\"\n    captures: { token: $.t }\n  - id: b\n    url: \"http://x/{{a.tokn}}\"\n",
+            expected: ["flow.yaml:6:10:", "step 'b', field 'url'", "no capture 'tokn'", "did you mean 'token'?"]
+        ),
+        BadInput(
+            name: "cycle",
+            yaml: "steps:\n  - id: a\n    url: \"http://x/\"\n    needs: c\n  - id: b\n    url: \"http://x/\"\n    needs: a\n  - id: c\n    url: \"http://x/\"\n    needs: b\n",
+            expected: ["flow.yaml:", "cycle", "→"]
+        ),
+        BadInput(
+            name: "bad URL",
+            yaml: "vars: { base: \"ftp://x\" }\nsteps:\n  - id: a\n    url: \"{{vars.base}}/a\"\n",
+            expected: ["flow.yaml:4:10:", "step 'a', field 'url'", "only http and https"]
+        ),
+        BadInput(name: "limit below 1", yaml: "limit: 0\nsteps:\n  - id: a\n    url: \"http://x/\"\n", expected: ["flow.yaml:1:8:", "field 'limit'", "≥ 1, got '0'"]),
+        BadInput(
+            name: "unquoted template",
+            yaml: "steps:\n  - id: a\n    url: {{vars.base}}\n",
+            expected: ["flow.yaml:3:10:", "step 'a', field 'url'", "quote it"]
+        ),
+    ]
+
+    @Test("bad input exits 2 with a message naming file, line, step and field; nothing is sent", arguments: badInputs)
+    func badInput(_ input: BadInput) async throws {
+        try await withDemoServer { server in
+            let file = try Self.workflowFile(input.yaml.replacingOccurrences(of: "http://x/", with: "\(server.baseURL.absoluteString)/album"))
+            let before = server.requestCount
+            for command in ["run", "validate"] {
+                let output = try await OrchestraExecutable.run([command, file])
+                #expect(output.status == 2, "\(output)")
+                for text in input.expected {
+                    #expect(output.stderr.contains(text), "\(command): expected '\(text)' in:\n\(output)")
+                }
+                #expect(output.stdout.isEmpty, "\(output)")
+            }
+            #expect(server.requestCount == before, "nothing sent")
+        }
+    }
+
+    @Test("validate prints a summary of a valid file")
+    func validate() async throws {
+        let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])
+        #expect(output.status == 0, "\(output)")
+        #expect(output.stdout.contains("album.yaml: ok — 7 steps"), "\(output)")
+    }
+
+    @Test("graph prints dot and mermaid with labels and implicit dependencies")
+    func graph() async throws {
+        let dot = try await OrchestraExecutable.run(["graph", Self.example("login-profile.yaml"), "--format", "dot"])
+        #expect(dot.status == 0, "\(dot)")
+        #expect(dot.stdout.hasPrefix("digraph"))
+        #expect(dot.stdout.contains("\"profile\" [label=\"profile\\nGET /me"), "\(dot)")
+        #expect(dot.stdout.contains("\"profile\" -> \"user\" [style=dashed, label=\"user_id\"]"), "\(dot)")
+        let mermaid = try await OrchestraExecutable.run(["graph", Self.example("users-orders.json")])
+        #expect(mermaid.status == 0, "\(mermaid)")
+        #expect(mermaid.stdout.hasPrefix("flowchart LR"))
+        #expect(mermaid.stdout.contains("s0 --> s2") && mermaid.stdout.contains("s1 --> s2"), "\(mermaid)")
+        let bad = try await OrchestraExecutable.run(["graph", Self.example("album.yaml"), "--format", "svg"])
+        #expect(bad.status != 0)
+    }
+}
