@@ -20,7 +20,8 @@ public struct Workflow: Sendable {
     public var name: String?
     /// `vars:` merged with the overrides given when loading.
     public var variables: [String: String]
-    /// `limit:`: steps in flight at once; 8 by default.
+    /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
+    /// slot holds none); 8 by default.
     public var limit: Int
     /// `hosts:`: at most this many requests at once to a host, on top of ``limit``.
     public var hostLimits: [HostLimit]
@@ -54,6 +55,12 @@ public struct HostLimit: Sendable, Hashable {
     public var host: String
     public var limit: Int
     public var location: SourceLocation?
+
+    public init(host: String, limit: Int, location: SourceLocation? = nil) {
+        self.host = host
+        self.limit = limit
+        self.location = location
+    }
 
     /// Whether a request to `authority` (`host:port` or `host`) is limited by this entry.
     public func matches(authority: String) -> Bool {

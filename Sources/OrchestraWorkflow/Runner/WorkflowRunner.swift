@@ -3,8 +3,8 @@ import Orchestra
 public import OrchestraHTTP
 
 /// Runs a checked ``Workflow``: every step is a node of a `TaskGraph` (its dependencies are
-/// its `needs` and the steps whose captures it uses), at most `limit` in flight, independent
-/// steps in parallel, and requests go through one `HTTPCoordinator` (its authentication
+/// its `needs` and the steps whose captures it uses), independent steps in parallel, at most
+/// `limit` requests in flight (and at most the `hosts:` limit to a host), and requests go through one `HTTPCoordinator` (its authentication
 /// signs them and refreshes the token once for everyone when it is refused).
 ///
 /// ```swift
@@ -41,8 +41,9 @@ public struct WorkflowRunner: Sendable {
         clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
     ) async -> WorkflowReport where C.Duration == Duration {
         let start = clock.now
+        // The limits are the executor's (HostLimiter), shared by both coordinators.
         let limits = HTTPCoordinator.Configuration(
-            maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
+            maxConcurrentRequests: 100_000, maxConcurrentRequestsPerHost: 100_000,
             requestTimeout: nil, retry: .never, authentication: nil
         )
         let plain = HTTPCoordinator(transport: transport, configuration: limits, clock: clock)
@@ -55,7 +56,7 @@ public struct WorkflowRunner: Sendable {
             return HTTPCoordinator(transport: transport, configuration: configuration, clock: clock)
         }
         let executor = StepExecutor(
-            workflow: workflow, plain: plain, authenticated: authenticated, hosts: HostLimiter(workflow.hostLimits),
+            workflow: workflow, plain: plain, authenticated: authenticated, hosts: HostLimiter(total: workflow.limit, hosts: workflow.hostLimits),
             clock: clock, start: start, records: Locked([:])
         )
         let graph = TaskGraph()
@@ -65,8 +66,10 @@ public struct WorkflowRunner: Sendable {
         var finished: [String: StepReport] = [:]
         var firstFailure: String?
         do {
+            // No graph limit: a step waiting for a host slot, a token or a backoff must not
+            // hold back the others; the executor limits the requests in flight.
             try await graph.withRun(
-                limit: workflow.limit, failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
+                failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
             ) { run in
                 for await event in run.events {

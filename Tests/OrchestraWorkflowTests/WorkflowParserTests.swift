@@ -1,0 +1,209 @@
+import Foundation
+import OrchestraWorkflow
+import Testing
+
+/// Parses `text`, expecting it to be valid.
+func parse(_ text: String, variables: [String: String] = [:]) throws -> Workflow {
+    try Workflow.parse(text, file: "flow.yaml", variables: variables)
+}
+
+/// The errors `text` gives.
+func errors(_ text: String) -> [WorkflowError] {
+    do {
+        _ = try Workflow.parse(text, file: "flow.yaml")
+        return []
+    } catch {
+        return error.errors
+    }
+}
+
+@Suite("Workflow files")
+struct WorkflowParserTests {
+    @Test func defaults() throws {
+        let workflow = try parse("steps:\n  - id: a\n    url: \"http://x.test/a\"\n")
+        #expect(workflow.limit == 8)
+        #expect(workflow.failurePolicy == .continue)
+        #expect(workflow.auth == nil)
+        #expect(workflow.hostLimits.isEmpty)
+        let step = try #require(workflow.step("a"))
+        #expect(step.request.method == .get)
+        #expect(step.expect.isEmpty && step.accepts(status: 204) && !step.accepts(status: 404))
+        #expect(step.timeout == .seconds(30))
+        #expect(step.retry.attempts == 1)
+        #expect(step.usesAuth)
+        #expect(step.location == SourceLocation(line: 2, column: 5))
+    }
+
+    static let full = """
+        name: Full
+        vars: { base: "http://127.0.0.1:8080", who: ada }
+        limit: 4
+        hosts: { "127.0.0.1:8080": 2 }
+        failure: stop
+        auth:
+          login: { url: "{{vars.base}}/login", token: $.access_token, expires_in: $.expires_in }
+          header: X-Token
+          scheme: ""
+          failure: { status: [200], body_contains: token_expired }
+        steps:
+          - id: login
+            method: post
+            url: "{{vars.base}}/users/{{vars.who}}"
+            headers: { Accept: application/json }
+            body: { name: "{{vars.who}}", n: 3, ok: true, none: null, list: [1, "two"] }
+            captures: { token: "$.items[0].token" }
+            expect: [200, 201]
+            timeout: 500ms
+            retry: { attempts: 3, backoff: 2s }
+            auth: false
+          - id: next
+            needs: login
+            url: "{{vars.base}}/{{login.token}}"
+            retry: 2
+            timeout: 2
+        """
+
+    @Test func everyField() throws {
+        let workflow = try parse(Self.full)
+        #expect(workflow.name == "Full")
+        #expect(workflow.variables == ["base": "http://127.0.0.1:8080", "who": "ada"])
+        #expect(workflow.limit == 4)
+        #expect(workflow.hostLimits.map(\.host) == ["127.0.0.1:8080"] && workflow.hostLimits[0].limit == 2)
+        #expect(workflow.failurePolicy == .stop)
+        let auth = try #require(workflow.auth)
+        #expect(auth.header == "X-Token" && auth.scheme == "")
+        #expect(auth.login.request.method == .post, "login defaults to POST")
+        #expect(auth.failureStatuses == [200] && auth.failureBodyContains == "token_expired")
+        #expect(auth.isFailure(status: 200, body: "{\"error\":\"token_expired\"}") && !auth.isFailure(status: 200, body: "{}"))
+        let login = try #require(workflow.step("login"))
+        #expect(login.request.method == .post)
+        #expect(login.request.headers.map(\.name) == ["Accept"])
+        #expect(login.captures.map(\.name) == ["token"])
+        #expect(login.expect == [200, 201])
+        #expect(login.timeout == .milliseconds(500))
+        #expect(login.retry == RetrySettings(attempts: 3, backoff: .seconds(2)))
+        #expect(!login.usesAuth)
+        guard case .json(let body)? = login.request.body else { Issue.record("JSON body expected"); return }
+        let rendered = try body.render(with: TemplateValues(variables: ["who": "ada"]))
+        #expect(rendered.text == #"{"name":"ada","n":3,"ok":true,"none":null,"list":[1,"two"]}"#)
+        let next = try #require(workflow.step("next"))
+        #expect(next.needs == ["login"] && next.implicitNeeds.isEmpty)
+        #expect(next.retry.attempts == 2 && next.timeout == .seconds(2))
+    }
+
+    @Test func hostLimitsMatchAnAuthorityOrAHostOnAnyPort() {
+        let exact = HostLimit(host: "127.0.0.1:8080", limit: 1)
+        let anyPort = HostLimit(host: "127.0.0.1", limit: 1)
+        #expect(exact.matches(authority: "127.0.0.1:8080") && !exact.matches(authority: "127.0.0.1:9090"))
+        #expect(anyPort.matches(authority: "127.0.0.1:9090") && anyPort.matches(authority: "127.0.0.1"))
+        #expect(!anyPort.matches(authority: "127.0.0.2:9090"))
+    }
+
+    @Test func jsonIsReadByTheSameParser() throws {
+        let json = """
+            {"vars": {"base": "http://x.test"}, "limit": 2,
+             "steps": [{"id": "a", "url": "{{vars.base}}/a", "captures": {"t": "$.t"}},
+                       {"id": "b", "url": "{{vars.base}}/{{a.t}}", "expect": 204}]}
+            """
+        let workflow = try parse(json)
+        #expect(workflow.limit == 2)
+        #expect(workflow.step("b")?.implicitNeeds == ["a"])
+        #expect(workflow.step("b")?.expect == [204])
+    }
+
+    @Test func variablesCanBeOverriddenAndAdded() throws {
+        let workflow = try parse(
+            "vars: { base: \"http://a.test\" }\nsteps:\n  - id: a\n    url: \"{{vars.base}}/{{vars.extra}}\"\n",
+            variables: ["base": "http://b.test", "extra": "x"]
+        )
+        #expect(workflow.variables == ["base": "http://b.test", "extra": "x"])
+    }
+
+    struct Case: Sendable, CustomStringConvertible {
+        var yaml: String
+        var code: WorkflowError.Code
+        var line: Int
+        var step: String?
+        var field: String?
+        var message: String
+        var description: String { message }
+    }
+
+    static let cases: [Case] = [
+        Case(yaml: "stepz: []\n", code: .unknownField, line: 1, step: nil, field: "stepz", message: "did you mean 'steps'?"),
+        Case(yaml: "limit: 0\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit", message: "must be an integer ≥ 1, got '0'"),
+        Case(yaml: "limit: \"4\"\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit", message: "quoted text"),
+        Case(yaml: "hosts: { a: 0 }\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "hosts.a", message: "≥ 1"),
+        Case(yaml: "failure: maybe\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "failure", message: "'continue' or 'stop'"),
+        Case(yaml: "steps:\n  - url: \"http://x.test\"\n", code: .missingField, line: 2, step: nil, field: "id", message: "no 'id'"),
+        Case(yaml: "steps:\n  - id: a\n", code: .missingField, line: 2, step: "a", field: "url", message: "missing 'url'"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n  - id: a\n    url: \"http://x.test\"\n", code: .duplicateStep, line: 4, step: "a", field: "id", message: "first at line 2"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"{{vars.bse}}/a\"\n", code: .unknownVariable, line: 3, step: "a", field: "url", message: "unknown variable 'bse'"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{b.c}}\"\n", code: .unknownStep, line: 3, step: "a", field: "url", message: "step 'b', which does not exist"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "is not a reference"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a.b\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "without a closing"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"x.test/a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "http:// or https://"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http:///a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "has no host"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    expect: 600\n", code: .invalidValue, line: 4, step: "a", field: "expect", message: "100–599"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 0s\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "more than 0"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: soon\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "500ms, 5s"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 0 }\n", code: .invalidValue, line: 4, step: "a", field: "retry.attempts", message: "≥ 1"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: access_token }\n", code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "must start with '$'"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: \"$.a[x]\" }\n", code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "not an index"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    method: \"GE T\"\n", code: .invalidValue, line: 4, step: "a", field: "method", message: "not an HTTP method"),
+        Case(yaml: "steps:\n  - id: a\n    url: {{vars.base}}\n", code: .invalidValue, line: 3, step: "a", field: "url", message: "quote it"),
+        Case(yaml: "steps:\n  - id: a\n    url: {{vars.base}}/a\n", code: .syntax, line: 3, step: nil, field: nil, message: "templates must be quoted"),
+        Case(
+            yaml: "auth:\n  login: { url: \"http://x.test/{{a.t}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: $.t }\n",
+            code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "only {{vars.NAME}}"
+        ),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    needs: a\n", code: .cycle, line: 4, step: "a", field: "needs", message: "needs itself"),
+    ]
+
+    @Test(arguments: cases)
+    func badInput(_ input: Case) throws {
+        let found = errors(input.yaml)
+        let error = try #require(found.first { $0.code == input.code }, "got \(found)")
+        #expect(error.location?.line == input.line, "\(error)")
+        #expect(error.step == input.step, "\(error)")
+        #expect(error.field == input.field, "\(error)")
+        #expect(error.description.contains(input.message), "\(error)")
+        #expect(error.description.hasPrefix("flow.yaml:\(input.line):"), "\(error)")
+    }
+
+    @Test func aCycleIsReportedWithItsPath() throws {
+        let found = errors("""
+            steps:
+              - id: a
+                url: "http://x.test/{{c.v}}"
+                captures: { v: $.v }
+              - id: b
+                url: "http://x.test"
+                needs: a
+                captures: { v: $.v }
+              - id: c
+                url: "http://x.test/{{b.v}}"
+                captures: { v: $.v }
+            """)
+        let cycle = try #require(found.first { $0.code == .cycle })
+        #expect(found.count == 1, "\(found)")
+        let paths = ["a → b → c → a", "b → c → a → b", "c → a → b → c"]
+        #expect(paths.contains { cycle.message.contains($0) }, "\(cycle)")
+    }
+
+    @Test func everyProblemIsReportedAtOnce() {
+        let found = errors("""
+            limit: 0
+            steps:
+              - id: a
+                urll: "http://x.test"
+                url: "http://x.test"
+                timeout: -1s
+              - id: b
+                url: "http://x.test/{{a.missing}}"
+                needs: [zzz]
+            """)
+        #expect(found.map(\.code) == [.invalidValue, .unknownField, .invalidValue, .unknownCapture, .unknownStep], "\(found)")
+        #expect(found.map { $0.location?.line } == [1, 4, 6, 8, 9])
+    }
+}
