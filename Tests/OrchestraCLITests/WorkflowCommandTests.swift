@@ -72,22 +72,9 @@ struct WorkflowCommandTests {
                 "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--trace", folder.path,
             ])
             #expect(output.status == 0, "\(output)")
-            let data = try Data(contentsOf: folder.appendingPathComponent("album.trace.json"))
-            let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-            let events = try #require(document["traceEvents"] as? [[String: Any]])
-            let complete = events.filter { $0["ph"] as? String == "X" }
-            #expect(complete.count == 7, "one per step of album.yaml")
-            var lanes: [Int: [(Double, Double)]] = [:]
-            for event in complete {
-                let tid = try #require(event["tid"] as? Int)
-                let start = try #require((event["ts"] as? NSNumber)?.doubleValue)
-                let duration = try #require((event["dur"] as? NSNumber)?.doubleValue)
-                lanes[tid, default: []].append((start, start + duration))
-            }
-            for spans in lanes.values {
-                let sorted = spans.sorted { $0.0 < $1.0 }
-                for (first, second) in zip(sorted, sorted.dropFirst()) { #expect(first.1 <= second.0) }
-            }
+            let trace = try ChromeTrace(contentsOf: folder.appendingPathComponent("album.trace.json"))
+            #expect(trace.completeEvents.count == 7, "one per step of album.yaml")
+            #expect(trace.overlapsInALane.isEmpty, "\(trace.overlapsInALane)")
             let page = try String(contentsOf: folder.appendingPathComponent("album.html"), encoding: .utf8)
             #expect(page.contains("image3"))
         }
