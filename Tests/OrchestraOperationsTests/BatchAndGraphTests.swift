@@ -137,4 +137,30 @@ struct BatchAndGraphTests {
         #expect(error?.code == .cycle)
         #expect(!a.isFinished && !b.isFinished)
     }
+
+    @Test func twoOperationsWithOneNameAreRejectedBeforeAnythingRuns() async throws {
+        let first = BlockOperation {}
+        first.name = "fetch"
+        let second = BlockOperation {}
+        second.name = "fetch"
+        second.addDependency(first)
+        let graph = try TaskGraph(operations: [first, second])
+        let error = await #expect(throws: TaskGraphError.self) { try await graph.run() }
+        #expect(error?.code == .duplicateNode)
+        #expect(error?.message.contains("fetch") == true)
+        #expect(!first.isFinished && !second.isFinished)
+    }
+
+    @Test func dependenciesComeFromTheOperationsWhereverTheyAreInTheArray() async throws {
+        // Dependents listed before their dependencies, and unnamed operations.
+        let log = EventLog<String>()
+        let save = BlockOperation { log.append("save") }
+        let parse = BlockOperation { log.append("parse") }
+        let fetch = BlockOperation { log.append("fetch") }
+        save.addDependency(parse)
+        parse.addDependency(fetch)
+        let result = try await TaskGraph(operations: [save, parse, fetch]).run(limit: 3)
+        #expect(result.allSucceeded)
+        #expect(log.events == ["fetch", "parse", "save"])
+    }
 }

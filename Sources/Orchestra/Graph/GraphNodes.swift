@@ -54,6 +54,17 @@ struct GraphNodes: Sendable {
 
     var count: Int { ids.count }
 
+    /// Makes room for `capacity` nodes in every per-node array.
+    mutating func reserveCapacity(_ capacity: Int) {
+        ids.reserveCapacity(capacity)
+        indexByID.reserveCapacity(capacity)
+        dependencies.reserveCapacity(capacity)
+        costs.reserveCapacity(capacity)
+        priorities.reserveCapacity(capacity)
+        runsAfterAnyOutcome.reserveCapacity(capacity)
+        extras.reserveCapacity(capacity)
+    }
+
     init() {}
 
     init(_ specs: [NodeSpec]) {

@@ -201,6 +201,40 @@ public final class TaskGraph: Sendable {
         _ = try blueprint(resourceLimits: nil)
     }
 
+    /// Adds `ids.count` nodes at once whose dependencies are positions in `ids`, for bridges
+    /// from another dependency system (`TaskGraph(operations:)`): no dependency is looked up by
+    /// name. Node `i` runs `body(i)`. Duplicate ids, cycles and self-dependencies are reported
+    /// by validation as for any node.
+    ///
+    /// - Precondition: every position in `dependencies` is in `ids.indices`.
+    package func addNodes(
+        ids: [String],
+        dependencies: [[Int]],
+        body: @escaping @Sendable (Int) async throws -> any Sendable
+    ) {
+        precondition(ids.count == dependencies.count, "TaskGraph.addNodes: one dependency list per id")
+        storage.withLock { storage in
+            storage.validated = nil
+            let base = storage.nodes.ids.count
+            storage.nodes.reserveCapacity(base + ids.count)
+            storage.bodies.reserveCapacity(base + ids.count)
+            for (position, id) in ids.enumerated() {
+                var entries: [Int32] = []
+                entries.reserveCapacity(dependencies[position].count)
+                for dependency in dependencies[position] {
+                    precondition(ids.indices.contains(dependency), "TaskGraph.addNodes: dependency \(dependency) out of range")
+                    let entry = Int32(base + dependency)
+                    if !entries.contains(entry) { entries.append(entry) }
+                }
+                storage.nodes.append(
+                    id: id, resolvedDependencies: entries, cost: 1, priority: 0, runsAfterAnyOutcome: false, extras: nil
+                )
+                storage.bodies.append { _ in try await body(position) }
+            }
+            storage.version += 1
+        }
+    }
+
     // MARK: - Internals
 
     /// A typed node's definition, shared by ``add(_:after:cost:priority:timeout:retry:resources:operation:)``

@@ -39,8 +39,8 @@ extension TaskGraph {
     ///   not in `operations`; a cycle or self-dependency is reported by `validate()` and by
     ///   every run, with the operations' ids.
     public func addOperations(_ operations: [Operation]) throws(TaskGraphError) {
-        // Read each operation's name and dependencies once: on corelibs both take locks and
-        // `dependencies` copies an array.
+        // Read each operation's name and dependencies once (on corelibs both take locks and
+        // `dependencies` copies an array), and hand the graph positions, not names to look up.
         let ids = operations.map(Self.nodeID(of:))
         var index: [ObjectIdentifier: Int] = [:]
         index.reserveCapacity(operations.count)
@@ -48,11 +48,13 @@ extension TaskGraph {
             index[ObjectIdentifier(operation)] = position
         }
         // Check every dependency first, so a failure adds nothing.
-        var dependencyIDs: [[String]] = []
-        dependencyIDs.reserveCapacity(operations.count)
+        var dependencies: [[Int]] = []
+        dependencies.reserveCapacity(operations.count)
         for (position, operation) in operations.enumerated() {
-            var names: [String] = []
-            for dependency in operation.dependencies {
+            let declared = operation.dependencies
+            var positions: [Int] = []
+            positions.reserveCapacity(declared.count)
+            for dependency in declared {
                 guard let target = index[ObjectIdentifier(dependency)] else {
                     let name = Self.nodeID(of: dependency)
                     throw TaskGraphError(
@@ -61,15 +63,13 @@ extension TaskGraph {
                         path: [ids[position], name]
                     )
                 }
-                names.append(ids[target])
+                positions.append(target)
             }
-            dependencyIDs.append(names)
+            dependencies.append(positions)
         }
-        for (position, operation) in operations.enumerated() {
-            let box = OperationBatch.OperationsBox([operation])
-            add(id: ids[position], dependsOn: dependencyIDs[position]) { _ in
-                try await OperationNode.run(box.operations[0])
-            }
+        let box = OperationBatch.OperationsBox(operations)
+        addNodes(ids: ids, dependencies: dependencies) { position in
+            try await OperationNode.run(box, position)
         }
     }
 
@@ -88,28 +88,35 @@ enum OperationNode {
         var description: String { "operation \"\(id)\" \(reason)" }
     }
 
-    static func run(_ operation: Operation) async throws -> any Sendable {
-        let box = OperationBatch.OperationsBox([operation])
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let operation = box.operations[0]
-                if let asynchronous = operation as? AsyncOperation {
-                    asynchronous.whenFinished { continuation.resume() }
-                    asynchronous.start()
-                } else if operation.isAsynchronous {
-                    let previous = operation.completionBlock
-                    operation.completionBlock = {
-                        previous?()
-                        continuation.resume()
+    /// Runs `box.operations[position]` and returns its value (a ``ResultOperation``'s) or `()`.
+    static func run(_ box: OperationBatch.OperationsBox, _ position: Int) async throws -> any Sendable {
+        let operation = box.operations[position]
+        if operation.isAsynchronous {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let operation = box.operations[position]
+                    if let asynchronous = operation as? AsyncOperation {
+                        asynchronous.whenFinished { continuation.resume() }
+                        asynchronous.start()
+                    } else {
+                        let previous = operation.completionBlock
+                        operation.completionBlock = {
+                            previous?()
+                            continuation.resume()
+                        }
+                        operation.start()
                     }
-                    operation.start()
-                } else {
-                    operation.start()
-                    continuation.resume()
                 }
+            } onCancel: {
+                box.operations[position].cancel()
             }
-        } onCancel: {
-            box.operations[0].cancel()
+        } else {
+            // A synchronous operation has finished when `start()` returns: no continuation.
+            await withTaskCancellationHandler {
+                box.operations[position].start()
+            } onCancel: {
+                box.operations[position].cancel()
+            }
         }
         if let provider = operation as? any ResultProviding, let result = provider.anyResult {
             return try result.get()
