@@ -16,7 +16,9 @@ import OrchestraOperations
 ///   the TaskGraph bridge (`TaskGraph(operations:)` then `run(limit: 8)`, building the graph
 ///   inside the measurement). A 10,000-operation chain; a random DAG, each operation depending
 ///   on 5 random earlier ones (49,985 edges); and the layered DAG of the `Graph` benchmarks
-///   (100-wide layers, 49,500 edges). Target: the bridge at least 100x faster.
+///   (100-wide layers, 49,500 edges). Target: the bridge at least 100x faster. A third
+///   benchmark per shape calls `start()` on each operation in dependency order on one thread:
+///   the cost of Foundation's own start and finish bookkeeping, a floor no scheduler can beat.
 enum OperationsWorkload {
     static let limit = 8
 
@@ -96,6 +98,20 @@ func registerOperationsBenchmarks() {
             let result = try await TaskGraph(operations: operations).run(limit: OperationsWorkload.limit)
             benchmark.stopMeasurement()
             precondition(result.allSucceeded, "\(group): an operation did not succeed")
+        }
+
+        // What any scheduler of these operations must pay: Foundation's own start() and finish
+        // bookkeeping, with no scheduling at all (every shape lists dependencies before their
+        // dependents, so starting them in index order on one thread is a valid order).
+        Benchmark(
+            "\(group)/start() in dependency order, one thread (floor)",
+            configuration: .init(metrics: metrics, maxDuration: .seconds(10), maxIterations: 20)
+        ) { benchmark in
+            let operations = OperationsWorkload.operations(dependencies())
+            benchmark.startMeasurement()
+            for operation in operations { operation.start() }
+            benchmark.stopMeasurement()
+            precondition(operations.allSatisfy { $0.isFinished }, "\(group): an operation did not finish")
         }
     }
 }
