@@ -129,6 +129,27 @@ struct HTTPCoordinatorTests {
         #expect(String(decoding: result.body, as: UTF8.self) == "done")
     }
 
+    @Test(arguments: [
+        ("7", Duration.seconds(7)),
+        ("0", Duration.zero),
+        (" 12 ", Duration.seconds(12)),
+        ("Sun, 22 Nov 2026 18:02:00 GMT", Duration.seconds(120)),   // two minutes after `now`
+        ("Sun, 22 Nov 2026 17:59:00 GMT", Duration.zero),           // already passed
+    ])
+    func retryAfterIsReadAsSecondsOrAnHTTPDate(header: String, expected: Duration) {
+        var response = HTTPResponse(status: .serviceUnavailable)
+        response.headerFields[.retryAfter] = header
+        let now = Date(timeIntervalSince1970: 1_795_370_400)    // Sun, 22 Nov 2026 18:00:00 GMT
+        #expect(HTTPCoordinator.retryAfter(response, now: now) == expected)
+    }
+
+    @Test(arguments: ["-3", "soon", "Sunday at noon", ""])
+    func aRetryAfterThatIsNeitherFormIsIgnored(header: String) {
+        var response = HTTPResponse(status: .serviceUnavailable)
+        response.headerFields[.retryAfter] = header
+        #expect(HTTPCoordinator.retryAfter(response) == nil)
+    }
+
     @Test func onlyIdempotentRequestsAreRetried() async throws {
         let transport = ScriptedHTTPTransport { _, _ in (HTTPResponse(status: .badGateway), Data()) }
         let api = HTTPCoordinator(transport: transport, configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))

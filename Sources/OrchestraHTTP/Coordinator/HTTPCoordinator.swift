@@ -191,8 +191,9 @@ public final class HTTPCoordinator: Sendable {
         }
     }
 
-    /// `Retry-After` as seconds or as an HTTP date.
-    static func retryAfter(_ response: HTTPResponse) -> Duration? {
+    /// `Retry-After` as seconds or as an HTTP date (then the time from `now` until that date;
+    /// zero if it has passed). `nil` if the header is missing or neither form.
+    package static func retryAfter(_ response: HTTPResponse, now: Date = Date()) -> Duration? {
         guard let value = response.headerFields[.retryAfter]?.trimmingCharacters(in: .whitespaces) else { return nil }
         if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
         let formatter = DateFormatter()
@@ -200,6 +201,6 @@ public final class HTTPCoordinator: Sendable {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int(date.timeIntervalSinceNow * 1_000)))
+        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1_000)))
     }
 }

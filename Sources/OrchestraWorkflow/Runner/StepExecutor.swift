@@ -138,14 +138,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     }
 }
 
-/// A status the step may retry, with the server's `Retry-After` in seconds.
+/// A status the step may retry, with the server's `Retry-After` (seconds or an HTTP date).
 struct RetryableStatus: Error, Sendable {
     var result: HTTPResult
 
-    var retryAfter: Duration? {
-        guard let text = result.response.headerFields[.retryAfter]?.trimmingCharacters(in: .whitespaces),
-              let seconds = Int(text), seconds >= 0
-        else { return nil }
-        return .seconds(seconds)
-    }
+    var retryAfter: Duration? { HTTPCoordinator.retryAfter(result.response) }
 }
