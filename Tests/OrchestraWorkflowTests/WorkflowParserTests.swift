@@ -131,6 +131,7 @@ struct WorkflowParserTests {
 
     static let cases: [Case] = [
         Case(yaml: "stepz: []\n", code: .unknownField, line: 1, step: nil, field: "stepz", message: "did you mean 'steps'?"),
+        Case(yaml: "steps: []\n", code: .invalidValue, line: 1, step: nil, field: "steps", message: "is empty; a workflow needs at least one step"),
         Case(yaml: "limit: 0\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit", message: "must be an integer ≥ 1, got '0'"),
         Case(yaml: "limit: \"4\"\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit", message: "quoted text"),
         Case(yaml: "hosts: { a: 0 }\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "hosts.a", message: "≥ 1"),
@@ -169,6 +170,24 @@ struct WorkflowParserTests {
         #expect(error.field == input.field, "\(error)")
         #expect(error.description.contains(input.message), "\(error)")
         #expect(error.description.hasPrefix("flow.yaml:\(input.line):"), "\(error)")
+    }
+
+    @Test func aFileThatCannotBeReadSaysWhy() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("workflow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let binary = folder.appendingPathComponent("binary.yaml")
+        try Data([0xFF, 0xFE, 0x00, 0xC3]).write(to: binary)
+        let reasons: [(URL, String)] = [
+            (folder.appendingPathComponent("missing.yaml"), "no such file"),
+            (folder, "is a directory, not a workflow file"),
+            (binary, "cannot read it as UTF-8 text"),
+        ]
+        for (url, reason) in reasons {
+            let error = #expect(throws: WorkflowErrors.self) { try Workflow.load(contentsOf: url, name: "flow.yaml") }
+            #expect(error?.errors.map(\.code) == [.unreadable])
+            #expect(error?.description.contains("flow.yaml: error: \(reason)") == true, "\(String(describing: error))")
+        }
     }
 
     @Test func aCycleIsReportedWithItsPath() throws {

@@ -17,7 +17,9 @@ extension Workflow {
         do {
             text = try String(contentsOf: url, encoding: .utf8)
         } catch {
-            let reason = FileManager.default.fileExists(atPath: url.path) ? "cannot read it as UTF-8 text" : "no such file"
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+            let reason = !exists ? "no such file" : isDirectory.boolValue ? "is a directory, not a workflow file" : "cannot read it as UTF-8 text"
             throw WorkflowErrors([WorkflowError(.unreadable, reason, file: file)])
         }
         return try parse(text, file: file, variables: variables)
@@ -170,6 +172,10 @@ struct WorkflowParser {
     private mutating func steps(_ node: Node) -> [WorkflowStep] {
         guard case .sequence(let sequence) = node else {
             reader.fail(.invalidValue, "must be a list of steps (- id: …), got \(NodeReader.describe(node))", at: node, field: "steps")
+            return []
+        }
+        guard !sequence.isEmpty else {
+            reader.fail(.invalidValue, "is empty; a workflow needs at least one step", at: node, field: "steps")
             return []
         }
         return sequence.enumerated().compactMap { index, stepNode in step(stepNode, number: index + 1) }
