@@ -183,6 +183,9 @@ struct WorkflowRunnerTests {
         let transport = ScriptedHTTPTransport { request, _ in
             switch request.path {
             case "/text": respond(200, "not json")
+            case "/image": respond(200, String(repeating: "x", count: 4_000), headers: [.contentType: "image/png"])
+            case "/bytes": (HTTPResponse(status: .ok), Data([0x89, 0x50, 0x4E, 0x47, 0xFF, 0xFE, 0x00, 0x01]))
+            case "/problem": respond(422, #"{"error":"bad id"}"#, headers: [.contentType: "application/problem+json; charset=utf-8"])
             default: respond(200, #"{"a":"line\nbreak"}"#)
             }
         }
@@ -192,12 +195,19 @@ struct WorkflowRunnerTests {
               - { id: json, url: "http://x.test/json", captures: { a: $.a, missing: $.b } }
               - { id: source, url: "http://x.test/source", captures: { a: $.a } }
               - { id: header, url: "http://x.test/header", headers: { X-A: "{{source.a}}" } }
+              - { id: image, url: "http://x.test/image", captures: { v: $.v } }
+              - { id: bytes, url: "http://x.test/bytes", captures: { v: $.v } }
+              - { id: problem, url: "http://x.test/problem" }
             """)
         let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
         #expect(report["text"]?.error?.contains("is not JSON, so the captures v cannot be read") == true)
         #expect(report["json"]?.error?.hasPrefix("capture 'missing': $.b not found in the response") == true)
         #expect(report["source"]?.captures == [JSONValue.Member("a", .string("line\nbreak"))])
         #expect(report["header"]?.error?.contains("header 'X-A' would contain a line break") == true)
+        // A body that is not text is described, not quoted.
+        #expect(report["image"]?.error?.hasSuffix("cannot be read: (4000 bytes of image/png)") == true, "\(String(describing: report["image"]?.error))")
+        #expect(report["bytes"]?.error?.hasSuffix("cannot be read: (8 bytes of binary data)") == true, "\(String(describing: report["bytes"]?.error))")
+        #expect(report["problem"]?.error == #"expected 2xx, got 422: {"error":"bad id"}"#)
         #expect(!transport.requests.contains { $0.path == "/header" })
     }
 

@@ -43,12 +43,24 @@ enum StepErrors {
         }
     }
 
-    /// The first 200 characters of a body, on one line.
-    static func snippet(_ body: Data) -> String {
+    /// The first 200 characters of a body, on one line; for a body that is not text (by its
+    /// content type, or bytes that are not UTF-8), its size and type instead.
+    static func snippet(_ body: Data, contentType: String? = nil) -> String {
         guard !body.isEmpty else { return "(empty body)" }
+        let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         let text = String(decoding: body.prefix(800), as: UTF8.self)
-            .replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
-        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+        // The last character may be one cut in half by the prefix.
+        let binary = text.dropLast().contains("\u{FFFD}") || text.contains("\0")
+        if binary || !(type.map(Self.isTextual) ?? true) {
+            return "(\(body.count) bytes of \(type ?? "binary data"))"
+        }
+        let line = text.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        return line.count > 200 ? String(line.prefix(200)) + "…" : line
+    }
+
+    /// Whether a media type (`text/html`, `application/problem+json`…) is text worth quoting.
+    static func isTextual(_ type: String) -> Bool {
+        type.hasPrefix("text/") || ["json", "xml", "javascript", "x-www-form-urlencoded"].contains { type.contains($0) }
     }
 
     /// `500 ms`, `5 s`, `1.5 s`, `2 min`.

@@ -75,18 +75,18 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         let result = try await send(rendered, for: step)
         let status = result.status.code
         guard step.accepts(status: status) else {
-            throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body))\(attemptsNote(step))")
+            throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))\(attemptsNote(step))")
         }
         guard !step.captures.isEmpty else { return [:] }
         guard let document = try? JSONValue(parsing: result.body) else {
             let type = result.response.headerFields[.contentType].map { " (\($0))" } ?? ""
             let names = step.captures.map(\.name).joined(separator: ", ")
-            throw StepFailure("the response\(type) is not JSON, so the captures \(names) cannot be read: \(StepErrors.snippet(result.body))")
+            throw StepFailure("the response\(type) is not JSON, so the captures \(names) cannot be read: \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
         }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {
             guard let value = capture.path.evaluate(in: document) else {
-                throw StepFailure("capture '\(capture.name)': \(capture.path) not found in the response: \(StepErrors.snippet(result.body))")
+                throw StepFailure("capture '\(capture.name)': \(capture.path) not found in the response: \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
             }
             captures[capture.name] = value
         }

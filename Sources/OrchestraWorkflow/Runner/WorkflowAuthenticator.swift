@@ -74,7 +74,7 @@ final class WorkflowAuthenticator: Sendable {
         }
         let status = result.status.code
         guard (200...299).contains(status) else {
-            throw StepFailure("\(what) answered \(status): \(StepErrors.snippet(result.body))")
+            throw StepFailure("\(what) answered \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
         }
         guard let document = try? JSONValue(parsing: result.body) else {
             throw StepFailure("\(what): the response is not JSON, so the token (\(tokenRequest.token)) cannot be read")
