@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Orchestra
 import OrchestraDemoServer
 import OrchestraHTTP
 
@@ -60,16 +61,26 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let console = Console.standardOutput(noColor: noColor)
-        let errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
+        var errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
+        if let trace, !serve, let problem = TraceExport.prepareDirectory(trace) { errors.append("--trace: \(problem)") }
         guard errors.isEmpty else {
             for error in errors { Console.standardError.line("orchestra demo: error: \(error)") }
             throw ExitCode(2)
         }
         if serve {
-            try await DemoServer.run(configuration: .init(port: port)) { server in
-                console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
-                console.line("Try: curl \(server.baseURL.absoluteString)/album")
-                console.line("     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
+            let listening = Locked(false)
+            do {
+                try await DemoServer.run(configuration: .init(port: port)) { server in
+                    listening.withLock { $0 = true }
+                    console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
+                    console.line("Try: curl \(server.baseURL.absoluteString)/album")
+                    console.line("     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
+                }
+            } catch where !listening.withLock({ $0 }) {
+                // The server could not start: almost always a port that is taken.
+                let reason = "\(error)".contains("Address already in use") ? "the port is already in use" : "\(error)"
+                Console.standardError.line("orchestra demo: error: --port: cannot listen on 127.0.0.1:\(port): \(reason)")
+                throw ExitCode(2)
             }
             return
         }

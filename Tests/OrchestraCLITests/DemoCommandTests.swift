@@ -81,12 +81,24 @@ struct DemoCommandTests {
         (["demo", "--url", "ftp://example.com/a", "--url", "http://example.com/b"], "--url: 'ftp://example.com/a' is not an http(s) URL"),
         (["demo", "--url", "http://example.com/a"], "--url: give at least 2 URLs"),
         (["demo", "--speed", "0"], "--speed: must be a number greater than 0, got '0'"),
+        (["demo", "--trace", OrchestraExecutable.packageRoot.appendingPathComponent("README.md").path], "README.md' is a file, not a folder"),
+        (["demo", "--port", "70000", "--serve"], "--port: must be 0…65535, got 70000"),
     ])
     func badOptions(arguments: [String], message: String) async throws {
         let output = try await OrchestraExecutable.run(arguments)
         #expect(output.status == 2, "\(output)")
         #expect(output.stderr.contains(message), "\(output)")
         #expect(output.stdout.isEmpty, "nothing was played")
+    }
+
+    @Test("--serve on a port that is taken exits 2 and says so")
+    func servingOnATakenPort() async throws {
+        try await withDemoServer { server in
+            let port = try #require(server.baseURL.port)
+            let output = try await OrchestraExecutable.run(["demo", "--serve", "--port", "\(port)"])
+            #expect(output.status == 2, "\(output)")
+            #expect(output.stderr.contains("--port: cannot listen on 127.0.0.1:\(port): the port is already in use"), "\(output)")
+        }
     }
 
     static let limits = ["out-of-order": 8, "ordered": 8, "serial": 1, "limit-2": 2, "graph": 5, "chain": 4, "token-refresh": 64, "failures": 4]

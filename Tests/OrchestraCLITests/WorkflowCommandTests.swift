@@ -80,6 +80,15 @@ struct WorkflowCommandTests {
         }
     }
 
+    @Test("--trace naming a file is refused before anything is sent")
+    func traceIntoAFile() async throws {
+        let file = Self.example("album.yaml")
+        let output = try await OrchestraExecutable.run(["run", file, "--var", "base=http://127.0.0.1:1", "--trace", file])
+        #expect(output.status == 2, "\(output)")
+        #expect(output.stderr.contains("orchestra run: error: --trace: '\(file)' is a file, not a folder"), "\(output)")
+        #expect(output.stdout.isEmpty, "nothing was run")
+    }
+
     @Test("a failing step exits 1, names the reason, and independent steps still complete")
     func failingStep() async throws {
         try await withDemoServer { server in

@@ -133,6 +133,22 @@ struct TraceExport: Sendable {
 
     /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`.
     @discardableResult
+    /// Checks a `--trace DIR` before anything runs, creating the folder if it does not exist,
+    /// so a bad path is refused up front instead of after the run. Returns the problem, if any.
+    static func prepareDirectory(_ path: String) -> String? {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { return "'\(path)' is a file, not a folder" }
+            return FileManager.default.isWritableFile(atPath: path) ? nil : "cannot write into '\(path)'"
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            return nil
+        } catch {
+            return "cannot create the folder '\(path)': \(error.localizedDescription)"
+        }
+    }
+
     func write(to directory: URL, baseName: String) throws -> [URL] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let json = directory.appendingPathComponent("\(baseName).trace.json")

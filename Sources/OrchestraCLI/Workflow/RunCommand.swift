@@ -34,6 +34,10 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let workflow = try options.load()
+        if let trace, let problem = TraceExport.prepareDirectory(trace) {
+            Console.standardError.line("orchestra run: error: --trace: \(problem)")
+            throw ExitCode(2)
+        }
         let console = Console.standardOutput(noColor: noColor)
         let printer = RunPrinter(console: console, width: workflow.steps.map(\.id.count).max() ?? 0)
         let text = output == .text
