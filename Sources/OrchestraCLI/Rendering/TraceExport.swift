@@ -131,8 +131,6 @@ struct TraceExport: Sendable {
             """
     }
 
-    /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`.
-    @discardableResult
     /// Checks a `--trace DIR` before anything runs, creating the folder if it does not exist,
     /// so a bad path is refused up front instead of after the run. Returns the problem, if any.
     static func prepareDirectory(_ path: String) -> String? {
@@ -149,6 +147,8 @@ struct TraceExport: Sendable {
         }
     }
 
+    /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`.
+    @discardableResult
     func write(to directory: URL, baseName: String) throws -> [URL] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let json = directory.appendingPathComponent("\(baseName).trace.json")
