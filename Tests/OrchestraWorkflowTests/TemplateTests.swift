@@ -43,6 +43,46 @@ struct TemplateTests {
         #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{}}") }
     }
 
+    /// The element `{"path":"/images/2","name":"a b","tags":["x/y"],"n":7}` at index 2.
+    var elementValues: TemplateValues {
+        var values = values
+        values.item = .object(["path": .string("/images/2"), "name": .string("a b"), "tags": .array([.string("x/y")]), "n": .integer(7)])
+        values.index = 2
+        return values
+    }
+
+    @Test func itemAndIndexInAURLAreEncodedUnlessRawOrFirst() throws {
+        let template = try Template(parsing: "{{vars.base}}{{item.path | raw}}?n={{item.name}}&t={{item.tags[0]}}&i={{index}}&p={{item.path}}")
+        #expect(try template.render(for: .url, with: elementValues) == "http://127.0.0.1:8080/images/2?n=a%20b&t=x%2Fy&i=2&p=%2Fimages%2F2")
+        let whole = try Template(parsing: "http://x.test/{{item.n}}/{{item}}")
+        #expect(try whole.render(for: .url, with: elementValues).hasPrefix("http://x.test/7/%7B%22path%22%3A%22%2Fimages%2F2%22"))
+        let leading = try Template(parsing: "{{item.path}}/x")
+        #expect(try leading.render(for: .url, with: elementValues) == "/images/2/x")
+    }
+
+    @Test func itemAndIndexInHeadersAndJSONBodies() throws {
+        #expect(try Template(parsing: "#{{index}} {{item.name}} {{item.tags}}").render(for: .text, with: elementValues) == #"#2 a b ["x/y"]"#)
+        let body = JSONTemplate.object([
+            (key: "index", value: .string(try Template(parsing: "{{index}}"))),
+            (key: "n", value: .string(try Template(parsing: "{{ item.n }}"))),
+            (key: "tags", value: .string(try Template(parsing: "{{item.tags}}"))),
+            (key: "note", value: .string(try Template(parsing: "{{index}}: {{item.name}}"))),
+        ])
+        #expect(try body.render(with: elementValues).text == #"{"index":2,"n":7,"tags":["x/y"],"note":"2: a b"}"#)
+        let item = try #require(try Template(parsing: "{{item}}").soleReference)
+        #expect(try elementValues.value(of: item) == elementValues.item)
+    }
+
+    @Test func elementReferencesParseAndNeedAnElement() throws {
+        let references = try Template(parsing: "{{item}}{{item.a.b[0]}}{{item[1]}}{{index | raw}}").references
+        #expect(references.map(\.description) == ["{{item}}", "{{item.a.b[0]}}", "{{item[1]}}", "{{index | raw}}"])
+        #expect(references.allSatisfy { $0.isElement && !$0.isCapture && !$0.isVariable })
+        #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{item.}}") }
+        #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{index.x}}") }
+        #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.path}}").render(for: .text, with: values) }
+        #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.nothing}}").render(for: .text, with: elementValues) }
+    }
+
     @Test func capturePaths() throws {
         let document = try JSONValue(parsing: Data(#"{"user":{"id":42,"roles":["admin","dev"],"ok":true,"ratio":0.5}}"#.utf8))
         #expect(try CapturePath(parsing: "$.user.id").evaluate(in: document) == .integer(42))

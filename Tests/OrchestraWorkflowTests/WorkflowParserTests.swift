@@ -159,7 +159,53 @@ struct WorkflowParserTests {
             code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "only {{vars.NAME}}"
         ),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    needs: a\n", code: .cycle, line: 4, step: "a", field: "needs", message: "needs itself"),
+        // for_each: exactly one quoted {{STEP.CAPTURE}} of another step.
+        Case(yaml: forEach("{{vars.base}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
+        Case(yaml: forEach("{{a.list}}{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
+        Case(yaml: forEach("x{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "found {{a.list}}"),
+        Case(yaml: forEach("{{item}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
+        Case(yaml: forEach("{{zz.list}}"), code: .unknownStep, line: 7, step: "b", field: "for_each", message: "step 'zz', which does not exist"),
+        Case(yaml: forEach("{{a.lst}}"), code: .unknownCapture, line: 7, step: "b", field: "for_each", message: "did you mean 'list'?"),
+        Case(yaml: forEach("{{b.list}}"), code: .cycle, line: 7, step: "b", field: "for_each", message: "own capture"),
+        Case(yaml: forEach("{{a.list", quoted: true), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "without a closing"),
+        Case(yaml: forEach("3", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each", message: "must be a quoted {{STEP.CAPTURE}}"),
+        Case(yaml: forEach("[a, b]", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each", message: "got a list"),
+        Case(yaml: forEach("{{a.list}}", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each", message: "quote it"),
+        // {{item}} and {{index}} only in a for_each step, never in the auth block.
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{index}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "step 'a' has no for_each"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    headers: { X-Path: \"{{item.path}}\" }\n", code: .invalidTemplate, line: 4, step: "a", field: "headers.X-Path", message: "{{item.path}} is the current element"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    body: { n: \"{{item}}\" }\n", code: .invalidTemplate, line: 4, step: "a", field: "body.n", message: "has no for_each"),
+        Case(
+            yaml: "auth:\n  login: { url: \"http://x.test/{{index}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n",
+            code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "not once per element"
+        ),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{item.a[x]}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "not a path into the element"),
+        Case(yaml: "steps:\n  - id: item\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "item", field: "id", message: "reserved for the element"),
+        Case(yaml: "steps:\n  - id: index\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "index", field: "id", message: "reserved for the element"),
     ]
+
+    /// Step `a` captures `list`; step `b` iterates over `value` (line 7).
+    static func forEach(_ value: String, quoted: Bool = true) -> String {
+        let written = quoted ? "\"\(value)\"" : value
+        return "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { list: $.list }\n  - id: b\n    url: \"http://x.test/{{item}}\"\n    for_each: \(written)\n"
+    }
+
+    @Test func forEachMakesTheStepDependOnItsListAndAllowsItemAndIndex() throws {
+        let workflow = try parse("""
+            steps:
+              - { id: album, url: "http://x.test/album", captures: { images: $.images } }
+              - id: image
+                for_each: "{{album.images}}"
+                url: "http://x.test{{item.path | raw}}?i={{index}}"
+                headers: { X-Index: "{{index}}", X-First: "{{item.tags[0]}}" }
+                body: { whole: "{{item}}" }
+            """)
+        let step = try #require(workflow.step("image"))
+        #expect(step.forEach?.description == "{{album.images}}")
+        #expect(step.forEachLocation?.line == 4)
+        #expect(step.dependencies == ["album"])
+        #expect(workflow.step("album")?.forEach == nil)
+    }
 
     @Test(arguments: cases)
     func badInput(_ input: Case) throws {

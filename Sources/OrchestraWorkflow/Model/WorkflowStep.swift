@@ -13,6 +13,11 @@ public struct WorkflowStep: Sendable, Hashable {
     public var retry: RetrySettings
     /// Whether the workflow's `auth:` signs this step's request (`auth: false` turns it off).
     public var usesAuth: Bool
+    /// `for_each: "{{STEP.CAPTURE}}"`: the captured JSON array whose elements are each sent as
+    /// one request (`{{item}}` and `{{index}}` in the request); `nil` for a single request.
+    public var forEach: Template.Reference?
+    /// Where the `for_each` field is, for messages.
+    public var forEachLocation: SourceLocation?
     /// Where the step begins.
     public var location: SourceLocation?
 
@@ -22,7 +27,7 @@ public struct WorkflowStep: Sendable, Hashable {
     public init(
         id: String, request: RequestTemplate, needs: [String] = [], captures: [Capture] = [], expect: [Int] = [],
         timeout: Duration = WorkflowStep.defaultTimeout, retry: RetrySettings = RetrySettings(), usesAuth: Bool = true,
-        location: SourceLocation? = nil
+        forEach: Template.Reference? = nil, location: SourceLocation? = nil
     ) {
         self.id = id
         self.request = request
@@ -32,15 +37,20 @@ public struct WorkflowStep: Sendable, Hashable {
         self.timeout = timeout
         self.retry = retry
         self.usesAuth = usesAuth
+        self.forEach = forEach
         self.location = location
     }
 
-    /// The steps whose captures the request uses (`{{login.token}}` → `login`), in order of
-    /// first use: dependencies even when `needs` does not list them.
+    /// The steps whose captures the step uses (`{{login.token}}` → `login`, its `for_each`
+    /// first), in order of first use: dependencies even when `needs` does not list them.
     public var implicitNeeds: [String] {
         var seen = Set(needs)
-        return request.templates.flatMap(\.references).filter { !$0.isVariable }.map(\.namespace)
-            .filter { seen.insert($0).inserted }
+        return captureReferences.map(\.namespace).filter { seen.insert($0).inserted }
+    }
+
+    /// Every `{{STEP.CAPTURE}}` of the step: its `for_each`, then its request's.
+    public var captureReferences: [Template.Reference] {
+        (forEach.map { [$0] } ?? []) + request.templates.flatMap(\.references).filter(\.isCapture)
     }
 
     /// ``needs`` followed by ``implicitNeeds``: every step that must succeed first.

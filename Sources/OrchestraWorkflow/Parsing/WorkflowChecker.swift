@@ -24,6 +24,8 @@ struct WorkflowChecker {
     let sites: [TemplateSite]
     let needSites: [NeedSite]
     let brokenSteps: Set<String>
+    /// Steps with a `for_each` field, where `{{item}}` and `{{index}}` are allowed.
+    let forEachSteps: Set<String>
     var reader: NodeReader
 
     mutating func check() {
@@ -47,6 +49,8 @@ struct WorkflowChecker {
                 reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(step.id)'", at: step.location, step: step.id, field: "id")
             } else if step.id == Template.variablesNamespace {
                 reader.fail(.invalidValue, "'\(step.id)' is reserved for variables ({{vars.NAME}}); choose another id", at: step.location, step: step.id, field: "id")
+            } else if step.id == Template.itemNamespace || step.id == Template.indexNamespace {
+                reader.fail(.invalidValue, "'\(step.id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id", at: step.location, step: step.id, field: "id")
             }
             if let first = seen[step.id] {
                 let where_ = first.map { " (first at line \($0.line))" } ?? ""
@@ -76,6 +80,19 @@ struct WorkflowChecker {
                     reader.fail(
                         .unknownVariable,
                         "unknown variable '\(reference.name)' in \(reference)\(suggestion(for: reference.name, in: known)); define it under 'vars:' or pass --var \(reference.name)=VALUE",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if reference.isElement, site.variablesOnly {
+                    reader.fail(
+                        .invalidTemplate,
+                        "\(reference): the auth block runs once, before any step, not once per element; it can use only {{vars.NAME}}",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if reference.isElement {
+                    guard let step = site.step, !forEachSteps.contains(step) else { continue }
+                    reader.fail(
+                        .invalidTemplate,
+                        "\(reference) is the current element of a for_each step, but step '\(step)' has no for_each (add for_each: \"{{STEP.CAPTURE}}\")",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if site.variablesOnly {
@@ -144,12 +161,10 @@ struct WorkflowChecker {
         for (request, step, field) in requests {
             // A URL that starts with a capture is checked when it is sent.
             if let first = request.url.references.first, !first.isVariable, case .reference = request.url.segments[0] { continue }
-            // Captures are not known yet: a stand-in (a path for a raw one) checks the rest.
-            let placeholders = Dictionary(
-                request.url.references.filter { !$0.isVariable }.map { ($0.namespace, [$0.name: JSONValue.string($0.isRaw ? "/x" : "x")]) },
-                uniquingKeysWith: { $0.merging($1) { a, _ in a } }
-            )
-            let values = TemplateValues(variables: workflow.variables, captures: placeholders)
+            // Captures and elements are not known yet: a stand-in (a path for a raw one)
+            // checks the rest.
+            var values = TemplateValues(variables: workflow.variables)
+            values.placeholders = true
             guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
             if let problem = URLCheck.problem(with: rendered) {
                 let shown = rendered == request.url.source ? "'\(rendered)'" : "'\(request.url.source)' (= '\(rendered)')"

@@ -45,6 +45,30 @@ extension WorkflowParser {
         }
     }
 
+    /// `for_each:`: a quoted template that is exactly one `{{STEP.CAPTURE}}`, remembered as a
+    /// site so the checker finds its step and capture (and the step depends on it).
+    mutating func forEach(_ node: Node, step: String) -> Template.Reference? {
+        let example = "as in for_each: \"{{album.images}}\""
+        guard case .scalar(let scalar) = node, scalar.style == .doubleQuoted || scalar.style == .singleQuoted else {
+            reader.fail(
+                .invalidValue, "must be a quoted {{STEP.CAPTURE}} naming a list another step captured, \(example); got \(NodeReader.describe(node))\(NodeReader.templateHint(node))",
+                at: node, step: step, field: "for_each"
+            )
+            return nil
+        }
+        guard let template = reader.template(node, step: step, field: "for_each") else { return nil }
+        guard let reference = template.soleReference, reference.isCapture else {
+            let found = template.references.isEmpty ? "no template" : template.references.map(\.description).joined(separator: " ")
+            reader.fail(
+                .invalidTemplate, "'\(template.source)' must be exactly one {{STEP.CAPTURE}} naming a list another step captured, \(example) (found \(found))",
+                at: node, step: step, field: "for_each"
+            )
+            return nil
+        }
+        sites.append(TemplateSite(template: template, step: step, field: "for_each", location: NodeReader.location(node), variablesOnly: false))
+        return reference
+    }
+
     mutating func captures(_ node: Node, step: String) -> [Capture] {
         guard let entries = reader.freeEntries(node, step: step, field: "captures") else { return [] }
         return entries.compactMap { name, keyNode, value in

@@ -45,7 +45,7 @@ extension Workflow {
 /// Walks the Yams node tree of a workflow file into a ``Workflow``.
 struct WorkflowParser {
     static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "auth", "steps"]
-    static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth"]
+    static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth", "for_each"]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
     static let tokenRequestFields = ["method", "url", "headers", "body", "token", "expires_in"]
 
@@ -57,6 +57,9 @@ struct WorkflowParser {
     var brokenSteps: Set<String> = []
     /// Where each `needs` entry was written.
     var needSites: [NeedSite] = []
+    /// Ids of steps that have a `for_each` field (even an invalid one): `{{item}}` is allowed
+    /// there.
+    var forEachSteps: Set<String> = []
 
     init(file: String?, overrides: [String: String]) {
         reader = NodeReader(file: file)
@@ -111,7 +114,9 @@ struct WorkflowParser {
             return nil
         }
         workflow.steps = steps(stepsNode)
-        var checker = WorkflowChecker(workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps, reader: reader)
+        var checker = WorkflowChecker(
+            workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps, forEachSteps: forEachSteps, reader: reader
+        )
         checker.check()
         reader = checker.reader
         return workflow
@@ -183,6 +188,7 @@ struct WorkflowParser {
 
     private mutating func step(_ node: Node, number: Int) -> WorkflowStep? {
         let id: String? = if case .mapping(let mapping) = node, let idNode = mapping["id"] { reader.scalarText(idNode) } else { nil }
+        if let id, case .mapping(let mapping) = node, mapping["for_each"] != nil { forEachSteps.insert(id) }
         guard let fields = reader.entries(node, allowed: Self.stepFields, step: id, field: id == nil ? "steps[\(number - 1)]" : nil) else { return nil }
         guard let id, !id.isEmpty else {
             reader.fail(.missingField, "step \(number) has no 'id' (every step needs a unique id)", at: node, field: "id")
@@ -216,6 +222,9 @@ struct WorkflowParser {
                 step.retry = retry(value, step: id) ?? step.retry
             case "auth":
                 step.usesAuth = reader.bool(value, step: id, field: key) ?? step.usesAuth
+            case "for_each":
+                step.forEach = forEach(value, step: id)
+                step.forEachLocation = NodeReader.location(value)
             default: break
             }
         }

@@ -25,26 +25,37 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         start.duration(to: clock.now)
     }
 
-    private func update(_ id: String, _ change: (inout StepReport) -> Void) {
-        records.withLock { records in
-            if records[id] != nil { change(&records[id]!) }
-        }
-    }
-
-    /// Runs `step`; returns its captures.
+    /// Runs `step`; returns its captures (for a `for_each` step, each an array with a value per
+    /// element).
     ///
     /// - Throws: ``StepFailure`` saying why the step failed; `CancellationError` when the run
     ///   is cancelled (or stops at another step's failure).
     func run(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
+        try await tracked(step, id: step.id) {
+            var values = TemplateValues(variables: workflow.variables)
+            for dependency in step.dependencies {
+                values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
+            }
+            if let reference = step.forEach { return try await fanOut(step, over: reference, values: values) }
+            return try await perform(step, id: step.id, values: values)
+        }
+    }
+
+    /// Runs `body` as the report `id` (a step, or an element `step[3]`): created when it
+    /// starts, marked succeeded, failed or cancelled when it ends.
+    func tracked(
+        _ step: WorkflowStep, id: String, _ body: () async throws -> [String: JSONValue]
+    ) async throws -> [String: JSONValue] {
         records.withLock {
-            $0[step.id] = StepReport(
-                id: step.id, state: .failed, method: step.request.method.rawValue, url: step.request.url.source, started: elapsed()
+            $0[id] = StepReport(
+                id: id, state: .failed, method: step.request.method.rawValue, url: step.request.url.source, started: elapsed(),
+                items: id == step.id && step.forEach != nil ? [] : nil
             )
         }
         do {
-            let captures = try await perform(step, inputs: inputs)
+            let captures = try await body()
             let ended = elapsed()
-            update(step.id) { report in
+            update(id) { report in
                 report.state = .succeeded
                 report.ended = ended
                 report.captures = step.captures.map { JSONValue.Member($0.name, captures[$0.name]!) }
@@ -52,7 +63,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             return captures
         } catch {
             let ended = elapsed()
-            update(step.id) { report in
+            update(id) { report in
                 report.ended = ended
                 if error is CancellationError {
                     report.state = .cancelled
@@ -65,17 +76,21 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         }
     }
 
-    private func perform(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
-        var values = TemplateValues(variables: workflow.variables)
-        for dependency in step.dependencies {
-            values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
+    func update(_ id: String, _ change: (inout StepReport) -> Void) {
+        records.withLock { records in
+            if records[id] != nil { change(&records[id]!) }
         }
+    }
+
+    /// Sends the request of `step` (or of one of its elements, reported as `id`) with
+    /// `values`, checks the status and reads the captures.
+    func perform(_ step: WorkflowStep, id: String, values: TemplateValues) async throws -> [String: JSONValue] {
         let rendered = try RenderedRequest(step.request, values: values)
-        update(step.id) { $0.url = rendered.url }
-        let result = try await send(rendered, for: step)
+        update(id) { $0.url = rendered.url }
+        let result = try await send(rendered, for: step, id: id)
         let status = result.status.code
         guard step.accepts(status: status) else {
-            throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))\(attemptsNote(step))")
+            throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))\(attemptsNote(id))")
         }
         guard !step.captures.isEmpty else { return [:] }
         guard let document = try? JSONValue(parsing: result.body) else {
@@ -95,7 +110,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
 
     /// Sends with the step's retries, each attempt holding a host slot and limited by the
     /// step's timeout. A retried status that never turned good is returned, not thrown.
-    private func send(_ rendered: RenderedRequest, for step: WorkflowStep) async throws -> HTTPResult {
+    private func send(_ rendered: RenderedRequest, for step: WorkflowStep, id: String) async throws -> HTTPResult {
         let coordinator = step.usesAuth ? authenticated ?? plain : plain
         let policy = RetryPolicy(
             maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
@@ -108,7 +123,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             return try await withRetry(policy, clock: clock) {
                 try await hosts.withSlot(for: rendered.authority) {
                     let now = elapsed()
-                    update(step.id) { report in
+                    update(id) { report in
                         report.attempts += 1
                         if report.firstSent == nil { report.firstSent = now }
                     }
@@ -116,7 +131,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                         try await coordinator.data(for: rendered.request, body: rendered.body)
                     }
                     let status = result.status.code
-                    update(step.id) { $0.status = status }
+                    update(id) { $0.status = status }
                     if !step.accepts(status: status), Self.isRetryable(status: status) {
                         throw RetryableStatus(result: result)
                     }
@@ -128,12 +143,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw StepFailure(StepErrors.describe(error, authority: rendered.authority) + attemptsNote(step), url: rendered.url)
+            throw StepFailure(StepErrors.describe(error, authority: rendered.authority) + attemptsNote(id), url: rendered.url)
         }
     }
 
-    private func attemptsNote(_ step: WorkflowStep) -> String {
-        let attempts = records.withLock { $0[step.id]?.attempts ?? 0 }
+    private func attemptsNote(_ id: String) -> String {
+        let attempts = records.withLock { $0[id]?.attempts ?? 0 }
         return attempts > 1 ? " (after \(attempts) attempts)" : ""
     }
 }

@@ -25,13 +25,19 @@ public struct StepReport: Sendable, Hashable {
     public var error: String?
     /// For a skipped or cancelled step: the step whose failure caused it.
     public var cause: String?
-    /// The values captured, in the order the step defines them.
+    /// The values captured, in the order the step defines them (for a `for_each` step, each
+    /// an array with one value per element).
     public var captures: [JSONValue.Member]
+    /// For a `for_each` step: one report per element, in element order, with ids `STEP[0]`,
+    /// `STEP[1]`… (empty if the list was empty or never read); `nil` for other steps. The
+    /// step's ``attempts`` is then their sum, its ``firstSent`` the earliest, its ``status``
+    /// `nil`.
+    public var items: [StepReport]?
 
     public init(
         id: String, state: State, method: String, url: String, status: Int? = nil, attempts: Int = 0,
         started: Duration? = nil, firstSent: Duration? = nil, ended: Duration? = nil, error: String? = nil,
-        cause: String? = nil, captures: [JSONValue.Member] = []
+        cause: String? = nil, captures: [JSONValue.Member] = [], items: [StepReport]? = nil
     ) {
         self.id = id
         self.state = state
@@ -45,6 +51,7 @@ public struct StepReport: Sendable, Hashable {
         self.error = error
         self.cause = cause
         self.captures = captures
+        self.items = items
     }
 
     /// From the first send to the end, if it was sent.

@@ -54,6 +54,9 @@ public struct CapturePath: Sendable, Hashable, CustomStringConvertible {
         self.components = components
     }
 
+    /// `$`: the whole document.
+    static let whole = try! CapturePath(parsing: "$")
+
     /// The value at the path, or `nil` if a key or index is not there.
     public func evaluate(in document: JSONValue) -> JSONValue? {
         var current = document

@@ -5,6 +5,8 @@ import Foundation
 /// A reference is `{{vars.NAME}}` (a variable) or `{{STEP.CAPTURE}}` (a value captured from an
 /// earlier step's JSON response; the step then runs first). Spaces inside the braces are
 /// ignored. `{{STEP.CAPTURE | raw}}` inserts a value into a URL without percent-encoding it.
+/// In a `for_each` step, `{{item}}` is the current element, `{{item.a.b[0]}}` a path into it
+/// (the capture path language without `$`) and `{{index}}` its 0-based position.
 ///
 /// How a value is inserted depends on where the template is (see ``render(for:with:)``):
 /// percent-encoded in URLs, as is in headers and text bodies, JSON-escaped in JSON bodies.
@@ -15,17 +17,38 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         case reference(Reference)
     }
 
-    /// `{{namespace.name}}`: `namespace` is `vars` or a step id.
+    /// `{{namespace.name}}`: `namespace` is `vars` or a step id; or `{{item…}}` / `{{index}}`
+    /// in a `for_each` step (namespace `item` or `index`).
     public struct Reference: Sendable, Hashable, CustomStringConvertible {
         public var namespace: String
+        /// The variable or capture name; for `{{item.a[0]}}` the path after `item` (`.a[0]`,
+        /// empty for `{{item}}`); empty for `{{index}}`.
         public var name: String
         /// `| raw`: inserted into a URL as is.
         public var isRaw: Bool
+        /// For `{{item…}}`: where the value is in the current element.
+        public var itemPath: CapturePath?
+
+        public init(namespace: String, name: String, isRaw: Bool = false, itemPath: CapturePath? = nil) {
+            self.namespace = namespace
+            self.name = name
+            self.isRaw = isRaw
+            self.itemPath = itemPath
+        }
 
         /// Whether it names a variable rather than a capture.
         public var isVariable: Bool { namespace == Template.variablesNamespace }
 
-        public var description: String { "{{\(namespace).\(name)\(isRaw ? " | raw" : "")}}" }
+        /// Whether it is `{{item…}}` or `{{index}}`: the element of a `for_each` step.
+        public var isElement: Bool { namespace == Template.itemNamespace || namespace == Template.indexNamespace }
+
+        /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
+        public var isCapture: Bool { !isVariable && !isElement }
+
+        public var description: String {
+            let path = isElement ? namespace + name : "\(namespace).\(name)"
+            return "{{\(path)\(isRaw ? " | raw" : "")}}"
+        }
     }
 
     /// Where a rendered template goes, which decides how values are escaped.
@@ -39,6 +62,10 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
 
     /// The namespace of variables: `{{vars.base}}`.
     public static let variablesNamespace = "vars"
+    /// The current element of a `for_each` step: `{{item}}`, `{{item.path}}`.
+    public static let itemNamespace = "item"
+    /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
+    public static let indexNamespace = "index"
 
     public let source: String
     public let segments: [Segment]
@@ -113,6 +140,19 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
             isRaw = true
         }
         guard !path.isEmpty else { throw TemplateSyntaxError(message: "empty reference '{{}}' in \"\(source)\"") }
+        if path == indexNamespace { return Reference(namespace: indexNamespace, name: "", isRaw: isRaw) }
+        if path.hasPrefix(indexNamespace + ".") || path.hasPrefix(indexNamespace + "[") {
+            throw TemplateSyntaxError(message: "'{{\(inner)}}': {{index}} is the element's position, a number with no path")
+        }
+        if path == itemNamespace || path.hasPrefix(itemNamespace + ".") || path.hasPrefix(itemNamespace + "[") {
+            let rest = String(path.dropFirst(itemNamespace.count))
+            do {
+                let itemPath = try CapturePath(parsing: "$" + rest)
+                return Reference(namespace: itemNamespace, name: rest, isRaw: isRaw, itemPath: itemPath)
+            } catch {
+                throw TemplateSyntaxError(message: "'{{\(inner)}}' is not a path into the element: write {{item}}, {{item.key}} or {{item.list[0]}}")
+            }
+        }
         let names = path.split(separator: ".", omittingEmptySubsequences: false)
         guard names.count == 2, !names[0].isEmpty, !names[1].isEmpty, !path.contains(where: \.isWhitespace) else {
             throw TemplateSyntaxError(
@@ -135,10 +175,19 @@ public struct TemplateValues: Sendable {
     public var variables: [String: String]
     /// Captures by step id, then by capture name.
     public var captures: [String: [String: JSONValue]]
+    /// In a `for_each` step: the current element (`{{item}}`).
+    public var item: JSONValue?
+    /// In a `for_each` step: the current element's 0-based position (`{{index}}`).
+    public var index: Int?
+    /// For checking a URL before the run: every capture and element reference stands for
+    /// `x` (`/x` when raw).
+    var placeholders = false
 
-    public init(variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:]) {
+    public init(variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil, index: Int? = nil) {
         self.variables = variables
         self.captures = captures
+        self.item = item
+        self.index = index
     }
 
     /// A reference whose value is not there.
@@ -147,11 +196,21 @@ public struct TemplateValues: Sendable {
         public var description: String { "no value for \(reference)" }
     }
 
-    /// The value `reference` names: a variable as a string, a capture as captured.
+    /// The value `reference` names: a variable as a string, a capture as captured, the
+    /// element (or the value at its path) and its index as they are.
     public func value(of reference: Template.Reference) throws(Missing) -> JSONValue {
         if reference.isVariable {
             guard let value = variables[reference.name] else { throw Missing(reference: reference) }
             return .string(value)
+        }
+        if placeholders { return .string(reference.isRaw ? "/x" : "x") }
+        if reference.namespace == Template.indexNamespace {
+            guard let index else { throw Missing(reference: reference) }
+            return .integer(index)
+        }
+        if reference.namespace == Template.itemNamespace {
+            guard let item, let value = (reference.itemPath ?? CapturePath.whole).evaluate(in: item) else { throw Missing(reference: reference) }
+            return value
         }
         guard let value = captures[reference.namespace]?[reference.name] else { throw Missing(reference: reference) }
         return value
