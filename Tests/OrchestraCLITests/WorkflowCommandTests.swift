@@ -64,6 +64,54 @@ struct WorkflowCommandTests {
         }
     }
 
+    @Test("--output json lists the elements of a for_each step under its items")
+    func jsonOutputOfAFanOut() async throws {
+        try await withDemoServer { server in
+            let output = try await OrchestraExecutable.run([
+                "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--output", "json",
+            ])
+            #expect(output.status == 0, "\(output)")
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let steps = try #require(document["steps"] as? [[String: Any]])
+            #expect(steps.map { $0["id"] as? String } == ["album", "image", "done"])
+            #expect(steps[0]["items"] == nil, "only a for_each step has items")
+            let items = try #require(steps[1]["items"] as? [[String: Any]])
+            #expect(items.map { $0["id"] as? String } == (0..<8).map { "image[\($0)]" })
+            for (index, item) in items.enumerated() {
+                #expect(item["state"] as? String == "succeeded")
+                #expect(item["status"] as? Int == 200)
+                #expect(item["attempts"] as? Int == 1)
+                #expect((item["url"] as? String)?.hasSuffix("/images/\(index)?latency_ms=20&n=\(index)") == true, "\(item)")
+                #expect(item["sent_ms"] is Double && item["ended_ms"] is Double, "\(item)")
+                #expect(item["error"] is NSNull)
+            }
+            #expect(steps[1]["attempts"] as? Int == 8)
+        }
+    }
+
+    @Test("a for_each step with a failing element says how many failed and lists them")
+    func failingElement() async throws {
+        try await withDemoServer { server in
+            let file = try Self.workflowFile("""
+                vars: { base: "http://127.0.0.1" }
+                steps:
+                  - { id: album, url: "{{vars.base}}/album", captures: { images: $.images } }
+                  - id: image
+                    for_each: "{{album.images}}"
+                    url: "{{vars.base}}/images/{{item.index}}{{index}}"
+                  - { id: done, url: "{{vars.base}}/album", needs: image }
+                """)
+            let output = try await OrchestraExecutable.run(["run", file, "--var", "base=\(server.baseURL.absoluteString)", "--no-color"])
+            #expect(output.status == 1, "\(output)")
+            // 00 and 11 … 77: /images/00 is image 0, the others do not exist.
+            #expect(output.stdout.contains("8 requests sent, 1 succeeded"), "\(output)")
+            #expect(output.stdout.contains("7 of 8 requests failed; first: image[1]: expected 2xx, got 404"), "\(output)")
+            #expect(output.stdout.contains("✗ image[1]  GET \(server.baseURL.absoluteString)/images/11 → 404"), "\(output)")
+            #expect(output.stdout.contains("… and 2 more failed"), "\(output)")
+            #expect(output.stdout.contains("skipped because 'image' did not succeed"), "\(output)")
+        }
+    }
+
     @Test("--trace writes a trace with one complete event per sent step and no overlap in a lane")
     func trace() async throws {
         try await withDemoServer { server in
@@ -73,10 +121,10 @@ struct WorkflowCommandTests {
             ])
             #expect(output.status == 0, "\(output)")
             let trace = try ChromeTrace(contentsOf: folder.appendingPathComponent("album.trace.json"))
-            #expect(trace.completeEvents.count == 7, "one per step of album.yaml")
+            #expect(trace.completeEvents.count == 10, "album, one per image (8) and done")
             #expect(trace.overlapsInALane.isEmpty, "\(trace.overlapsInALane)")
             let page = try String(contentsOf: folder.appendingPathComponent("album.html"), encoding: .utf8)
-            #expect(page.contains("image3"))
+            #expect(page.contains("image[3]"))
         }
     }
 
@@ -155,6 +203,16 @@ struct WorkflowCommandTests {
         ),
         BadInput(name: "limit below 1", yaml: "limit: 0\nsteps:\n  - id: a\n    url: \"http://x/\"\n", expected: ["flow.yaml:1:8:", "field 'limit'", "≥ 1, got '0'"]),
         BadInput(
+            name: "for_each that is not a capture",
+            yaml: "vars: { list: x }\nsteps:\n  - id: a\n    url: \"http://x/\"\n    for_each: \"{{vars.list}}\"\n",
+            expected: ["flow.yaml:5:15:", "step 'a', field 'for_each'", "exactly one {{STEP.CAPTURE}}"]
+        ),
+        BadInput(
+            name: "item outside for_each",
+            yaml: "steps:\n  - id: a\n    url: \"http://x/\"\n    headers: { X-Item: \"{{item.path}}\" }\n",
+            expected: ["flow.yaml:4:", "step 'a', field 'headers.X-Item'", "has no for_each"]
+        ),
+        BadInput(
             name: "unquoted template",
             yaml: "steps:\n  - id: a\n    url: {{vars.base}}\n",
             expected: ["flow.yaml:3:10:", "step 'a', field 'url'", "quote it"]
@@ -182,7 +240,7 @@ struct WorkflowCommandTests {
     func validate() async throws {
         let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])
         #expect(output.status == 0, "\(output)")
-        #expect(output.stdout.contains("album.yaml: ok — 7 steps"), "\(output)")
+        #expect(output.stdout.contains("album.yaml: ok — 3 steps, 3 dependencies, 1 for_each step, limit 4"), "\(output)")
     }
 
     @Test("graph prints dot and mermaid with labels and implicit dependencies")
@@ -196,6 +254,11 @@ struct WorkflowCommandTests {
         #expect(mermaid.status == 0, "\(mermaid)")
         #expect(mermaid.stdout.hasPrefix("flowchart LR"))
         #expect(mermaid.stdout.contains("s0 --> s2") && mermaid.stdout.contains("s1 --> s2"), "\(mermaid)")
+        let fanOut = try await OrchestraExecutable.run(["graph", Self.example("album.yaml"), "--format", "dot"])
+        #expect(fanOut.stdout.contains("\"image\" [label=\"image\\nfor each album.images\\nGET {{item.path | raw}}"), "\(fanOut)")
+        #expect(fanOut.stdout.contains("\"album\" -> \"image\" [style=dashed, label=\"images\"]"), "\(fanOut)")
+        let fanOutMermaid = try await OrchestraExecutable.run(["graph", Self.example("album.yaml")])
+        #expect(fanOutMermaid.stdout.contains("s1[\"image<br/>for each album.images<br/>GET"), "\(fanOutMermaid)")
         let bad = try await OrchestraExecutable.run(["graph", Self.example("album.yaml"), "--format", "svg"])
         #expect(bad.status != 0)
     }

@@ -7,12 +7,21 @@ struct RunPrinter: Sendable {
     /// The longest step id, to align the lines.
     let width: Int
 
-    /// `✓ login  POST http://127.0.0.1:8080/login → 200 · 12 ms`
+    /// At most this many failed elements of a `for_each` step are listed under it.
+    static let failedItemsShown = 5
+
+    /// `✓ login  POST http://127.0.0.1:8080/login → 200 · 12 ms`; for a `for_each` step,
+    /// `✓ image  GET {{vars.base}}{{item.path | raw}} · 8 requests sent, 8 succeeded · 40 ms`
+    /// and, if it failed, a line per failed element (at most ``failedItemsShown``).
     func line(for step: StepReport) {
         let id = Format.left(step.id, width)
         let request = "\(step.method) \(step.url)"
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
-        let attempts = step.attempts > 1 ? " · \(step.attempts) attempts" : ""
+        var attempts = step.attempts > 1 && step.items == nil ? " · \(step.attempts) attempts" : ""
+        if let items = step.items {
+            let sent = items.count { $0.attempts > 0 }
+            attempts = " · \(Format.count(sent, "request")) sent, \(items.count { $0.state == .succeeded }) succeeded"
+        }
         switch step.state {
         case .succeeded:
             let status = step.status.map { " → \($0)" } ?? ""
@@ -22,10 +31,24 @@ struct RunPrinter: Sendable {
             let status = step.status.map { " → \($0)" } ?? ""
             console.line("\(console.paint("✗", .red)) \(id)  \(request)\(status)\(duration)\(attempts)")
             console.line("  \(String(repeating: " ", count: width))  \(console.paint(step.error ?? "failed", .red))")
+            failedItems(of: step)
         case .skipped:
             console.line("\(console.paint("–", .yellow)) \(id)  \(console.paint(step.error ?? "skipped", .dim))")
         case .cancelled:
             console.line("\(console.paint("○", .yellow)) \(id)  \(console.paint(step.error ?? "cancelled", .dim))")
+        }
+    }
+
+    /// `    ✗ image[3]  GET http://…/images/3 → 404: expected 2xx, got 404: …`
+    private func failedItems(of step: StepReport) {
+        let failed = (step.items ?? []).filter { $0.state == .failed }
+        let indent = String(repeating: " ", count: width + 4)
+        for item in failed.prefix(Self.failedItemsShown) {
+            let status = item.status.map { " → \($0)" } ?? ""
+            console.line("\(indent)\(console.paint("✗", .red)) \(item.id)  \(item.method) \(item.url)\(status): \(console.paint(item.error ?? "failed", .red))")
+        }
+        if failed.count > Self.failedItemsShown {
+            console.line("\(indent)\(console.paint("… and \(failed.count - Self.failedItemsShown) more failed", .dim))")
         }
     }
 
@@ -44,27 +67,10 @@ struct RunPrinter: Sendable {
 
     /// The whole run as one JSON document: `{"workflow", "file", "steps": […], "summary": {…}}`.
     static func json(of report: WorkflowReport, file: String) -> JSONValue {
-        let steps = report.steps.map { step -> JSONValue in
-            .object([
-                "id": .string(step.id),
-                "state": .string(step.state.rawValue),
-                "method": .string(step.method),
-                "url": .string(step.url),
-                "status": step.status.map(JSONValue.integer) ?? .null,
-                "attempts": .integer(step.attempts),
-                "started_ms": milliseconds(step.started),
-                "sent_ms": milliseconds(step.firstSent),
-                "ended_ms": milliseconds(step.ended),
-                "duration_ms": milliseconds(step.duration),
-                "error": step.error.map(JSONValue.string) ?? .null,
-                "cause": step.cause.map(JSONValue.string) ?? .null,
-                "captures": .object(step.captures),
-            ])
-        }
-        return .object([
+        .object([
             "workflow": report.workflow.map(JSONValue.string) ?? .null,
             "file": .string(file),
-            "steps": .array(steps),
+            "steps": .array(report.steps.map(json(of:))),
             "summary": .object([
                 "steps": .integer(report.steps.count),
                 "succeeded": .integer(report.count(.succeeded)),
@@ -79,6 +85,28 @@ struct RunPrinter: Sendable {
         ])
     }
 
+    /// A step (or an element of a `for_each` step, under its `items`) as JSON.
+    private static func json(of step: StepReport) -> JSONValue {
+        let fields: KeyValuePairs<String, JSONValue> = [
+            "id": .string(step.id),
+            "state": .string(step.state.rawValue),
+            "method": .string(step.method),
+            "url": .string(step.url),
+            "status": step.status.map(JSONValue.integer) ?? .null,
+            "attempts": .integer(step.attempts),
+            "started_ms": milliseconds(step.started),
+            "sent_ms": milliseconds(step.firstSent),
+            "ended_ms": milliseconds(step.ended),
+            "duration_ms": milliseconds(step.duration),
+            "error": step.error.map(JSONValue.string) ?? .null,
+            "cause": step.cause.map(JSONValue.string) ?? .null,
+            "captures": .object(step.captures),
+        ]
+        var members = fields.map { JSONValue.Member($0.key, $0.value) }
+        if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
+        return .object(members)
+    }
+
     private static func milliseconds(_ duration: Duration?) -> JSONValue {
         guard let duration else { return .null }
         return .number((duration.inMilliseconds * 1_000).rounded() / 1_000)
@@ -86,10 +114,10 @@ struct RunPrinter: Sendable {
 }
 
 /// `--trace DIR`: one lane per step, one span per step that was sent, from its first send to
-/// its end.
+/// its end; a `for_each` step has a lane per element (`image[0]`, …) instead.
 enum RunTrace {
     static func write(_ report: WorkflowReport, workflow: Workflow, file: String, to directory: String) throws -> [URL] {
-        let spans = report.steps.compactMap { step -> TraceSpan? in
+        let spans = report.steps.flatMap { $0.items ?? [$0] }.compactMap { step -> TraceSpan? in
             guard let sent = step.firstSent, let ended = step.ended else { return nil }
             var args: [(key: String, value: String)] = [("method", step.method), ("url", step.url)]
             args.append(("status", step.status.map(String.init) ?? "none"))

@@ -19,6 +19,8 @@ struct ValidateCommand: AsyncParsableCommand {
         let workflow = try options.load()
         let edges = workflow.steps.reduce(0) { $0 + $1.dependencies.count }
         var facts = [Format.count(workflow.steps.count, "step"), Format.count(edges, "dependency", plural: "dependencies")]
+        let fanOuts = workflow.steps.count { $0.forEach != nil }
+        if fanOuts > 0 { facts.append(Format.count(fanOuts, "for_each step")) }
         facts.append("limit \(workflow.limit)")
         if !workflow.hostLimits.isEmpty {
             facts.append("host limits " + workflow.hostLimits.map { "\($0.host)=\($0.limit)" }.joined(separator: ", "))

@@ -10,7 +10,7 @@ extension Workflow {
     }
 
     /// The steps and their dependencies as a diagram: each step labelled with its id, method
-    /// and path; `needs` as solid arrows, dependencies that come from a template
+    /// and path (and `for each STEP.CAPTURE` for a fan-out); `needs` as solid arrows, dependencies that come from a template
     /// (`{{login.token}}`) as dashed arrows labelled with the capture.
     public func graph(format: GraphFormat) -> String {
         switch format {
@@ -32,12 +32,18 @@ extension Workflow {
         return "\(step.request.method.rawValue) \(url.isEmpty ? "/" : url)" + (auth != nil && step.usesAuth ? " 🔒" : "")
     }
 
+    /// The lines of a step's label: its id, `for each album.images` for a fan-out, its request.
+    func labelLines(_ step: WorkflowStep) -> [String] {
+        let fanOut = step.forEach.map { ["for each \($0.namespace).\($0.name)"] } ?? []
+        return [step.id] + fanOut + [shortRequest(step)]
+    }
+
     /// The edges: (from, to, capture names when the dependency comes from templates).
     private var edges: [(from: String, to: String, captures: [String])] {
         steps.flatMap { step in
             let explicit = step.needs.map { (from: $0, to: step.id, captures: [String]()) }
             let implicit = step.implicitNeeds.map { dependency in
-                let names = step.request.templates.flatMap(\.references).filter { $0.namespace == dependency }.map(\.name)
+                let names = step.captureReferences.filter { $0.namespace == dependency }.map(\.name)
                 return (from: dependency, to: step.id, captures: uniqued(names))
             }
             return explicit + implicit
@@ -47,7 +53,7 @@ extension Workflow {
     private func dot() -> String {
         var lines = ["digraph \(dotQuoted(name ?? "workflow")) {", "  rankdir=LR;", "  node [shape=box, style=rounded, fontname=\"Helvetica\"];"]
         for step in steps {
-            lines.append("  \(dotQuoted(step.id)) [label=\(dotQuoted(step.id + "\n" + shortRequest(step)))];")
+            lines.append("  \(dotQuoted(step.id)) [label=\(dotQuoted(labelLines(step).joined(separator: "\n")))];")
         }
         for edge in edges {
             let attributes = edge.captures.isEmpty ? "" : " [style=dashed, label=\(dotQuoted(edge.captures.joined(separator: ", ")))]"
@@ -61,7 +67,7 @@ extension Workflow {
         var lines = ["flowchart LR"]
         let names = Dictionary(uniqueKeysWithValues: steps.enumerated().map { ($0.element.id, "s\($0.offset)") })
         for step in steps {
-            lines.append("  \(names[step.id]!)[\"\(mermaidEscaped(step.id))<br/>\(mermaidEscaped(shortRequest(step)))\"]")
+            lines.append("  \(names[step.id]!)[\"\(labelLines(step).map(mermaidEscaped).joined(separator: "<br/>"))\"]")
         }
         for edge in edges {
             guard let from = names[edge.from], let to = names[edge.to] else { continue }

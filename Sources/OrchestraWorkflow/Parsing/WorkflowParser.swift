@@ -28,7 +28,8 @@ extension Workflow {
     /// Parses and checks a workflow written in YAML or JSON.
     ///
     /// Checks: the syntax; every field's name, type and range; ids; `needs`; every template
-    /// (variables defined, steps and captures that exist); cycles (with their path); URLs
+    /// (variables defined, steps and captures that exist; `for_each` exactly one quoted
+    /// `{{STEP.CAPTURE}}`; `{{item}}` and `{{index}}` only in a `for_each` step); cycles (with their path); URLs
     /// (after substituting variables). A step's use of `{{other.capture}}` makes it depend on
     /// `other`.
     ///

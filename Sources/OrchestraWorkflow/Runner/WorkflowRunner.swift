@@ -14,6 +14,10 @@ public import OrchestraHTTP
 /// }
 /// ```
 ///
+/// A `for_each` step is one node whose request is sent once per element of its list, each
+/// element within the same limits, retries and timeout as a single request; its report lists
+/// the elements under ``StepReport/items``.
+///
 /// Failures: with `failure: continue` the steps that depend on a failed step are skipped,
 /// naming it, and independent steps go on; with `failure: stop` the first failure cancels the
 /// running steps and skips the rest. Either way every step has a report.
