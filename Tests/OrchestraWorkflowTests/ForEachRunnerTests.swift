@@ -47,6 +47,7 @@ struct ForEachRunnerTests {
             #expect(image.items?.map(\.url) == (0..<5).map { "http://x.test/images/\($0)?name=n%20\($0)&i=\($0)" })
             #expect(image.items?.allSatisfy { $0.state == .succeeded && $0.status == 200 && $0.attempts == 1 } == true)
             #expect(image.attempts == 5 && image.status == nil)
+            #expect(image.url == "http://x.test{{item.path | raw}}?name={{item.name}}&i={{index}}")
         }
         #expect(transport.peakInFlight == 3)
         let sent = transport.requests.filter { $0.path!.hasPrefix("/images/") }

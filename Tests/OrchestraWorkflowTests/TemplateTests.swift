@@ -60,6 +60,11 @@ struct TemplateTests {
         #expect(try leading.render(for: .url, with: elementValues) == "/images/2/x")
     }
 
+    @Test func substitutingVariablesLeavesTheOtherReferences() throws {
+        let template = try Template(parsing: "{{vars.base}}{{ item.path | raw }}?q={{vars.q}}&i={{index}}&t={{login.token}}")
+        #expect(template.substitutingVariables(values.variables, for: .url) == "http://127.0.0.1:8080{{item.path | raw}}?q=a%20b%26c%3Dd%2F%C3%A9&i={{index}}&t={{login.token}}")
+    }
+
     @Test func itemAndIndexInHeadersAndJSONBodies() throws {
         #expect(try Template(parsing: "#{{index}} {{item.name}} {{item.tags}}").render(for: .text, with: elementValues) == #"#2 a b ["x/y"]"#)
         let body = JSONTemplate.object([
@@ -80,7 +85,8 @@ struct TemplateTests {
         #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{item.}}") }
         #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{index.x}}") }
         #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.path}}").render(for: .text, with: values) }
-        #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.nothing}}").render(for: .text, with: elementValues) }
+        let missing = #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.nothing}}").render(for: .text, with: elementValues) }
+        #expect(missing?.description == "{{item.nothing}}: the element has no '.nothing'")
     }
 
     @Test func capturePaths() throws {

@@ -11,7 +11,7 @@ struct RunPrinter: Sendable {
     static let failedItemsShown = 5
 
     /// `✓ login  POST http://127.0.0.1:8080/login → 200 · 12 ms`; for a `for_each` step,
-    /// `✓ image  GET {{vars.base}}{{item.path | raw}} · 8 requests sent, 8 succeeded · 40 ms`
+    /// `✓ image  GET http://127.0.0.1:8080{{item.path | raw}} · 8 requests sent, 8 succeeded · 40 ms`
     /// and, if it failed, a line per failed element (at most ``failedItemsShown``).
     func line(for step: StepReport) {
         let id = Format.left(step.id, width)

@@ -46,10 +46,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     func tracked(
         _ step: WorkflowStep, id: String, _ body: () async throws -> [String: JSONValue]
     ) async throws -> [String: JSONValue] {
+        let isFanOut = id == step.id && step.forEach != nil
+        // A for_each step has no single URL: its report shows the template, variables filled in.
+        let url = isFanOut ? step.request.url.substitutingVariables(workflow.variables, for: .url) : step.request.url.source
         records.withLock {
             $0[id] = StepReport(
-                id: id, state: .failed, method: step.request.method.rawValue, url: step.request.url.source, started: elapsed(),
-                items: id == step.id && step.forEach != nil ? [] : nil
+                id: id, state: .failed, method: step.request.method.rawValue, url: url, started: elapsed(), items: isFanOut ? [] : nil
             )
         }
         do {

@@ -10,6 +10,8 @@ public struct StepReport: Sendable, Hashable {
     /// The method sent (or that would have been).
     public var method: String
     /// The final URL, templates substituted; the URL as written if the step was never sent.
+    /// For a `for_each` step: the URL with its variables substituted and `{{item…}}` left as
+    /// written (each element's report has its own URL).
     public var url: String
     /// The status of the last response, if one came.
     public var status: Int?

@@ -113,12 +113,35 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
             case .literal(let text):
                 output += text
             case .reference(let reference):
-                let value = try values.value(of: reference).interpolated
-                let asIs = context == .text || reference.isRaw || index == 0
-                output += asIs ? value : Self.percentEncoded(value)
+                output += Self.inserted(try values.value(of: reference).interpolated, for: reference, at: index, in: context)
             }
         }
         return output
+    }
+
+    /// The text with its variables replaced (escaped for `context`) and every other reference
+    /// left as written: how the URL of a `for_each` step, sent once per element, reads in
+    /// reports (`http://127.0.0.1:8080{{item.path | raw}}`).
+    public func substitutingVariables(_ variables: [String: String], for context: Context) -> String {
+        var output = ""
+        for (index, segment) in segments.enumerated() {
+            switch segment {
+            case .literal(let text):
+                output += text
+            case .reference(let reference):
+                guard reference.isVariable, let value = variables[reference.name] else {
+                    output += reference.description
+                    continue
+                }
+                output += Self.inserted(value, for: reference, at: index, in: context)
+            }
+        }
+        return output
+    }
+
+    /// `value` as `reference`, the segment at `index`, inserts it into `context`.
+    private static func inserted(_ value: String, for reference: Reference, at index: Int, in context: Context) -> String {
+        context == .text || reference.isRaw || index == 0 ? value : percentEncoded(value)
     }
 
     /// `value` percent-encoded as a URL component: everything but the unreserved characters of
@@ -193,7 +216,9 @@ public struct TemplateValues: Sendable {
     /// A reference whose value is not there.
     public struct Missing: Error, Sendable, CustomStringConvertible {
         public var reference: Template.Reference
-        public var description: String { "no value for \(reference)" }
+        public var description: String {
+            reference.namespace == Template.itemNamespace ? "\(reference): the element has no '\(reference.name)'" : "no value for \(reference)"
+        }
     }
 
     /// The value `reference` names: a variable as a string, a capture as captured, the
