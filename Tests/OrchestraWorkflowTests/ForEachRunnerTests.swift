@@ -56,6 +56,33 @@ struct ForEachRunnerTests {
         #expect(transport.requests.last?.path == "/done")
     }
 
+    @Test func hostLimitsAndRetriesApplyToEachElement() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let calls = Locked([String: Int]())
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/album" { return respond(200, Self.album(4)) }
+            let call = calls.withLock { $0[request.path!, default: 0] += 1; return $0[request.path!]! }
+            try await gate.pass()
+            return request.path == "/images/2" && call == 1 ? respond(503, "busy") : respond()
+        }
+        let workflow = try parse("""
+            hosts: { x.test: 2 }
+            steps:
+              - { id: album, url: "http://x.test/album", captures: { images: $.images } }
+              - { id: image, for_each: "{{album.images}}", url: "http://x.test{{item.path | raw}}", retry: { attempts: 2, backoff: 0s } }
+            """)
+        try await withHangGuard {
+            async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+            try await waitUntil("two elements in flight, the host's limit") { transport.inFlight == 2 }
+            gate.open()
+            let result = await report
+            #expect(result.allSucceeded)
+            #expect(result["image"]?.items?.map(\.attempts) == [1, 1, 2, 1])
+            #expect(result["image"]?.attempts == 5)
+        }
+        #expect(transport.peakInFlight(host: "x.test") == 2)
+    }
+
     @Test func aFailingElementLetsTheOthersFinishAndFailsTheStep() async throws {
         let transport = ScriptedHTTPTransport { request, _ in
             switch request.path! {
