@@ -164,6 +164,7 @@ struct WorkflowParserTests {
         Case(yaml: forEach("{{a.list}}{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
         Case(yaml: forEach("x{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "found {{a.list}}"),
         Case(yaml: forEach("{{item}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
+        Case(yaml: forEach("{{a.list | raw}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "'| raw' only changes"),
         Case(yaml: forEach("{{zz.list}}"), code: .unknownStep, line: 7, step: "b", field: "for_each", message: "step 'zz', which does not exist"),
         Case(yaml: forEach("{{a.lst}}"), code: .unknownCapture, line: 7, step: "b", field: "for_each", message: "did you mean 'list'?"),
         Case(yaml: forEach("{{b.list}}"), code: .cycle, line: 7, step: "b", field: "for_each", message: "own capture"),

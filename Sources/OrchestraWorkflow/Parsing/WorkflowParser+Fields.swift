@@ -65,6 +65,13 @@ extension WorkflowParser {
             )
             return nil
         }
+        guard !reference.isRaw else {
+            reader.fail(
+                .invalidTemplate, "'\(template.source)': '| raw' only changes how a value is inserted into a URL; for_each takes the list itself, \(example)",
+                at: node, step: step, field: "for_each"
+            )
+            return nil
+        }
         sites.append(TemplateSite(template: template, step: step, field: "for_each", location: NodeReader.location(node), variablesOnly: false))
         return reference
     }

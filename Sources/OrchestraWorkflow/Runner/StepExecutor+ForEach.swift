@@ -10,7 +10,8 @@ extension StepExecutor {
     /// sent nothing. Returns each capture as an array of the elements' values, in order.
     ///
     /// Cancellation: cancelling the step cancels the elements in flight (reported cancelled)
-    /// and throws `CancellationError` once they have ended.
+    /// and throws `CancellationError` once they have ended. A cancellation that arrives after
+    /// every element has ended changes nothing: the step reports what its elements did.
     func fanOut(_ step: WorkflowStep, over reference: Template.Reference, values: TemplateValues) async throws -> [String: JSONValue] {
         let list: JSONValue
         do {
@@ -48,7 +49,11 @@ extension StepExecutor {
             records[step.id]?.attempts = items.reduce(0) { $0 + $1.attempts }
             records[step.id]?.firstSent = items.compactMap(\.firstSent).min()
         }
-        try Task.checkCancellation()
+        // Cancelled while elements were in flight: the step is cancelled. Cancelled only after
+        // every element had ended, it reports what the elements did.
+        if results.contains(where: { if case .failure(let error) = $0 { error is CancellationError } else { false } }) {
+            throw CancellationError()
+        }
         let failures = results.enumerated().compactMap { index, result -> (index: Int, error: any Error)? in
             if case .failure(let error) = result { (index, error) } else { nil }
         }
