@@ -22,6 +22,16 @@ struct WorkflowCommandTests {
         return url.path
     }
 
+    /// Runs the example `name` against `server` with `--output json`, expects exit 0, and
+    /// returns the document it printed.
+    static func jsonReport(of name: String, server: DemoServer) async throws -> [String: Any] {
+        let output = try await OrchestraExecutable.run([
+            "run", example(name), "--var", "base=\(server.baseURL.absoluteString)", "--output", "json",
+        ])
+        #expect(output.status == 0, "\(output)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+    }
+
     @Test("each example runs against the demo server and exits 0", arguments: examples)
     func examplesRun(name: String) async throws {
         try await withDemoServer { server in
@@ -47,11 +57,7 @@ struct WorkflowCommandTests {
     @Test("--output json prints one document with every step and the summary")
     func jsonOutput() async throws {
         try await withDemoServer { server in
-            let output = try await OrchestraExecutable.run([
-                "run", Self.example("users-orders.json"), "--var", "base=\(server.baseURL.absoluteString)", "--output", "json",
-            ])
-            #expect(output.status == 0, "\(output)")
-            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let document = try await Self.jsonReport(of: "users-orders.json", server: server)
             let steps = try #require(document["steps"] as? [[String: Any]])
             #expect(steps.map { $0["id"] as? String } == ["ada", "bob", "summary"])
             #expect(steps.allSatisfy { $0["state"] as? String == "succeeded" })
@@ -67,11 +73,7 @@ struct WorkflowCommandTests {
     @Test("--output json lists the elements of a for_each step under its items")
     func jsonOutputOfAFanOut() async throws {
         try await withDemoServer { server in
-            let output = try await OrchestraExecutable.run([
-                "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--output", "json",
-            ])
-            #expect(output.status == 0, "\(output)")
-            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let document = try await Self.jsonReport(of: "album.yaml", server: server)
             let steps = try #require(document["steps"] as? [[String: Any]])
             #expect(steps.map { $0["id"] as? String } == ["album", "image", "done"])
             #expect(steps[0]["items"] == nil, "only a for_each step has items")

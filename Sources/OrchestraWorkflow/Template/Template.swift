@@ -107,33 +107,30 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``TemplateValues/Missing`` if a value is missing (validation prevents it).
     public func render(for context: Context, with values: TemplateValues) throws(TemplateValues.Missing) -> String {
-        var output = ""
-        for (index, segment) in segments.enumerated() {
-            switch segment {
-            case .literal(let text):
-                output += text
-            case .reference(let reference):
-                output += Self.inserted(try values.value(of: reference).interpolated, for: reference, at: index, in: context)
-            }
-        }
-        return output
+        try rendered(for: context) { reference throws(TemplateValues.Missing) in try values.value(of: reference).interpolated }
     }
 
     /// The text with its variables replaced (escaped for `context`) and every other reference
     /// left as written: how the URL of a `for_each` step, sent once per element, reads in
     /// reports (`http://127.0.0.1:8080{{item.path | raw}}`).
     public func substitutingVariables(_ variables: [String: String], for context: Context) -> String {
+        rendered(for: context) { reference in reference.isVariable ? variables[reference.name] : nil }
+    }
+
+    /// The text with each reference replaced by `value(reference)`, escaped for `context`, or
+    /// left as written where that is nil.
+    private func rendered<E: Error>(for context: Context, value: (Reference) throws(E) -> String?) throws(E) -> String {
         var output = ""
         for (index, segment) in segments.enumerated() {
             switch segment {
             case .literal(let text):
                 output += text
             case .reference(let reference):
-                guard reference.isVariable, let value = variables[reference.name] else {
+                if let value = try value(reference) {
+                    output += Self.inserted(value, for: reference, at: index, in: context)
+                } else {
                     output += reference.description
-                    continue
                 }
-                output += Self.inserted(value, for: reference, at: index, in: context)
             }
         }
         return output
