@@ -64,6 +64,7 @@ struct WorkflowCommandTests {
             let summary = try #require(steps.last?["captures"] as? [String: Any])
             #expect(summary["first"] as? Int == 101)
             #expect(summary["by"] as? String == "User 1")
+            #expect(summary["type"] as? String == "application/json", "a header capture: /echo answers with the request's Content-Type")
             let totals = try #require(document["summary"] as? [String: Any])
             #expect(totals["succeeded"] as? Int == 3)
             #expect(totals["failed"] as? Int == 0)

@@ -181,9 +181,19 @@ struct WorkflowParserTests {
             code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "not once per element"
         ),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{item.a[x]}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "not a path into the element"),
+        // A capture is $.path or { header: NAME }.
+        Case(yaml: capture("{ header: \"X Id\" }"), code: .invalidValue, line: 5, step: "a", field: "captures.v.header", message: "'X Id' is not a header name"),
+        Case(yaml: capture("{ headr: ETag }"), code: .unknownField, line: 5, step: "a", field: "captures.v.headr", message: "did you mean 'header'?"),
+        Case(yaml: capture("{}"), code: .missingField, line: 5, step: "a", field: "captures.v", message: "missing 'header'"),
+        Case(yaml: capture("header ETag"), code: .invalidCapturePath, line: 5, step: "a", field: "captures.v", message: "captured with { header: NAME }"),
         Case(yaml: "steps:\n  - id: item\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "item", field: "id", message: "reserved for the element"),
         Case(yaml: "steps:\n  - id: index\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "index", field: "id", message: "reserved for the element"),
     ]
+
+    /// Step `a` captures `v` as `value` (line 5).
+    static func capture(_ value: String) -> String {
+        "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures:\n      v: \(value)\n"
+    }
 
     /// Step `a` captures `list`; step `b` iterates over `value` (line 7).
     static func forEach(_ value: String, quoted: Bool = true) -> String {

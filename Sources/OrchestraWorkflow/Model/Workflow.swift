@@ -129,11 +129,38 @@ public enum RequestBody: Sendable, Hashable {
     }
 }
 
-/// A capture: a name and where its value is in the step's JSON response.
+/// A capture: a name and where its value is in the step's response.
 public struct Capture: Sendable, Hashable {
+    /// Where a captured value is read.
+    public enum Source: Sendable, Hashable, CustomStringConvertible {
+        /// `$.a.b[0]`: a path into the JSON body.
+        case body(CapturePath)
+        /// `{ header: Location }`: a response header's value, as text (several values of one
+        /// header joined with `, `).
+        case header(HTTPField.Name)
+
+        public var description: String {
+            switch self {
+            case .body(let path): path.description
+            case .header(let name): "header \(name.rawName)"
+            }
+        }
+    }
+
     public var name: String
-    public var path: CapturePath
+    public var source: Source
     public var location: SourceLocation?
+
+    /// Whether the value is read from the JSON body (which must then parse).
+    public var readsBody: Bool {
+        if case .body = source { true } else { false }
+    }
+
+    public init(name: String, source: Source, location: SourceLocation? = nil) {
+        self.name = name
+        self.source = source
+        self.location = location
+    }
 }
 
 /// `retry:` of a step.

@@ -84,9 +84,35 @@ extension WorkflowParser {
                 reader.fail(.invalidValue, "capture name '\(name)' may use only letters, digits, '_' and '-'", at: keyNode, step: step, field: field)
                 return nil
             }
-            guard let path = capturePath(value, step: step, field: field) else { return nil }
-            return Capture(name: name, path: path, location: NodeReader.location(keyNode))
+            guard let source = captureSource(value, step: step, field: field) else { return nil }
+            return Capture(name: name, source: source, location: NodeReader.location(keyNode))
         }
+    }
+
+    /// A capture's value: `$.path` into the JSON body, or `{ header: NAME }`.
+    private mutating func captureSource(_ node: Node, step: String, field: String) -> Capture.Source? {
+        guard case .mapping = node else {
+            guard let text = reader.string(node, step: step, field: field) else { return nil }
+            do {
+                return .body(try CapturePath(parsing: text))
+            } catch {
+                let hint = text.hasPrefix("$") ? "" : "; a response header is captured with { header: NAME }"
+                reader.fail(.invalidCapturePath, error.message + hint, at: node, step: step, field: field)
+                return nil
+            }
+        }
+        guard let entries = reader.entries(node, allowed: ["header"], step: step, field: field) else { return nil }
+        guard let entry = entries.first else {
+            reader.fail(.missingField, "missing 'header': a capture is $.path into the JSON body or { header: NAME }", at: node, step: step, field: field)
+            return nil
+        }
+        let headerField = "\(field).header"
+        guard let text = reader.string(entry.node, step: step, field: headerField) else { return nil }
+        guard let name = HTTPField.Name(text) else {
+            reader.fail(.invalidValue, "'\(text)' is not a header name (letters, digits and !#$%&'*+-.^_`|~, no spaces or ':')", at: entry.node, step: step, field: headerField)
+            return nil
+        }
+        return .header(name)
     }
 
     mutating func capturePath(_ node: Node, step: String?, field: String) -> CapturePath? {

@@ -95,17 +95,34 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))\(attemptsNote(id))")
         }
         guard !step.captures.isEmpty else { return [:] }
-        guard let document = try? JSONValue(parsing: result.body) else {
-            let type = result.response.headerFields[.contentType].map { " (\($0))" } ?? ""
-            let names = step.captures.map(\.name).joined(separator: ", ")
-            throw StepFailure("the response\(type) is not JSON, so the captures \(names) cannot be read: \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
+        let contentType = result.response.headerFields[.contentType]
+        // The body is parsed only if a capture reads it.
+        var document: JSONValue?
+        if step.captures.contains(where: \.readsBody) {
+            guard let parsed = try? JSONValue(parsing: result.body) else {
+                let type = contentType.map { " (\($0))" } ?? ""
+                let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
+                throw StepFailure("the response\(type) is not JSON, so the captures \(names) cannot be read: \(StepErrors.snippet(result.body, contentType: contentType))")
+            }
+            document = parsed
         }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {
-            guard let value = capture.path.evaluate(in: document) else {
-                throw StepFailure("capture '\(capture.name)': \(capture.path) not found in the response: \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
+            switch capture.source {
+            case .body(let path):
+                guard let document, let value = path.evaluate(in: document) else {
+                    throw StepFailure("capture '\(capture.name)': \(path) not found in the response: \(StepErrors.snippet(result.body, contentType: contentType))")
+                }
+                captures[capture.name] = value
+            case .header(let name):
+                guard let value = result.response.headerFields[name] else {
+                    var seen: Set<HTTPField.Name> = []
+                    let present = result.response.headerFields.map(\.name).filter { seen.insert($0).inserted }
+                    let list = present.isEmpty ? "none" : present.map(\.rawName).joined(separator: ", ")
+                    throw StepFailure("capture '\(capture.name)': the response has no '\(name.rawName)' header (it has: \(list))")
+                }
+                captures[capture.name] = .string(value)
             }
-            captures[capture.name] = value
         }
         return captures
     }

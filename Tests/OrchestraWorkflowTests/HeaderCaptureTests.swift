@@ -1,0 +1,79 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraTestKit
+import OrchestraWorkflow
+import Testing
+
+@Suite("WorkflowRunner: header captures", .timeLimit(.minutes(1)))
+struct HeaderCaptureTests {
+    @Test func aHeaderCaptureIsUsedByALaterStepWithoutAJSONBody() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            switch request.path {
+            case "/things": respond(201, "created", headers: [.location: "/things/7", .eTag: #""v1""#, .contentType: "text/plain"])
+            default: respond(200, "{}")
+            }
+        }
+        let workflow = try parse("""
+            steps:
+              - id: create
+                method: POST
+                url: "http://x.test/things"
+                captures:
+                  where: { header: location }    # any case
+                  tag: { header: ETag }
+              - id: read
+                url: "http://x.test{{create.where | raw}}"
+                headers: { If-None-Match: "{{create.tag}}" }
+            """)
+        #expect(workflow.step("create")?.captures.map(\.source) == [.header(.location), .header(.eTag)])
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        #expect(report.allSucceeded, "\(report)")
+        #expect(report["create"]?.captures == [JSONValue.Member("where", .string("/things/7")), JSONValue.Member("tag", .string(#""v1""#))])
+        let read = try #require(transport.requests.first { $0.path != "/things" })
+        #expect(read.path == "/things/7")
+        #expect(read.headerFields[.ifNoneMatch] == #""v1""#)
+    }
+
+    @Test func aMissingHeaderFailsTheStepListingTheHeadersThereWere() async throws {
+        let transport = ScriptedHTTPTransport { _, _ in
+            respond(200, "ok", headers: [.contentType: "text/plain", .cacheControl: "no-store"])
+        }
+        let workflow = try parse("""
+            steps:
+              - { id: a, url: "http://x.test/a", captures: { tag: { header: ETag } } }
+              - { id: b, url: "http://x.test/b/{{a.tag}}" }
+            """)
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        #expect(report["a"]?.error == "capture 'tag': the response has no 'ETag' header (it has: Content-Type, Cache-Control)")
+        #expect(report["b"]?.state == .skipped)
+    }
+
+    @Test func aBodyCaptureStillNeedsJSONAndOnlyItIsNamed() async throws {
+        let transport = ScriptedHTTPTransport { _, _ in
+            respond(200, "plain text", headers: [.eTag: "x", .contentType: "text/plain"])
+        }
+        let workflow = try parse("""
+            steps:
+              - { id: a, url: "http://x.test/a", captures: { tag: { header: ETag }, id: $.id } }
+            """)
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        #expect(report["a"]?.error?.hasPrefix("the response (text/plain) is not JSON, so the captures id cannot be read") == true, "\(String(describing: report["a"]?.error))")
+    }
+
+    @Test func aForEachStepCapturesOneHeaderValuePerElement() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/list" { return respond(200, #"{"ids":[3,1,2]}"#) }
+            let id = request.path!.split(separator: "/").last!
+            return respond(200, "", headers: [.eTag: "tag-\(id)"])
+        }
+        let workflow = try parse("""
+            steps:
+              - { id: list, url: "http://x.test/list", captures: { ids: $.ids } }
+              - { id: each, for_each: "{{list.ids}}", url: "http://x.test/items/{{item}}", captures: { tag: { header: etag } } }
+            """)
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        #expect(report.allSucceeded, "\(report)")
+        #expect(report["each"]?.captures == [JSONValue.Member("tag", .array([.string("tag-3"), .string("tag-1"), .string("tag-2")]))])
+    }
+}
