@@ -112,8 +112,7 @@ struct ForEachRunnerTests {
                 try await waitUntil("the elements are in flight") { arrivals.events.count { $0.hasPrefix("/images/") } == 3 }
                 return respond(500, "boom")
             default:
-                try await Task.sleep(for: .seconds(3_600))   // until cancelled
-                return respond()
+                try await suspendUntilCancelled()
             }
         }
         let workflow = try parse("""

@@ -84,8 +84,7 @@ struct WorkflowRunnerTests {
             arrivals.append(request.path!)
             switch request.path {
             case "/slow":
-                try await Task.sleep(for: .seconds(3_600))   // until cancelled
-                return respond()
+                try await suspendUntilCancelled()
             case "/bad":
                 try await waitUntil("slow is in flight") { arrivals.events.contains("/slow") }
                 return respond(500, "boom")
@@ -132,8 +131,7 @@ struct WorkflowRunnerTests {
     @Test func eachAttemptIsLimitedByTheStepTimeout() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { _, _ in
-            try await Task.sleep(for: .seconds(3_600))   // never answers; cancelled by the timeout
-            return respond()
+            try await suspendUntilCancelled()   // never answers; cancelled by the timeout
         }
         let workflow = try parse("steps:\n  - { id: slow, url: \"http://x.test/hang\", timeout: 2s, retry: { attempts: 2, backoff: 100ms } }\n")
         try await withHangGuard {

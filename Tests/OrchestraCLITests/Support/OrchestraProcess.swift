@@ -138,6 +138,9 @@ private final class ProcessExit: @unchecked Sendable {
                 }
             }
             group.addTask {
+                // The hang guard: a child process runs on real time, not on a test's clock, so
+                // this bound is real time too (far longer than any correct run; not a timing
+                // assertion).
                 try? await Task.sleep(for: limit)
                 return nil
             }
