@@ -76,4 +76,40 @@ struct HeaderCaptureTests {
         #expect(report.allSucceeded, "\(report)")
         #expect(report["each"]?.captures == [JSONValue.Member("tag", .array([.string("tag-3"), .string("tag-1"), .string("tag-2")]))])
     }
+
+    @Test func theAuthBlockCanReadItsTokenFromAHeader() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            switch request.path {
+            case "/login": respond(204, "", headers: [HTTPField.Name("X-Auth-Token")!: "t1", HTTPField.Name("X-Expires-In")!: "3600"])
+            default: request.headerFields[.authorization] == "Bearer t1" ? respond(200, "{}") : respond(401, "{}")
+            }
+        }
+        let workflow = try parse("""
+            auth:
+              login: { url: "http://x.test/login", token: { header: x-auth-token }, expires_in: { header: X-Expires-In } }
+            steps:
+              - { id: a, url: "http://x.test/a" }
+            """)
+        #expect(workflow.auth?.login.token == .header(HTTPField.Name("X-Auth-Token")!))
+        #expect(workflow.auth?.login.expiresIn == .header(HTTPField.Name("X-Expires-In")!))
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        #expect(report.allSucceeded, "\(report)")
+        #expect(report.logins == 1)
+    }
+
+    @Test func aLoginWithoutTheTokenHeaderFailsTheStepsSayingSo() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            request.path == "/login" ? respond(200, "welcome", headers: [.contentType: "text/plain"]) : respond(200, "{}")
+        }
+        let workflow = try parse("""
+            auth:
+              login: { url: "http://x.test/login", token: { header: X-Auth-Token } }
+            steps:
+              - { id: a, url: "http://x.test/a" }
+            """)
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let error = try #require(report["a"]?.error)
+        #expect(error.contains("login POST http://x.test/login: token: the response has no 'X-Auth-Token' header (it has: Content-Type)"), "\(error)")
+        #expect(!transport.requests.contains { $0.path == "/a" }, "nothing is sent without a token")
+    }
 }

@@ -103,9 +103,9 @@ public struct WorkflowAuth: Sendable, Hashable {
 /// A request that returns a token (the login or the refresh).
 public struct TokenRequest: Sendable, Hashable {
     public var request: RequestTemplate
-    /// Where the token is in the JSON response.
-    public var token: CapturePath
+    /// Where the token is in the response (`$.access_token`, `{ header: X-Auth-Token }`).
+    public var token: Capture.Source
     /// Where its lifetime in seconds is, if the response says (`$.expires_in`).
-    public var expiresIn: CapturePath?
+    public var expiresIn: Capture.Source?
     public var location: SourceLocation?
 }

@@ -90,7 +90,7 @@ extension WorkflowParser {
     }
 
     /// A capture's value: `$.path` into the JSON body, or `{ header: NAME }`.
-    private mutating func captureSource(_ node: Node, step: String, field: String) -> Capture.Source? {
+    mutating func captureSource(_ node: Node, step: String?, field: String) -> Capture.Source? {
         guard case .mapping = node else {
             guard let text = reader.string(node, step: step, field: field) else { return nil }
             do {
@@ -202,14 +202,14 @@ extension WorkflowParser {
             return nil
         }
         guard let tokenNode = fields.first(where: { $0.key == "token" })?.node else {
-            reader.fail(.missingField, "missing 'token': where the token is in the response, as in $.access_token", at: node, field: "\(field).token")
+            reader.fail(.missingField, "missing 'token': where the token is in the response, as in $.access_token or { header: X-Auth-Token }", at: node, field: "\(field).token")
             return nil
         }
         guard var request = request(fields, urlNode: urlNode, step: nil, prefix: field + ".", variablesOnly: true),
-              let token = capturePath(tokenNode, step: nil, field: "\(field).token")
+              let token = captureSource(tokenNode, step: nil, field: "\(field).token")
         else { return nil }
         if !fields.contains(where: { $0.key == "method" }) { request.method = .post }
-        let expiresIn = fields.first { $0.key == "expires_in" }.flatMap { capturePath($0.node, step: nil, field: "\(field).expires_in") }
+        let expiresIn = fields.first { $0.key == "expires_in" }.flatMap { captureSource($0.node, step: nil, field: "\(field).expires_in") }
         return TokenRequest(request: request, token: token, expiresIn: expiresIn, location: NodeReader.location(node))
     }
 }

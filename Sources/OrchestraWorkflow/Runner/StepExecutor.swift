@@ -95,33 +95,18 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))\(attemptsNote(id))")
         }
         guard !step.captures.isEmpty else { return [:] }
-        let contentType = result.response.headerFields[.contentType]
-        // The body is parsed only if a capture reads it.
-        var document: JSONValue?
-        if step.captures.contains(where: \.readsBody) {
-            guard let parsed = try? JSONValue(parsing: result.body) else {
-                let type = contentType.map { " (\($0))" } ?? ""
-                let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
-                throw StepFailure("the response\(type) is not JSON, so the captures \(names) cannot be read: \(StepErrors.snippet(result.body, contentType: contentType))")
-            }
-            document = parsed
+        var reader = ResponseReader(result)
+        // One message for every capture a body that is not JSON defeats.
+        if step.captures.contains(where: \.readsBody), reader.document() == nil {
+            let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
+            throw StepFailure("the response\(reader.typeNote) is not JSON, so the captures \(names) cannot be read: \(reader.snippet)")
         }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {
-            switch capture.source {
-            case .body(let path):
-                guard let document, let value = path.evaluate(in: document) else {
-                    throw StepFailure("capture '\(capture.name)': \(path) not found in the response: \(StepErrors.snippet(result.body, contentType: contentType))")
-                }
-                captures[capture.name] = value
-            case .header(let name):
-                guard let value = result.response.headerFields[name] else {
-                    var seen: Set<HTTPField.Name> = []
-                    let present = result.response.headerFields.map(\.name).filter { seen.insert($0).inserted }
-                    let list = present.isEmpty ? "none" : present.map(\.rawName).joined(separator: ", ")
-                    throw StepFailure("capture '\(capture.name)': the response has no '\(name.rawName)' header (it has: \(list))")
-                }
-                captures[capture.name] = .string(value)
+            do {
+                captures[capture.name] = try reader.value(of: capture.source)
+            } catch {
+                throw StepFailure("capture '\(capture.name)': \(error.reason)")
             }
         }
         return captures

@@ -76,17 +76,18 @@ final class WorkflowAuthenticator: Sendable {
         guard (200...299).contains(status) else {
             throw StepFailure("\(what) answered \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
         }
-        guard let document = try? JSONValue(parsing: result.body) else {
-            throw StepFailure("\(what): the response is not JSON, so the token (\(tokenRequest.token)) cannot be read")
+        var reader = ResponseReader(result)
+        let token: JSONValue
+        do {
+            token = try reader.value(of: tokenRequest.token)
+        } catch {
+            throw StepFailure("\(what): token: \(error.reason)")
         }
-        guard let token = tokenRequest.token.evaluate(in: document) else {
-            throw StepFailure("\(what): token \(tokenRequest.token) not found in the response")
-        }
-        let lifetime: Duration? = tokenRequest.expiresIn.flatMap { $0.evaluate(in: document) }.flatMap { value in
+        let lifetime: Duration? = tokenRequest.expiresIn.flatMap { try? reader.value(of: $0) }.flatMap { value in
             switch value {
             case .integer(let seconds): .seconds(seconds)
             case .number(let seconds): .milliseconds(Int64(seconds * 1_000))
-            case .string(let text): Int(text).map { .seconds($0) }
+            case .string(let text): Int(text.trimmingCharacters(in: .whitespaces)).map { .seconds($0) }
             default: nil
             }
         }
