@@ -115,16 +115,6 @@ extension WorkflowParser {
         return .header(name)
     }
 
-    mutating func capturePath(_ node: Node, step: String?, field: String) -> CapturePath? {
-        guard let text = reader.string(node, step: step, field: field) else { return nil }
-        do {
-            return try CapturePath(parsing: text)
-        } catch {
-            reader.fail(.invalidCapturePath, error.message, at: node, step: step, field: field)
-            return nil
-        }
-    }
-
     mutating func statusCode(_ node: Node, step: String?, field: String) -> Int? {
         guard let code = reader.integer(node, minimum: 100, step: step, field: field, what: "an HTTP status (100–599)") else { return nil }
         guard code <= 599 else {

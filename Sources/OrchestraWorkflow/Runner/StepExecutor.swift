@@ -91,11 +91,11 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         update(id) { $0.url = rendered.url }
         let result = try await send(rendered, for: step, id: id)
         let status = result.status.code
+        var reader = ResponseReader(result)
         guard step.accepts(status: status) else {
-            throw StepFailure("expected \(step.expectationText), got \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))\(attemptsNote(id))")
+            throw StepFailure("expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
         }
         guard !step.captures.isEmpty else { return [:] }
-        var reader = ResponseReader(result)
         // One message for every capture a body that is not JSON defeats.
         if step.captures.contains(where: \.readsBody), reader.document() == nil {
             let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")

@@ -73,10 +73,10 @@ final class WorkflowAuthenticator: Sendable {
             throw StepFailure("\(what) failed: \(StepErrors.describe(error, authority: rendered.authority))")
         }
         let status = result.status.code
-        guard (200...299).contains(status) else {
-            throw StepFailure("\(what) answered \(status): \(StepErrors.snippet(result.body, contentType: result.response.headerFields[.contentType]))")
-        }
         var reader = ResponseReader(result)
+        guard (200...299).contains(status) else {
+            throw StepFailure("\(what) answered \(status): \(reader.snippet)")
+        }
         let token: JSONValue
         do {
             token = try reader.value(of: tokenRequest.token)
