@@ -54,6 +54,43 @@ struct WorkflowCommandTests {
         }
     }
 
+    /// util-linux `script`, which runs a command on a pseudo-terminal.
+    static let script = URL(fileURLWithPath: "/usr/bin/script")
+
+    @Test(
+        "on a terminal, a for_each step shows a progress bar redrawn in place and erased before its line",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: script.path), "needs util-linux script for a terminal")
+    )
+    func progressOnATerminal() async throws {
+        try await withDemoServer { server in
+            let command = [OrchestraExecutable.url.path, "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]
+                .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+                .joined(separator: " ")
+            // -e: script exits with the command's status; its transcript goes to /dev/null.
+            let output = try await OrchestraExecutable.run(["-qec", command, "/dev/null"], executable: Self.script)
+            #expect(output.status == 0, "\(output)")
+            let screen = output.stdout
+            let bars = (0...8).map { "  image [" + String(repeating: "█", count: $0 * 2) + String(repeating: "░", count: 16 - $0 * 2) + "] \($0)/8" }
+            var position = screen.startIndex
+            for bar in bars {
+                let found = try #require(screen.range(of: "\r" + bar, range: position..<screen.endIndex), "'\(bar)', redrawn in place, in order:\n\(output)")
+                position = found.upperBound
+            }
+            let erased = "\r" + String(repeating: " ", count: bars[8].count) + "\r✓ image "
+            #expect(screen[position...].hasPrefix(erased), "the bar is erased and the step's line takes its place:\n\(output)")
+        }
+    }
+
+    @Test("through a pipe, a for_each step prints no progress: only its line")
+    func noProgressThroughAPipe() async throws {
+        try await withDemoServer { server in
+            let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"])
+            #expect(output.status == 0, "\(output)")
+            #expect(!output.stdout.contains("\r") && !output.stdout.contains("/8"), "\(output)")
+            #expect(output.stdout.contains("8 requests sent, 8 succeeded"), "\(output)")
+        }
+    }
+
     @Test("--output json prints one document with every step and the summary")
     func jsonOutput() async throws {
         try await withDemoServer { server in

@@ -56,6 +56,27 @@ struct ForEachRunnerTests {
         #expect(transport.requests.last?.path == "/done")
     }
 
+    @Test func progressCountsEachEndedElementBeforeTheStepEnds() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            request.path == "/album" ? respond(200, Self.album(5)) : respond()
+        }
+        let workflow = try Self.workflow()
+        let events = EventLog<String>()
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) { event in
+                switch event {
+                case .started(let step): events.append("start \(step)")
+                case .progress(let step, let finished, let total): events.append("\(step) \(finished)/\(total)")
+                case .finished(let report): events.append("end \(report.id)")
+                }
+            }
+        }
+        #expect(report.allSucceeded)
+        let image = events.events.filter { $0.hasPrefix("image ") || $0.hasSuffix(" image") }
+        #expect(image == ["start image"] + (0...5).map { "image \($0)/5" } + ["end image"])
+        #expect(!events.events.contains { $0.hasPrefix("album ") || $0.hasPrefix("done ") }, "only a for_each step reports progress")
+    }
+
     @Test func hostLimitsAndRetriesApplyToEachElement() async throws {
         let gate = AsyncGate(isOpen: false)
         let calls = Locked([String: Int]())

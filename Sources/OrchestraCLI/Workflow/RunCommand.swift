@@ -10,7 +10,8 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Steps run as soon as the steps they need have succeeded, independent steps in \
             parallel (at most 'limit' at once). A line is printed as each step ends, then a \
-            summary. See Examples/README.md for the file format.
+            summary; on a terminal, a for_each step also shows a progress bar while its \
+            requests run. See Examples/README.md for the file format.
 
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
             2 the file is invalid (nothing is sent).
@@ -42,8 +43,9 @@ struct RunCommand: AsyncParsableCommand {
         let printer = RunPrinter(console: console, width: workflow.steps.map(\.id.count).max() ?? 0)
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(name, .bold)) }
+        let progress = RunProgress(printer: printer)
         let report = await WorkflowRunner(workflow: workflow).run { event in
-            if text, case .finished(let step) = event { printer.line(for: step) }
+            if text { progress.handle(event) }
         }
         switch output {
         case .text: printer.summary(of: report)

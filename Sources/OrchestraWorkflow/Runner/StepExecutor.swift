@@ -15,6 +15,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let clock: C
     let start: C.Instant
     let records: Locked<[String: StepReport]>
+    /// Where a `for_each` step reports its progress (``WorkflowEvent/progress(step:finished:total:)``).
+    let progress: @Sendable (WorkflowEvent) -> Void
 
     /// Statuses worth another attempt when the step does not expect them.
     static func isRetryable(status: Int) -> Bool {

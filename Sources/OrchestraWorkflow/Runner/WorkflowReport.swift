@@ -69,6 +69,9 @@ public enum WorkflowEvent: Sendable {
     case started(step: String)
     /// A step ended, however it ended.
     case finished(StepReport)
+    /// How far a `for_each` step is: `finished` of its `total` elements have ended (sent once
+    /// with 0 when the step knows its list, then once per element).
+    case progress(step: String, finished: Int, total: Int)
 }
 
 /// Every step's report, in file order, and the run's totals.

@@ -40,10 +40,14 @@ public struct WorkflowRunner: Sendable {
     ///
     /// - Parameters:
     ///   - clock: Measures timeouts, retry backoffs, token lifetimes and the report's times.
-    ///   - onEvent: Called as each step starts and ends, one call at a time.
+    ///   - onEvent: Called as each step starts and ends, and as each element of a `for_each`
+    ///     step ends; one call at a time.
     public func run<C: Clock>(
         clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
     ) async -> WorkflowReport where C.Duration == Duration {
+        // Events come from the graph's loop and from every for_each step: one at a time.
+        let delivery = Locked(())
+        let onEvent: @Sendable (WorkflowEvent) -> Void = { event in delivery.withLock { _ in onEvent(event) } }
         let start = clock.now
         // The limits are the executor's (HostLimiter), shared by both coordinators.
         let limits = HTTPCoordinator.Configuration(
@@ -61,7 +65,7 @@ public struct WorkflowRunner: Sendable {
         }
         let executor = StepExecutor(
             workflow: workflow, plain: plain, authenticated: authenticated, hosts: HostLimiter(total: workflow.limit, hosts: workflow.hostLimits),
-            clock: clock, start: start, records: Locked([:])
+            clock: clock, start: start, records: Locked([:]), progress: onEvent
         )
         let graph = TaskGraph()
         for step in workflow.steps {

@@ -47,14 +47,18 @@ enum OrchestraExecutable {
     ///
     /// A run that has not ended within `limit` (a real-time guard far longer than a correct
     /// run, not a timing assertion) is killed and the test fails, naming the command.
+    ///
+    /// `executable` runs another program instead (such as `script`, to give `orchestra` a
+    /// terminal).
     static func run(
         _ arguments: [String],
+        executable: URL = url,
         environment: [String: String] = [:],
         limit: Duration = .seconds(120),
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> ProcessOutput {
         let process = Process()
-        process.executableURL = url
+        process.executableURL = executable
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
