@@ -12,8 +12,9 @@ struct RunPrinter: Sendable {
 
     /// `✓ login  POST http://127.0.0.1:8080/login → 200 · 12 ms`; for a `for_each` step,
     /// `✓ image  GET http://127.0.0.1:8080{{item.path | raw}} · 8 requests sent, 8 succeeded · 40 ms`
-    /// and, if it failed, a line per failed element (at most ``failedItemsShown``).
-    func line(for step: StepReport) {
+    /// and, if it failed, a line per failed element (at most ``failedItemsShown``). Each line
+    /// ends with a newline.
+    func lines(for step: StepReport) -> String {
         let id = Format.left(step.id, width)
         let request = "\(step.method) \(step.url)"
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
@@ -22,34 +23,39 @@ struct RunPrinter: Sendable {
             let sent = items.count { $0.attempts > 0 }
             attempts = " · \(Format.count(sent, "request")) sent, \(items.count { $0.state == .succeeded }) succeeded"
         }
+        var lines: [String]
         switch step.state {
         case .succeeded:
             let status = step.status.map { " → \($0)" } ?? ""
             let captures = step.captures.isEmpty ? "" : console.paint(" · captured " + step.captures.map(\.key).joined(separator: ", "), .dim)
-            console.line("\(console.paint("✓", .green)) \(id)  \(request)\(status)\(duration)\(attempts)\(captures)")
+            lines = ["\(console.paint("✓", .green)) \(id)  \(request)\(status)\(duration)\(attempts)\(captures)"]
         case .failed:
             let status = step.status.map { " → \($0)" } ?? ""
-            console.line("\(console.paint("✗", .red)) \(id)  \(request)\(status)\(duration)\(attempts)")
-            console.line("  \(String(repeating: " ", count: width))  \(console.paint(step.error ?? "failed", .red))")
-            failedItems(of: step)
+            lines = [
+                "\(console.paint("✗", .red)) \(id)  \(request)\(status)\(duration)\(attempts)",
+                "  \(String(repeating: " ", count: width))  \(console.paint(step.error ?? "failed", .red))",
+            ]
+            lines += failedItems(of: step)
         case .skipped:
-            console.line("\(console.paint("–", .yellow)) \(id)  \(console.paint(step.error ?? "skipped", .dim))")
+            lines = ["\(console.paint("–", .yellow)) \(id)  \(console.paint(step.error ?? "skipped", .dim))"]
         case .cancelled:
-            console.line("\(console.paint("○", .yellow)) \(id)  \(console.paint(step.error ?? "cancelled", .dim))")
+            lines = ["\(console.paint("○", .yellow)) \(id)  \(console.paint(step.error ?? "cancelled", .dim))"]
         }
+        return lines.map { $0 + "\n" }.joined()
     }
 
     /// `    ✗ image[3]  GET http://…/images/3 → 404: expected 2xx, got 404: …`
-    private func failedItems(of step: StepReport) {
+    private func failedItems(of step: StepReport) -> [String] {
         let failed = (step.items ?? []).filter { $0.state == .failed }
         let indent = String(repeating: " ", count: width + 4)
-        for item in failed.prefix(Self.failedItemsShown) {
+        var lines = failed.prefix(Self.failedItemsShown).map { item in
             let status = item.status.map { " → \($0)" } ?? ""
-            console.line("\(indent)\(console.paint("✗", .red)) \(item.id)  \(item.method) \(item.url)\(status): \(console.paint(item.error ?? "failed", .red))")
+            return "\(indent)\(console.paint("✗", .red)) \(item.id)  \(item.method) \(item.url)\(status): \(console.paint(item.error ?? "failed", .red))"
         }
         if failed.count > Self.failedItemsShown {
-            console.line("\(indent)\(console.paint("… and \(failed.count - Self.failedItemsShown) more failed", .dim))")
+            lines.append("\(indent)\(console.paint("… and \(failed.count - Self.failedItemsShown) more failed", .dim))")
         }
+        return lines
     }
 
     /// `4 steps: 3 succeeded, 1 failed · 0.42 s`

@@ -3,7 +3,7 @@ import OrchestraWorkflow
 
 /// What `orchestra run` shows while it runs, in text output.
 ///
-/// A line per step as it ends (``RunPrinter/line(for:)``). On a terminal, while `for_each`
+/// A line per step as it ends (``RunPrinter/lines(for:)``). On a terminal, while `for_each`
 /// steps are under way, a status line under those lines, redrawn in place as their elements
 /// end: `  image [████████░░░░░░░░] 4/8`. Elsewhere (a pipe, a file, CI) only the step lines:
 /// no redraws, no escape codes.
@@ -24,41 +24,44 @@ final class RunProgress: Sendable {
 
     private var console: Console { printer.console }
 
-    /// Shows `event`. Calls come one at a time (``WorkflowRunner/run(clock:onEvent:)``).
+    /// Shows `event`. (The runner delivers events one at a time; the lock keeps the screen's
+    /// state whole regardless, and nothing is written while it is held.)
     func handle(_ event: WorkflowEvent) {
+        let output: String
         switch event {
         case .started:
-            break
+            return
         case .progress(let step, let finished, let total):
             guard console.isTerminal else { return }
-            state.withLock { state in
+            output = state.withLock { state in
                 if let index = state.steps.firstIndex(where: { $0.id == step }) {
                     state.steps[index] = (step, finished, total)
                 } else {
                     state.steps.append((step, finished, total))
                 }
-                redraw(&state)
+                return redraw(&state)
             }
         case .finished(let report):
-            state.withLock { state in
-                erase(&state)
-                printer.line(for: report)
+            let lines = printer.lines(for: report)
+            output = state.withLock { state in
+                let erased = erase(&state)
                 state.steps.removeAll { $0.id == report.id }
-                redraw(&state)
+                return erased + lines + redraw(&state)
             }
         }
+        if !output.isEmpty { console.write(output) }
     }
 
-    /// Erases the status line, if one is on screen.
-    private func erase(_ state: inout State) {
-        guard state.drawnWidth > 0 else { return }
-        console.write("\r" + String(repeating: " ", count: state.drawnWidth) + "\r")
-        state.drawnWidth = 0
+    /// What erases the status line, if one is on screen.
+    private func erase(_ state: inout State) -> String {
+        guard state.drawnWidth > 0 else { return "" }
+        defer { state.drawnWidth = 0 }
+        return "\r" + String(repeating: " ", count: state.drawnWidth) + "\r"
     }
 
-    /// Draws the status line again, without a newline, so the next write replaces it.
-    private func redraw(_ state: inout State) {
-        guard console.isTerminal, !state.steps.isEmpty else { return }
+    /// The status line drawn again, without a newline, so the next write replaces it.
+    private func redraw(_ state: inout State) -> String {
+        guard console.isTerminal, !state.steps.isEmpty else { return "" }
         var text = ""
         var width = 0
         for step in state.steps {
@@ -67,7 +70,7 @@ final class RunProgress: Sendable {
             width += 2 + step.id.count + 1 + bar.width
         }
         let padding = max(0, state.drawnWidth - width)
-        console.write("\r" + text + String(repeating: " ", count: padding))
         state.drawnWidth = width + padding
+        return "\r" + text + String(repeating: " ", count: padding)
     }
 }

@@ -23,7 +23,7 @@ extension StepExecutor {
             throw StepFailure("for_each: \(reference) is \(Self.kind(of: list)), not a list")
         }
         let ids = elements.indices.map { "\(step.id)[\($0)]" }
-        progress(.progress(step: step.id, finished: 0, total: elements.count))
+        emit(.progress(step: step.id, finished: 0, total: elements.count))
         let results = await withTaskGroup(of: (Int, Result<[String: JSONValue], any Error>).self) { group in
             for (index, element) in elements.enumerated() {
                 var elementValues = values
@@ -45,7 +45,7 @@ extension StepExecutor {
             for await (index, result) in group {
                 results[index] = result
                 finished += 1
-                progress(.progress(step: step.id, finished: finished, total: elements.count))
+                emit(.progress(step: step.id, finished: finished, total: elements.count))
             }
             return results.map { $0! }
         }

@@ -15,8 +15,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let clock: C
     let start: C.Instant
     let records: Locked<[String: StepReport]>
-    /// Where a `for_each` step reports its progress (``WorkflowEvent/progress(step:finished:total:)``).
-    let progress: @Sendable (WorkflowEvent) -> Void
+    /// Where a step says it started, and a `for_each` step how far it is.
+    let emit: @Sendable (WorkflowEvent) -> Void
 
     /// Statuses worth another attempt when the step does not expect them.
     static func isRetryable(status: Int) -> Bool {
@@ -33,7 +33,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// - Throws: ``StepFailure`` saying why the step failed; `CancellationError` when the run
     ///   is cancelled (or stops at another step's failure).
     func run(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
-        try await tracked(step, id: step.id) {
+        emit(.started(step: step.id))
+        return try await tracked(step, id: step.id) {
             var values = TemplateValues(variables: workflow.variables)
             for dependency in step.dependencies {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)

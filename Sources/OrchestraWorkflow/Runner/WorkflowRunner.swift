@@ -41,13 +41,15 @@ public struct WorkflowRunner: Sendable {
     /// - Parameters:
     ///   - clock: Measures timeouts, retry backoffs, token lifetimes and the report's times.
     ///   - onEvent: Called as each step starts and ends, and as each element of a `for_each`
-    ///     step ends; one call at a time.
+    ///     step ends: one call at a time, in the order they happened, all of them before `run`
+    ///     returns.
     public func run<C: Clock>(
         clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
     ) async -> WorkflowReport where C.Duration == Duration {
-        // Events come from the graph's loop and from every for_each step: one at a time.
-        let delivery = Locked(())
-        let onEvent: @Sendable (WorkflowEvent) -> Void = { event in delivery.withLock { _ in onEvent(event) } }
+        // Events come from the graph's loop and from every for_each step; one task hands them
+        // to `onEvent`, one at a time, in the order they happened.
+        let (events, eventSink) = AsyncStream.makeStream(of: WorkflowEvent.self)
+        async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
         // The limits are the executor's (HostLimiter), shared by both coordinators.
         let limits = HTTPCoordinator.Configuration(
@@ -65,7 +67,7 @@ public struct WorkflowRunner: Sendable {
         }
         let executor = StepExecutor(
             workflow: workflow, plain: plain, authenticated: authenticated, hosts: HostLimiter(total: workflow.limit, hosts: workflow.hostLimits),
-            clock: clock, start: start, records: Locked([:]), progress: onEvent
+            clock: clock, start: start, records: Locked([:]), emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
         for step in workflow.steps {
@@ -81,10 +83,9 @@ public struct WorkflowRunner: Sendable {
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
             ) { run in
                 for await event in run.events {
-                    if case .started(1) = event.kind { onEvent(.started(step: event.node)) }
                     guard let report = report(of: event, executor: executor, firstFailure: &firstFailure) else { continue }
                     finished[report.id] = report
-                    onEvent(.finished(report))
+                    eventSink.yield(.finished(report))
                 }
                 _ = try? await run.result
             }
@@ -93,6 +94,8 @@ public struct WorkflowRunner: Sendable {
             assertionFailure("WorkflowRunner: the graph of a checked workflow was refused: \(error)")
         }
         let ended = executor.elapsed()
+        eventSink.finish()
+        await delivered
         let steps = workflow.steps.map { step in
             finished[step.id] ?? StepReport(
                 id: step.id, state: firstFailure == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
