@@ -89,11 +89,3 @@ public func withHangGuard<T: Sendable>(
 ) async throws -> T {
     try await withTimeout(limit, body)
 }
-
-/// Suspends until the calling task is cancelled, then throws `CancellationError`: a scripted
-/// server that never answers, a job that only a timeout or a cancellation ends. Unlike a long
-/// `Task.sleep`, it needs no clock and cannot end by itself.
-public func suspendUntilCancelled() async throws -> Never {
-    try await AsyncEvent().wait()
-    preconditionFailure("an event nobody signals returned")
-}

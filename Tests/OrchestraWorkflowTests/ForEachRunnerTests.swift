@@ -133,7 +133,8 @@ struct ForEachRunnerTests {
                 try await waitUntil("the elements are in flight") { arrivals.events.count { $0.hasPrefix("/images/") } == 3 }
                 return respond(500, "boom")
             default:
-                try await suspendUntilCancelled()
+                try await AsyncEvent().wait()  // never answers; ends when cancelled
+                return respond()
             }
         }
         let workflow = try parse("""

@@ -84,7 +84,8 @@ struct WorkflowRunnerTests {
             arrivals.append(request.path!)
             switch request.path {
             case "/slow":
-                try await suspendUntilCancelled()
+                try await AsyncEvent().wait()  // never answers; ends when cancelled
+                return respond()
             case "/bad":
                 try await waitUntil("slow is in flight") { arrivals.events.contains("/slow") }
                 return respond(500, "boom")
@@ -131,7 +132,8 @@ struct WorkflowRunnerTests {
     @Test func eachAttemptIsLimitedByTheStepTimeout() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { _, _ in
-            try await suspendUntilCancelled()   // never answers; cancelled by the timeout
+            try await AsyncEvent().wait()   // never answers; cancelled by the timeout
+            return respond()
         }
         let workflow = try parse("steps:\n  - { id: slow, url: \"http://x.test/hang\", timeout: 2s, retry: { attempts: 2, backoff: 100ms } }\n")
         try await withHangGuard {

@@ -61,7 +61,7 @@ final class RunProgress: Sendable {
 
     /// The status line drawn again, without a newline, so the next write replaces it.
     private func redraw(_ state: inout State) -> String {
-        guard console.isTerminal, !state.steps.isEmpty else { return "" }
+        guard !state.steps.isEmpty else { return "" }   // only ever filled on a terminal
         var text = ""
         var width = 0
         for step in state.steps {

@@ -55,14 +55,12 @@ extension StepExecutor {
             records[step.id]?.attempts = items.reduce(0) { $0 + $1.attempts }
             records[step.id]?.firstSent = items.compactMap(\.firstSent).min()
         }
-        // Cancelled while elements were in flight: the step is cancelled. Cancelled only after
-        // every element had ended, it reports what the elements did.
-        if results.contains(where: { if case .failure(let error) = $0 { error is CancellationError } else { false } }) {
-            throw CancellationError()
-        }
         let failures = results.enumerated().compactMap { index, result -> (index: Int, error: any Error)? in
             if case .failure(let error) = result { (index, error) } else { nil }
         }
+        // Cancelled while elements were in flight: the step is cancelled. Cancelled only after
+        // every element had ended, it reports what the elements did.
+        if failures.contains(where: { $0.error is CancellationError }) { throw CancellationError() }
         if let first = failures.first {
             throw StepFailure("\(failures.count) of \(elements.count) requests failed; first: \(ids[first.index]): \(first.error)")
         }
