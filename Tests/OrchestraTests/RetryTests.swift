@@ -93,6 +93,19 @@ struct RetryTests {
         #expect(delays == [.milliseconds(100), .milliseconds(300), .milliseconds(900), .seconds(2), .seconds(2)])
     }
 
+    /// After ~1,025 attempts the exponential factor overflows a Double; the backoff must
+    /// saturate at its cap (or stay zero with no initial delay) instead of trapping.
+    @Test func backoffSaturatesAfterThousandsOfAttempts() {
+        let zero = RetryPolicy(maxAttempts: 5_000, initialDelay: .zero, jitter: 0)
+        #expect([1, 1_025, 1_100, 5_000].map { zero.backoff(afterAttempt: $0) } == Array(repeating: .zero, count: 4))
+        let capped = RetryPolicy(maxAttempts: 5_000, initialDelay: .seconds(1), maxDelay: .seconds(30), jitter: 1, randomSource: .seeded(7))
+        #expect(capped.backoff(afterAttempt: 1_100) == .seconds(30))
+        #expect(capped.delay(afterAttempt: 4_999, error: TestError("x")) <= .seconds(30))
+        // A cap beyond what nanoseconds in an Int64 can hold still gives a finite delay.
+        let huge = RetryPolicy(maxAttempts: 100, initialDelay: .seconds(1_000_000_000), maxDelay: .seconds(Int64.max / 2), jitter: 0)
+        #expect(huge.backoff(afterAttempt: 5) > .seconds(1_000_000_000))
+    }
+
     @Test(arguments: [1 as UInt64, 99, 12345])
     func seededJitterIsReproducibleAndStaysInItsRange(seed: UInt64) {
         func delays(_ source: RandomSource) -> [Duration] {

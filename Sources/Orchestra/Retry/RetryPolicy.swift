@@ -79,7 +79,10 @@ public struct RetryPolicy: Sendable {
     public func backoff(afterAttempt attempt: Int) -> Duration {
         let exponent = Double(max(attempt - 1, 0))
         let scaled = initialDelay.seconds * pow(multiplier, exponent)
-        return scaled >= maxDelay.seconds ? maxDelay : .wholeNanoseconds(scaled)
+        // Saturates: after enough attempts the factor overflows to infinity (and 0 × ∞ is NaN
+        // when there is no initial delay).
+        guard initialDelay > .zero else { return .zero }
+        return !scaled.isFinite || scaled >= maxDelay.seconds ? maxDelay : .wholeNanoseconds(scaled)
     }
 
     /// The delay to wait after failed attempt number `attempt` (1-based) ended with `error`:
@@ -103,8 +106,12 @@ extension Duration {
     }
 
     /// `seconds` rounded to whole nanoseconds, so 0.1 × 3 is 300 ms and not 300.000000000000004.
+    /// Saturates at about ±292 years instead of trapping; NaN is zero.
     static func wholeNanoseconds(_ seconds: Double) -> Duration {
-        .nanoseconds(Int64((seconds * 1e9).rounded()))
+        let nanoseconds = (seconds * 1e9).rounded()
+        guard !nanoseconds.isNaN else { return .zero }
+        guard abs(nanoseconds) < 9.2e18 else { return .nanoseconds(nanoseconds < 0 ? Int64.min : Int64.max) }
+        return .nanoseconds(Int64(nanoseconds))
     }
 }
 

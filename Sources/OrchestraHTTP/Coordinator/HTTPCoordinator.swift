@@ -16,13 +16,18 @@ import Orchestra
 /// ```
 ///
 /// - **Limits:** at most ``Configuration/maxConcurrentRequests`` in flight, and
-///   ``Configuration/maxConcurrentRequestsPerHost`` per host; both can change while requests
-///   run (``setLimits(total:perHost:)``). Waiting requests start in priority order; one whose
+///   ``Configuration/maxConcurrentRequestsPerHost`` per host, or a host's own
+///   ``Configuration/hostLimits`` entry; all can change while requests run
+///   (``setLimits(total:perHost:hosts:)``). Waiting requests start in priority order; one whose
 ///   host is full never holds back a request to another host. A request waiting for a token
 ///   refresh or a retry backoff holds no slot.
 /// - **Timeouts:** each attempt is limited to ``Configuration/requestTimeout`` from when it
 ///   gets its slot; it then ends with a `TimeoutError`.
-/// - **Retries:** transient failures of idempotent requests (see ``Configuration/retry``).
+/// - **Retries:** transient failures of idempotent requests (see ``Configuration/retry``);
+///   a request can carry its own rules (``HTTPRequestOptions``).
+/// - **Redirects:** followed by the coordinator itself, each hop within the limits, with
+///   307/308 re-sending the method and body (see ``HTTPRedirectPolicy``); the hops are in
+///   ``HTTPResult/redirects``.
 /// - **Authentication:** each request is signed with the current token; when the server
 ///   refuses it, the request waits for the one shared refresh and is re-sent (see
 ///   ``TokenRefresher``).
@@ -39,18 +44,21 @@ public final class HTTPCoordinator: Sendable {
 
     /// - Parameters:
     ///   - transport: What sends the requests. Give it at least as many connections per host as
-    ///     ``Configuration/maxConcurrentRequestsPerHost`` (``URLSessionTransport`` has 64).
-    ///   - configuration: Limits, timeouts, retries, authentication.
+    ///     ``Configuration/maxConcurrentRequestsPerHost`` (``URLSessionTransport`` has 64). It
+    ///     must return redirects as they are: the coordinator follows them.
+    ///   - configuration: Limits, timeouts, retries, redirects, authentication.
     ///   - clock: Measures timeouts and backoffs.
     public init<C: Clock>(
         transport: any HTTPTransport, configuration: Configuration = Configuration(), clock: C = ContinuousClock()
     ) where C.Duration == Duration {
         checkArgument(configuration.maxConcurrentRequests >= 1, "HTTPCoordinator: maxConcurrentRequests must be at least 1, got \(configuration.maxConcurrentRequests)")
         checkArgument(configuration.maxConcurrentRequestsPerHost >= 1, "HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got \(configuration.maxConcurrentRequestsPerHost)")
+        Self.checkHostLimits(configuration.hostLimits)
         self.transport = transport
         self.configuration = configuration
         self.admission = Locked(RequestAdmission(
-            totalLimit: configuration.maxConcurrentRequests, perHostLimit: configuration.maxConcurrentRequestsPerHost
+            totalLimit: configuration.maxConcurrentRequests, perHostLimit: configuration.maxConcurrentRequestsPerHost,
+            groupLimits: Self.groupLimits(configuration.hostLimits)
         ))
         self.retrying = { policy, body in try await withRetry(policy, clock: clock, body) }
         self.timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
@@ -68,13 +76,37 @@ public final class HTTPCoordinator: Sendable {
     ///     not reports once, at the end). A retried request starts again from 0.
     /// - Throws: `CancellationError`; `TimeoutError` when the last attempt timed out; the
     ///   transport's error when the last attempt could not be made; ``AuthenticationError``
-    ///   when no valid token could be had.
+    ///   when no valid token could be had; ``HTTPRedirectError`` when a redirect could not be
+    ///   followed.
     public func data(
         for request: HTTPRequest, body: Data? = nil, priority: Int = 0,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil
     ) async throws -> HTTPResult {
-        guard let authentication = configuration.authentication else {
-            return try await sendWithRetries(request, body: body, priority: priority, progress: progress, attemptsBefore: 0)
+        try await data(for: request, body: body, options: HTTPRequestOptions(priority: priority), progress: progress)
+    }
+
+    /// Sends `request` like ``data(for:body:priority:progress:)``, with its own retries,
+    /// time limit, redirect policy or signing (see ``HTTPRequestOptions``).
+    ///
+    /// ```swift
+    /// // A POST the caller knows is safe to repeat, without following redirects.
+    /// let result = try await api.data(for: post, body: json, options: .init(
+    ///     retry: HTTPRetry(policy: RetryPolicy(maxAttempts: 4), methods: .all), redirects: .never))
+    /// ```
+    ///
+    /// Cancellation: cancelling the calling task ends the request (waiting for a slot, a token
+    /// or a backoff, or in flight) with `CancellationError`.
+    public func data(
+        for request: HTTPRequest, body: Data? = nil, options: HTTPRequestOptions,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil
+    ) async throws -> HTTPResult {
+        let plan = Plan(
+            priority: options.priority, retry: options.retry ?? HTTPRetry(policy: configuration.retry),
+            timeout: options.timeout ?? configuration.requestTimeout, redirects: options.redirects ?? configuration.redirects,
+            onAttempt: options.onAttempt, progress: progress
+        )
+        guard options.isAuthenticated, let authentication = configuration.authentication else {
+            return try await sendFollowingRedirects(request, body: body, plan, attemptsBefore: 0)
         }
         var token = try await authentication.refresher.token()
         var attempts = 0
@@ -82,7 +114,7 @@ public final class HTTPCoordinator: Sendable {
         while true {
             var signed = request
             authentication.sign(&signed, token)
-            var result = try await sendWithRetries(signed, body: body, priority: priority, progress: progress, attemptsBefore: attempts)
+            var result = try await sendFollowingRedirects(signed, body: body, plan, attemptsBefore: attempts)
             attempts = result.attempts
             guard authentication.isAuthenticationFailure(result.response, result.body), resends < authentication.maxResends else {
                 result.attempts = attempts
@@ -94,18 +126,24 @@ public final class HTTPCoordinator: Sendable {
         }
     }
 
-    /// Sends `request` straight to the transport: no limit, no authentication, no retry. For
-    /// the token refresh itself, which must not wait behind the requests it unblocks.
+    /// Sends `request` straight to the transport: no limit, no authentication, no retry, no
+    /// redirect followed. For the token refresh itself, which must not wait behind the
+    /// requests it unblocks.
     public func sendBypassingLimits(_ request: HTTPRequest, body: Data? = nil) async throws -> HTTPResult {
         let (response, data) = try await transport.send(request, body: body)
         return HTTPResult(response: response, body: data)
     }
 
     /// Changes the limits while requests run: a rise starts waiting requests at once, a fall
-    /// lets requests in flight finish.
-    public func setLimits(total: Int? = nil, perHost: Int? = nil) {
+    /// lets requests in flight finish. `hosts` replaces every ``Configuration/hostLimits``
+    /// entry (`nil` keeps them); a request already in flight keeps counting against the entry
+    /// it was admitted under.
+    public func setLimits(total: Int? = nil, perHost: Int? = nil, hosts: [String: Int]? = nil) {
+        checkArgument(total.map { $0 >= 1 } ?? true, "HTTPCoordinator.setLimits(total:): must be at least 1, got \(total ?? 0)")
+        checkArgument(perHost.map { $0 >= 1 } ?? true, "HTTPCoordinator.setLimits(perHost:): must be at least 1, got \(perHost ?? 0)")
+        if let hosts { Self.checkHostLimits(hosts) }
         let admitted = admission.withLock { state in
-            state.setLimits(total: total ?? state.totalLimit, perHost: perHost ?? state.perHostLimit)
+            state.setLimits(total: total ?? state.totalLimit, perHost: perHost ?? state.perHostLimit, groups: hosts.map(Self.groupLimits))
         }
         for waiter in admitted { waiter.resume() }
     }
@@ -122,12 +160,57 @@ public final class HTTPCoordinator: Sendable {
 
     // MARK: - One request
 
-    private func sendWithRetries(
-        _ request: HTTPRequest, body: Data?, priority: Int,
-        progress: (@Sendable (Int, Int?) -> Void)?, attemptsBefore: Int
-    ) async throws -> HTTPResult {
-        let retryable = Self.isIdempotent(request)
-        var policy = configuration.retry
+    /// What one call resolved from its options and the configuration.
+    private struct Plan: Sendable {
+        var priority: Int
+        var retry: HTTPRetry
+        var timeout: Duration?
+        var redirects: HTTPRedirectPolicy
+        var onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)?
+        var progress: (@Sendable (Int, Int?) -> Void)?
+    }
+
+    /// Sends `request`, then each request a redirect leads to, as the plan's policy allows.
+    private func sendFollowingRedirects(_ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int) async throws -> HTTPResult {
+        var current = (request: request, body: body)
+        var hops: [HTTPRedirect] = []
+        var attempts = attemptsBefore
+        while true {
+            var result = try await sendWithRetries(current.request, body: current.body, plan, attemptsBefore: attempts)
+            attempts = result.attempts
+            guard plan.redirects.maxHops > 0 else { return result }
+            let next: (request: HTTPRequest, body: Data?, location: String)?
+            do {
+                next = try RedirectRule.next(after: current.request, body: current.body, response: result.response)
+            } catch {
+                var error = error
+                error.hops = hops
+                throw error
+            }
+            guard let next else {
+                result.redirects = hops
+                return result
+            }
+            hops.append(HTTPRedirect(status: result.response.status.code, location: next.location))
+            guard hops.count <= plan.redirects.maxHops else {
+                throw HTTPRedirectError(
+                    code: .tooManyRedirects, hops: hops,
+                    message: "too many redirects: stopped at the \(Self.ordinal(hops.count)) (at most \(plan.redirects.maxHops) are followed), a \(result.response.status.code) to \(next.location)"
+                )
+            }
+            current = (next.request, next.body)
+        }
+    }
+
+    private static func ordinal(_ n: Int) -> String {
+        let suffix = (11...13).contains(n % 100) ? "th" : [1: "st", 2: "nd", 3: "rd"][n % 10] ?? "th"
+        return "\(n)\(suffix)"
+    }
+
+    private func sendWithRetries(_ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int) async throws -> HTTPResult {
+        let retryable = plan.retry.allows(request)
+        let statuses = plan.retry.statuses
+        var policy = plan.retry.policy
         let userRetryable = policy.isRetryable
         policy.isRetryable = { error in retryable && Self.isTransient(error) && userRetryable(error) }
         policy.serverDelay = { error in (error as? HTTPStatusError)?.retryAfter }
@@ -135,9 +218,9 @@ public final class HTTPCoordinator: Sendable {
         do {
             return try await retrying(policy) {
                 let attempt = attempts.withLock { $0 += 1; return $0 }
-                var result = try await self.sendOnce(request, body: body, priority: priority, progress: progress)
+                var result = try await self.sendOnce(request, body: body, plan)
                 result.attempts = attempt
-                if Self.transientStatuses.contains(result.response.status.code) {
+                if statuses.contains(result.response.status.code) {
                     throw HTTPStatusError(result: result, retryAfter: Self.retryAfter(result.response))
                 }
                 return result
@@ -147,17 +230,19 @@ public final class HTTPCoordinator: Sendable {
         }
     }
 
-    /// One attempt: a slot, then the transport within the timeout.
-    private func sendOnce(
-        _ request: HTTPRequest, body: Data?, priority: Int, progress: (@Sendable (Int, Int?) -> Void)?
-    ) async throws -> HTTPResult {
-        let host = "\(request.scheme ?? "")://\(request.authority ?? "")"
-        try await admission.suspendUntilAdmitted(RequestAdmission.Request(host: host, priority: priority))
+    /// One attempt: a slot, then the transport within the timeout, reported to `onAttempt`
+    /// while the slot is held.
+    private func sendOnce(_ request: HTTPRequest, body: Data?, _ plan: Plan) async throws -> HTTPResult {
+        let scheme = request.scheme ?? "", authority = request.authority ?? ""
+        let host = admission.withLock { $0.group(scheme: scheme, authority: authority) }
+        try await admission.suspendUntilAdmitted(RequestAdmission.Request(host: host, priority: plan.priority))
         defer {
             let admitted = admission.withLock { $0.release(host: host) }
             for waiter in admitted { waiter.resume() }
         }
+        plan.onAttempt?(.started(request))
         let transport = self.transport
+        let progress = plan.progress
         let send: @Sendable () async throws -> HTTPResult = {
             let (response, data) = if let progress {
                 try await transport.send(request, body: body, progress: progress)
@@ -166,13 +251,53 @@ public final class HTTPCoordinator: Sendable {
             }
             return HTTPResult(response: response, body: data)
         }
-        guard let timeout = configuration.requestTimeout else { return try await send() }
-        return try await timing(timeout) { try await send() } as! HTTPResult
+        do {
+            let result = if let timeout = plan.timeout {
+                try await timing(timeout) { try await send() } as! HTTPResult
+            } else {
+                try await send()
+            }
+            plan.onAttempt?(.ended(request, .success(result.response)))
+            return result
+        } catch {
+            plan.onAttempt?(.ended(request, .failure(error)))
+            throw error
+        }
+    }
+
+    // MARK: - Host limits
+
+    private static func checkHostLimits(_ limits: [String: Int]) {
+        for (pattern, limit) in limits {
+            checkArgument(limit >= 1, "HTTPCoordinator: hostLimits['\(pattern)'] must be at least 1, got \(limit)")
+            checkArgument(isHostPattern(pattern), "HTTPCoordinator: hostLimits key '\(pattern)' is not 'host' or 'host:port'")
+        }
+    }
+
+    /// Whether `pattern` is `host` or `host:port` (a bracketed IPv6 address as the host).
+    package static func isHostPattern(_ pattern: String) -> Bool {
+        guard !pattern.isEmpty, !pattern.contains(where: { $0 == "/" || $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace }) else { return false }
+        let name = hostName(of: pattern)
+        guard !name.isEmpty, name != "[]" else { return false }
+        let rest = pattern.dropFirst(name.count)
+        guard !rest.isEmpty else { return name.hasPrefix("[") || !name.contains(":") }
+        guard rest.hasPrefix(":"), let port = Int(rest.dropFirst()), (1...65_535).contains(port) else { return false }
+        return true
+    }
+
+    /// `authority` without its port (`[::1]:80` → `[::1]`, `example.com:8080` → `example.com`).
+    package static func hostName(of authority: String) -> String {
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            return String(authority[...close])
+        }
+        return authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? authority
+    }
+
+    private static func groupLimits(_ limits: [String: Int]) -> [String: Int] {
+        Dictionary(limits.map { (RequestAdmission.groupKey(ofPattern: $0.key), $0.value) }, uniquingKeysWith: min)
     }
 
     // MARK: - Classification
-
-    static let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
 
     /// Safe to send twice: an idempotent method, or any request with an idempotency key.
     static func isIdempotent(_ request: HTTPRequest) -> Bool {
@@ -186,7 +311,7 @@ public final class HTTPCoordinator: Sendable {
         switch error {
         case is CancellationError: false
         case is HTTPStatusError, is TimeoutError: true
-        case is HTTPTransportError, is AuthenticationError: false
+        case is HTTPTransportError, is AuthenticationError, is HTTPRedirectError: false
         default: true // the transport could not reach the server (refused, reset, DNS…)
         }
     }

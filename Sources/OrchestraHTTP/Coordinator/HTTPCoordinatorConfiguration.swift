@@ -10,6 +10,12 @@ extension HTTPCoordinator {
         /// Requests in flight at once to one host (`scheme://authority`); 6 by default, like
         /// browsers. At least 1.
         public var maxConcurrentRequestsPerHost: Int
+        /// Limits of particular hosts, in place of ``maxConcurrentRequestsPerHost`` for them.
+        /// A key is `host` (every port of that host) or `host:port` (`127.0.0.1:8080`,
+        /// `[::1]:443`), in any case; a request uses the key naming its `host:port` if there is
+        /// one, else the one naming its host. All the hosts one key matches share its limit.
+        /// Empty by default; each limit at least 1.
+        public var hostLimits: [String: Int]
         /// The time limit of each attempt, from when it gets its slot; 30 s by default.
         public var requestTimeout: Duration?
         /// Retries of transient failures: statuses 408, 429, 500, 502, 503 and 504, timeouts
@@ -20,18 +26,25 @@ extension HTTPCoordinator {
         /// How requests are signed and what counts as an authentication failure; none by
         /// default.
         public var authentication: Authentication?
+        /// Redirects followed for each request: at most 10 by default (see
+        /// ``HTTPRedirectPolicy`` for the rules).
+        public var redirects: HTTPRedirectPolicy
 
         public init(
             maxConcurrentRequests: Int = 16,
             maxConcurrentRequestsPerHost: Int = 6,
+            hostLimits: [String: Int] = [:],
             requestTimeout: Duration? = .seconds(30),
             retry: RetryPolicy = RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(200), maxDelay: .seconds(10)),
+            redirects: HTTPRedirectPolicy = .follow(),
             authentication: Authentication? = nil
         ) {
             self.maxConcurrentRequests = maxConcurrentRequests
             self.maxConcurrentRequestsPerHost = maxConcurrentRequestsPerHost
+            self.hostLimits = hostLimits
             self.requestTimeout = requestTimeout
             self.retry = retry
+            self.redirects = redirects
             self.authentication = authentication
         }
     }
@@ -71,25 +84,30 @@ extension HTTPCoordinator {
 public struct HTTPResult: Sendable {
     public var response: HTTPResponse
     public var body: Data
-    /// Attempts made, including retries and re-sends after a token refresh.
+    /// Attempts made, including retries, redirects followed and re-sends after a token
+    /// refresh.
     public var attempts: Int
+    /// The redirects followed to get this response, in order (empty if none).
+    public var redirects: [HTTPRedirect]
 
-    public init(response: HTTPResponse, body: Data, attempts: Int = 1) {
+    public init(response: HTTPResponse, body: Data, attempts: Int = 1, redirects: [HTTPRedirect] = []) {
         self.response = response
         self.body = body
         self.attempts = attempts
+        self.redirects = redirects
     }
 
     public var status: HTTPResponse.Status { response.status }
 }
 
-/// A request ended with a transient status after its last retry: the response is kept.
-public struct HTTPStatusError: Error, Sendable, CustomStringConvertible {
-    public var result: HTTPResult
+/// An attempt ended with a status worth retrying: thrown inside the retry loop so the policy
+/// sees it, and turned back into its response after the last attempt.
+struct HTTPStatusError: Error, Sendable, CustomStringConvertible {
+    var result: HTTPResult
     /// The server's `Retry-After`, if it sent one.
-    public var retryAfter: Duration?
+    var retryAfter: Duration?
 
-    public var description: String {
+    var description: String {
         "HTTP \(result.response.status.code) \(result.response.status.reasonPhrase)"
     }
 }

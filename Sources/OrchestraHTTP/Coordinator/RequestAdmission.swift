@@ -2,12 +2,16 @@ import DequeModule
 import Orchestra
 
 /// Who may send now, as a pure state machine: at most `totalLimit` requests in flight and at
-/// most `perHostLimit` to any one host; waiting requests go in priority order (then first
-/// come, first served), and a request whose host is full never holds back one to another host.
+/// most the limit of its host group to any one group (a group is a host, or every host a
+/// host-limit pattern matches; `perHostLimit` unless `groupLimits` says otherwise); waiting
+/// requests go in priority order (then first come, first served), and a request whose group is
+/// full never holds back one to another group.
 ///
 /// Complexity: admitting or releasing is O(hosts with waiters × priority levels), both small.
 struct RequestAdmission: AdmissionStateMachine {
     struct Request: Sendable {
+        /// The host group: `scheme://authority`, or the key of the host-limit pattern that
+        /// matched it.
         var host: String
         var priority: Int
     }
@@ -19,6 +23,8 @@ struct RequestAdmission: AdmissionStateMachine {
 
     private(set) var totalLimit: Int
     private(set) var perHostLimit: Int
+    /// Limits of particular groups, replacing `perHostLimit` for them.
+    private(set) var groupLimits: [String: Int]
     private(set) var inFlight = 0
     private var inFlightByHost: [String: Int] = [:]
     /// Per host, per priority, the waiters in arrival order.
@@ -28,17 +34,38 @@ struct RequestAdmission: AdmissionStateMachine {
     private var nextID: UInt64 = 0
     private(set) var peakInFlight = 0
 
-    init(totalLimit: Int, perHostLimit: Int) {
+    init(totalLimit: Int, perHostLimit: Int, groupLimits: [String: Int] = [:]) {
         self.totalLimit = totalLimit
         self.perHostLimit = perHostLimit
+        self.groupLimits = groupLimits
     }
 
     var waitingCount: Int { location.count }
 
     func inFlight(to host: String) -> Int { inFlightByHost[host, default: 0] }
 
+    /// The group key of a host-limit pattern (`host` or `host:port`, any case).
+    static func groupKey(ofPattern pattern: String) -> String {
+        "=" + pattern.lowercased()
+    }
+
+    /// The group of a request to `scheme://authority`: the host-limit pattern naming its
+    /// authority (`host:port`), else the one naming its host, else the authority on its own.
+    func group(scheme: String, authority: String) -> String {
+        let own = "\(scheme)://\(authority)"
+        guard !groupLimits.isEmpty else { return own }
+        let exact = Self.groupKey(ofPattern: authority)
+        if groupLimits[exact] != nil { return exact }
+        let name = Self.groupKey(ofPattern: HTTPCoordinator.hostName(of: authority))
+        return groupLimits[name] != nil ? name : own
+    }
+
+    func limit(of host: String) -> Int {
+        groupLimits[host] ?? perHostLimit
+    }
+
     private func hasRoom(for host: String) -> Bool {
-        inFlight < totalLimit && inFlightByHost[host, default: 0] < perHostLimit
+        inFlight < totalLimit && inFlightByHost[host, default: 0] < limit(of: host)
     }
 
     private mutating func take(_ host: String) {
@@ -87,9 +114,10 @@ struct RequestAdmission: AdmissionStateMachine {
     }
 
     /// New limits; a rise admits waiters at once, a fall lets requests in flight finish.
-    mutating func setLimits(total: Int, perHost: Int) -> [Continuation] {
+    mutating func setLimits(total: Int, perHost: Int, groups: [String: Int]? = nil) -> [Continuation] {
         totalLimit = total
         perHostLimit = perHost
+        if let groups { groupLimits = groups }
         return admitWaiting()
     }
 
@@ -99,7 +127,7 @@ struct RequestAdmission: AdmissionStateMachine {
         while inFlight < totalLimit {
             // Highest priority first; among equals, the one that has waited longest (ids grow).
             var best: (request: Request, id: UInt64)?
-            for (host, levels) in waiting where inFlightByHost[host, default: 0] < perHostLimit {
+            for (host, levels) in waiting where inFlightByHost[host, default: 0] < limit(of: host) {
                 let top = levels.keys.max()!
                 let first = levels[top]!.first!.id
                 if let current = best, current.request.priority > top || (current.request.priority == top && current.id < first) {

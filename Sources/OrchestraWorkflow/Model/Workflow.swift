@@ -1,5 +1,6 @@
 import Foundation
 public import HTTPTypes
+import OrchestraHTTP
 
 /// A workflow of HTTP requests read from a YAML or JSON file: steps that depend on each other,
 /// values captured from responses and used by later steps, limits, authentication and a
@@ -27,6 +28,9 @@ public struct Workflow: Sendable {
     public var hostLimits: [HostLimit]
     /// `failure:`.
     public var failurePolicy: WorkflowFailurePolicy
+    /// `follow_redirects:`: whether a step follows redirects (at most
+    /// ``maxRedirects`` in a row) unless it says otherwise; `true` by default.
+    public var followRedirects: Bool = true
     /// `auth:`, if given.
     public var auth: WorkflowAuth?
     /// `steps:`, in file order.
@@ -34,6 +38,8 @@ public struct Workflow: Sendable {
 
     /// The default of ``limit``.
     public static let defaultLimit = 8
+    /// The most redirects one request follows.
+    public static let maxRedirects = 10
 
     /// The step with `id`.
     public func step(_ id: String) -> WorkflowStep? {
@@ -62,7 +68,8 @@ public struct HostLimit: Sendable, Hashable {
         self.location = location
     }
 
-    /// Whether a request to `authority` (`host:port` or `host`) is limited by this entry.
+    /// Whether a request to `authority` (`host:port` or `host`) is limited by this entry (the
+    /// coordinator prefers an entry naming the whole `host:port` over one naming the host).
     public func matches(authority: String) -> Bool {
         if host.lowercased() == authority.lowercased() { return true }
         guard !host.contains(":") || host.hasPrefix("[") && host.hasSuffix("]") else { return false }
@@ -71,10 +78,7 @@ public struct HostLimit: Sendable, Hashable {
 
     /// `authority` without its port (`[::1]:80` → `[::1]`).
     static func hostName(of authority: String) -> String {
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            return String(authority[...close])
-        }
-        return authority.split(separator: ":", maxSplits: 1).first.map(String.init) ?? authority
+        HTTPCoordinator.hostName(of: authority)
     }
 }
 

@@ -13,6 +13,9 @@ public struct WorkflowStep: Sendable, Hashable {
     public var retry: RetrySettings
     /// Whether the workflow's `auth:` signs this step's request (`auth: false` turns it off).
     public var usesAuth: Bool
+    /// `follow_redirects:` of the step; `nil` follows the workflow's
+    /// ``Workflow/followRedirects``.
+    public var followRedirects: Bool?
     /// `for_each: "{{STEP.CAPTURE}}"`: the captured JSON array whose elements are each sent as
     /// one request (`{{item}}` and `{{index}}` in the request); `nil` for a single request.
     public var forEach: Template.Reference?

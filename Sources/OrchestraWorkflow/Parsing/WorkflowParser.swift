@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OrchestraHTTP
 import Yams
 
 extension Workflow {
@@ -45,8 +46,8 @@ extension Workflow {
 
 /// Walks the Yams node tree of a workflow file into a ``Workflow``.
 struct WorkflowParser {
-    static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "auth", "steps"]
-    static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth", "for_each"]
+    static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "follow_redirects", "auth", "steps"]
+    static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth", "follow_redirects", "for_each"]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
     static let tokenRequestFields = ["method", "url", "headers", "body", "token", "expires_in"]
 
@@ -97,6 +98,7 @@ struct WorkflowParser {
                 } else {
                     reader.fail(.invalidValue, "must be 'continue' or 'stop', got '\(text)'", at: node, field: key)
                 }
+            case "follow_redirects": workflow.followRedirects = reader.bool(node, step: nil, field: key) ?? workflow.followRedirects
             case "steps": stepsNode = node
             default: break
             }
@@ -142,6 +144,15 @@ struct WorkflowParser {
             if let template = reader.template(keyNode, step: nil, field: "hosts") {
                 host = (try? template.render(for: .text, with: TemplateValues(variables: variables))) ?? key
                 sites.append(TemplateSite(template: template, step: nil, field: "hosts", location: NodeReader.location(keyNode), variablesOnly: true))
+            }
+            // A key with a template the checker reports (an unknown variable) stays as written.
+            guard host.contains("{{") || HTTPCoordinator.isHostPattern(host) else {
+                let shown = host == key ? "'\(key)'" : "'\(key)' (= '\(host)')"
+                reader.fail(
+                    .invalidValue, "\(shown) is not a host: write 'host' (any port) or 'host:port', as in 127.0.0.1:8080, without a scheme or path",
+                    at: keyNode, field: "hosts"
+                )
+                return nil
             }
             return HostLimit(host: host, limit: limit, location: NodeReader.location(keyNode))
         }
@@ -223,6 +234,8 @@ struct WorkflowParser {
                 step.retry = retry(value, step: id) ?? step.retry
             case "auth":
                 step.usesAuth = reader.bool(value, step: id, field: key) ?? step.usesAuth
+            case "follow_redirects":
+                step.followRedirects = reader.bool(value, step: id, field: key)
             case "for_each":
                 step.forEach = forEach(value, step: id)
                 step.forEachLocation = NodeReader.location(value)

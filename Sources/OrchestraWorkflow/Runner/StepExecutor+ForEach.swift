@@ -1,17 +1,19 @@
 import Orchestra
 
 extension StepExecutor {
-    /// Sends one request per element of the list `reference` names, all at once (each attempt
-    /// still waits for a slot of the workflow's `limit` and its host's limit), each with its
-    /// own retries, timeout and expectations, reported as `STEP[INDEX]`.
+    /// Sends one request per element of the list `reference` names, each with its own retries,
+    /// timeout and expectations, reported as `STEP[INDEX]`. At most ``window`` elements are
+    /// started at a time (each attempt still waits for a slot of the workflow's `limit` and its
+    /// host's limit, and a backoff holds no slot), so memory stays flat however long the list.
     ///
     /// A failed element does not cancel the others: once every element has ended, the step
     /// fails naming how many failed and the first (by index). An empty list succeeds having
     /// sent nothing. Returns each capture as an array of the elements' values, in order.
     ///
-    /// Cancellation: cancelling the step cancels the elements in flight (reported cancelled)
-    /// and throws `CancellationError` once they have ended. A cancellation that arrives after
-    /// every element has ended changes nothing: the step reports what its elements did.
+    /// Cancellation: cancelling the step starts no more elements, cancels those in flight
+    /// (reported cancelled) and throws `CancellationError` once they have ended. A cancellation
+    /// that arrives after every element has ended changes nothing: the step reports what its
+    /// elements did.
     func fanOut(_ step: WorkflowStep, over reference: Template.Reference, values: TemplateValues) async throws -> [String: JSONValue] {
         let list: JSONValue
         do {
@@ -22,55 +24,71 @@ extension StepExecutor {
         guard case .array(let elements) = list else {
             throw StepFailure("for_each: \(reference) is \(Self.kind(of: list)), not a list")
         }
-        let ids = elements.indices.map { "\(step.id)[\($0)]" }
-        emit(.progress(step: step.id, finished: 0, total: elements.count))
-        let results = await withTaskGroup(of: (Int, Result<[String: JSONValue], any Error>).self) { group in
-            for (index, element) in elements.enumerated() {
+        let total = elements.count
+        emit(.progress(step: step.id, finished: 0, total: total))
+        var outcome = FanOutOutcome(keepsAll: keepsItemReports, capturing: !step.captures.isEmpty, count: total)
+        await withTaskGroup(of: (Int, Result<[String: JSONValue], any Error>, StepReport?).self) { group in
+            var next = 0
+            func start(_ index: Int, in group: inout TaskGroup<(Int, Result<[String: JSONValue], any Error>, StepReport?)>) {
                 var elementValues = values
-                elementValues.item = element
+                elementValues.item = elements[index]
                 elementValues.index = index
                 group.addTask {
+                    let id = "\(step.id)[\(index)]"
+                    let result: Result<[String: JSONValue], any Error>
                     do {
-                        let captures = try await tracked(step, id: ids[index]) {
-                            try await perform(step, id: ids[index], values: elementValues)
-                        }
-                        return (index, .success(captures))
+                        result = .success(try await tracked(step, id: id) { try await perform(step, id: id, values: elementValues) })
                     } catch {
-                        return (index, .failure(error))
+                        result = .failure(error)
                     }
+                    return (index, result, records.withLock { $0.removeValue(forKey: id) })
                 }
             }
-            var results = [Result<[String: JSONValue], any Error>?](repeating: nil, count: elements.count)
-            var finished = 0
-            for await (index, result) in group {
-                results[index] = result
-                finished += 1
-                emit(.progress(step: step.id, finished: finished, total: elements.count))
+            while next < min(window, total) {
+                start(next, in: &group)
+                next += 1
             }
-            return results.map { $0! }
+            var finished = 0
+            for await (index, result, report) in group {
+                outcome.record(index, result, report)
+                finished += 1
+                emit(.progress(step: step.id, finished: finished, total: total))
+                if next < total, !Task.isCancelled {
+                    start(next, in: &group)
+                    next += 1
+                }
+            }
+            // Cancelled before every element started: the rest are cancelled unsent.
+            while next < total {
+                outcome.record(next, .failure(CancellationError()), StepReport(
+                    id: "\(step.id)[\(next)]", state: .cancelled, method: step.request.method.rawValue, url: step.request.url.source,
+                    error: "cancelled"
+                ))
+                next += 1
+            }
         }
         records.withLock { records in
-            let items = ids.compactMap { records.removeValue(forKey: $0) }
-            records[step.id]?.items = items
-            records[step.id]?.attempts = items.reduce(0) { $0 + $1.attempts }
-            records[step.id]?.firstSent = items.compactMap(\.firstSent).min()
-        }
-        let failures = results.enumerated().compactMap { index, result -> (index: Int, error: any Error)? in
-            if case .failure(let error) = result { (index, error) } else { nil }
+            records[step.id]?.items = outcome.items()
+            records[step.id]?.itemCounts = outcome.counts
+            records[step.id]?.attempts = outcome.attempts
+            records[step.id]?.firstSent = outcome.firstSent
         }
         // Cancelled while elements were in flight: the step is cancelled. Cancelled only after
         // every element had ended, it reports what the elements did.
-        if failures.contains(where: { $0.error is CancellationError }) { throw CancellationError() }
-        if let first = failures.first {
-            throw StepFailure("\(failures.count) of \(elements.count) requests failed; first: \(ids[first.index]): \(first.error)")
+        if outcome.wasCancelled { throw CancellationError() }
+        if let first = outcome.firstFailure {
+            throw StepFailure("\(outcome.failures) of \(total) requests failed; first: \(step.id)[\(first.index)]: \(first.error)")
         }
-        let captured = results.map { (try? $0.get()) ?? [:] }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {
-            captures[capture.name] = .array(captured.map { $0[capture.name] ?? .null })
+            captures[capture.name] = .array(outcome.captured.map { $0[capture.name] ?? .null })
         }
         return captures
     }
+
+    /// Elements started at once by a `for_each` step: four times the workflow's limit, so the
+    /// limit stays busy while elements wait for backoffs, tokens or host slots.
+    var window: Int { max(16, workflow.limit.multipliedReportingOverflow(by: 4).partialValue) }
 
     /// `an object`, `a string`, … for messages.
     static func kind(of value: JSONValue) -> String {
@@ -82,5 +100,54 @@ extension StepExecutor {
         case .array: "a list"
         case .object: "an object"
         }
+    }
+}
+
+/// What the elements of a `for_each` step did, gathered as they end: counts, the first failure
+/// by index, captures (only if the step declares some) and element reports (all of them, or
+/// only those that did not succeed).
+struct FanOutOutcome {
+    let keepsAll: Bool
+    private(set) var counts = StepReport.ItemCounts()
+    private(set) var attempts = 0
+    private(set) var firstSent: Duration?
+    private(set) var failures = 0
+    private(set) var wasCancelled = false
+    private(set) var firstFailure: (index: Int, error: any Error)?
+    private(set) var captured: [[String: JSONValue]]
+    private var reports: [(index: Int, report: StepReport)] = []
+
+    init(keepsAll: Bool, capturing: Bool, count: Int) {
+        self.keepsAll = keepsAll
+        captured = capturing ? Array(repeating: [:], count: count) : []
+    }
+
+    mutating func record(_ index: Int, _ result: Result<[String: JSONValue], any Error>, _ report: StepReport?) {
+        if let report {
+            counts.add(report)
+            attempts += report.attempts
+            if let sent = report.firstSent { firstSent = min(firstSent ?? sent, sent) }
+            if keepsAll || report.state != .succeeded { reports.append((index, report)) }
+        }
+        switch result {
+        case .success(let values):
+            if !captured.isEmpty { captured[index] = values }
+        case .failure(let error as CancellationError):
+            wasCancelled = true
+            firstFailureCandidate(index, error)
+        case .failure(let error):
+            failures += 1
+            firstFailureCandidate(index, error)
+        }
+    }
+
+    private mutating func firstFailureCandidate(_ index: Int, _ error: any Error) {
+        if error is CancellationError { return }
+        if firstFailure.map({ index < $0.index }) ?? true { firstFailure = (index, error) }
+    }
+
+    /// The element reports kept, in element order.
+    func items() -> [StepReport] {
+        reports.sorted { $0.index < $1.index }.map(\.report)
     }
 }

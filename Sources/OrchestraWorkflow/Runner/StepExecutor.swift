@@ -4,14 +4,18 @@ import Orchestra
 import OrchestraHTTP
 
 /// Runs one step: renders its request from the variables and its dependencies' captures,
-/// sends it (each attempt within the step's timeout and its host's limit, retried as the step
-/// says), checks the status and reads the captures. What happened is written to `records`
-/// as it happens, so a step cut short still reports its URL, attempts and times.
+/// sends it through the run's coordinator (which applies the limits, the step's timeout,
+/// retries and redirect policy, and the auth block), checks the status and reads the
+/// captures. What happened is written to `records` as it happens, so a step cut short still
+/// reports its URL, attempts and times.
 struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let workflow: Workflow
-    let plain: HTTPCoordinator
-    let authenticated: HTTPCoordinator?
-    let hosts: HostLimiter
+    let coordinator: HTTPCoordinator
+    /// Sent as `User-Agent` unless the step sets one.
+    let userAgent: String?
+    /// Whether a `for_each` step keeps every element's report (for `--output json` and
+    /// traces), or only those of elements that did not succeed, so memory stays flat.
+    let keepsItemReports: Bool
     let clock: C
     let start: C.Instant
     let records: Locked<[String: StepReport]>
@@ -19,9 +23,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let emit: @Sendable (WorkflowEvent) -> Void
 
     /// Statuses worth another attempt when the step does not expect them.
-    static func isRetryable(status: Int) -> Bool {
-        status == 408 || status == 429 || (500...599).contains(status)
-    }
+    static var retryableStatuses: Set<Int> { workflowRetryableStatuses }
 
     func elapsed() -> Duration {
         start.duration(to: clock.now)
@@ -62,14 +64,14 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             let ended = elapsed()
             update(id) { report in
                 report.state = .succeeded
-                report.ended = ended
+                report.ended = report.ended ?? ended
                 report.captures = step.captures.map { JSONValue.Member($0.name, captures[$0.name]!) }
             }
             return captures
         } catch {
             let ended = elapsed()
             update(id) { report in
-                report.ended = ended
+                report.ended = report.ended ?? ended
                 if error is CancellationError {
                     report.state = .cancelled
                     report.error = "cancelled"
@@ -90,7 +92,10 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// Sends the request of `step` (or of one of its elements, reported as `id`) with
     /// `values`, checks the status and reads the captures.
     func perform(_ step: WorkflowStep, id: String, values: TemplateValues) async throws -> [String: JSONValue] {
-        let rendered = try RenderedRequest(step.request, values: values)
+        var rendered = try RenderedRequest(step.request, values: values)
+        if let userAgent, rendered.request.headerFields[.userAgent] == nil {
+            rendered.request.headerFields[.userAgent] = userAgent
+        }
         update(id) { $0.url = rendered.url }
         let result = try await send(rendered, for: step, id: id)
         let status = result.status.code
@@ -115,41 +120,47 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         return captures
     }
 
-    /// Sends with the step's retries, each attempt holding a host slot and limited by the
-    /// step's timeout. A retried status that never turned good is returned, not thrown.
+    /// Sends through the coordinator with the step's retries, timeout, redirect policy and
+    /// auth; each attempt's times are recorded while it holds its slot, so the report never
+    /// shows more requests in flight than the limits allow. A retried status that never turned
+    /// good is returned, not thrown.
     private func send(_ rendered: RenderedRequest, for step: WorkflowStep, id: String) async throws -> HTTPResult {
-        let coordinator = step.usesAuth ? authenticated ?? plain : plain
-        let policy = RetryPolicy(
-            maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
-            maxDelay: max(.seconds(30), step.retry.backoff), jitter: 0,
-            isRetryable: { error in !(error is StepFailure || error is AuthenticationError || error is CancellationError) },
-            serverDelay: { ($0 as? RetryableStatus)?.retryAfter }
-        )
-        let clock = clock
-        do {
-            return try await withRetry(policy, clock: clock) {
-                try await hosts.withSlot(for: rendered.authority) {
-                    let now = elapsed()
+        let follows = step.followRedirects ?? workflow.followRedirects
+        let options = HTTPRequestOptions(
+            retry: HTTPRetry(
+                policy: RetryPolicy(
+                    maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
+                    maxDelay: max(.seconds(30), step.retry.backoff), jitter: 0
+                ),
+                statuses: Self.retryableStatuses.subtracting(step.expect), methods: .all
+            ),
+            timeout: step.timeout,
+            redirects: follows ? .follow(maxHops: Workflow.maxRedirects) : .never,
+            isAuthenticated: step.usesAuth,
+            onAttempt: { event in
+                let now = elapsed()
+                switch event {
+                case .started:
                     update(id) { report in
                         report.attempts += 1
                         if report.firstSent == nil { report.firstSent = now }
                     }
-                    let result = try await withTimeout(step.timeout, clock: clock) {
-                        try await coordinator.data(for: rendered.request, body: rendered.body)
+                case .ended(_, let outcome):
+                    update(id) { report in
+                        report.ended = now
+                        if case .success(let response) = outcome { report.status = response.status.code }
                     }
-                    let status = result.status.code
-                    update(id) { $0.status = status }
-                    if !step.accepts(status: status), Self.isRetryable(status: status) {
-                        throw RetryableStatus(result: result)
-                    }
-                    return result
                 }
             }
-        } catch let error as RetryableStatus {
-            return error.result
+        )
+        do {
+            let result = try await coordinator.data(for: rendered.request, body: rendered.body, options: options)
+            update(id) { $0.redirects = result.redirects }
+            return result
         } catch is CancellationError {
             throw CancellationError()
         } catch {
+            if let error = error as? HTTPRedirectError { update(id) { $0.redirects = error.hops } }
             throw StepFailure(StepErrors.describe(error, authority: rendered.authority) + attemptsNote(id), url: rendered.url)
         }
     }
@@ -160,9 +171,5 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     }
 }
 
-/// A status the step may retry, with the server's `Retry-After` (seconds or an HTTP date).
-struct RetryableStatus: Error, Sendable {
-    var result: HTTPResult
-
-    var retryAfter: Duration? { HTTPCoordinator.retryAfter(result.response) }
-}
+/// Statuses a step's `retry` retries when its `expect` does not list them.
+private let workflowRetryableStatuses: Set<Int> = Set([408, 429]).union(500...599)

@@ -4,7 +4,8 @@ import Orchestra
 import OrchestraHTTP
 
 /// The `auth:` block at run time: a ``TokenRefresher`` (one login or refresh at a time, shared
-/// by every step) whose refresh sends the login or refresh request straight to the transport,
+/// by every step) whose refresh sends the login or refresh request straight to the transport
+/// (outside the limits, so it never waits behind the requests it unblocks),
 /// and the coordinator's ``HTTPCoordinator/Authentication`` that signs each request and
 /// recognises a refused token.
 final class WorkflowAuthenticator: Sendable {
@@ -14,7 +15,7 @@ final class WorkflowAuthenticator: Sendable {
     let refresher: TokenRefresher
 
     init<C: Clock>(
-        _ auth: WorkflowAuth, variables: [String: String], plain: HTTPCoordinator, timeout: Duration, clock: C
+        _ auth: WorkflowAuth, variables: [String: String], transport: any HTTPTransport, timeout: Duration, clock: C
     ) where C.Duration == Duration {
         self.auth = auth
         self.variables = variables
@@ -25,12 +26,12 @@ final class WorkflowAuthenticator: Sendable {
             // A refresh that fails falls back to a new login.
             if current != nil, let refresh = auth.refresh {
                 counts.withLock { $0.refreshes += 1 }
-                if let token = try? await Self.fetch(refresh, kind: "refresh", values: values, plain: plain, timeout: timeout, clock: clock) {
+                if let token = try? await Self.fetch(refresh, kind: "refresh", values: values, transport: transport, timeout: timeout, clock: clock) {
                     return token
                 }
             }
             counts.withLock { $0.logins += 1 }
-            return try await Self.fetch(auth.login, kind: "login", values: values, plain: plain, timeout: timeout, clock: clock)
+            return try await Self.fetch(auth.login, kind: "login", values: values, transport: transport, timeout: timeout, clock: clock)
         }
     }
 
@@ -56,14 +57,16 @@ final class WorkflowAuthenticator: Sendable {
     /// Sends a login or refresh request and reads the token (and its lifetime) from the
     /// response.
     private static func fetch<C: Clock>(
-        _ tokenRequest: TokenRequest, kind: String, values: TemplateValues, plain: HTTPCoordinator, timeout: Duration, clock: C
+        _ tokenRequest: TokenRequest, kind: String, values: TemplateValues, transport: any HTTPTransport, timeout: Duration, clock: C
     ) async throws -> AuthToken where C.Duration == Duration {
         let rendered = try RenderedRequest(tokenRequest.request, values: values)
         let what = "\(kind) \(rendered.request.method) \(rendered.url)"
         let result: HTTPResult
         do {
             result = try await withTimeout(timeout, clock: clock) {
-                try await plain.sendBypassingLimits(rendered.request, body: rendered.body)
+                // Straight to the transport: the token must not wait behind the requests it unblocks.
+                let (response, body) = try await transport.send(rendered.request, body: rendered.body)
+                return HTTPResult(response: response, body: body)
             }
         } catch let error as TimeoutError {
             throw StepFailure("\(what) timed out after \(StepErrors.format(error.timeout ?? timeout))")

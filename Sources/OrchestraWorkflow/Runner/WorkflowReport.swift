@@ -1,5 +1,31 @@
+public import OrchestraHTTP
+
 /// How one step of a run ended: what was sent, what came back, when, and why it failed.
 public struct StepReport: Sendable, Hashable {
+    /// How the elements of a `for_each` step ended.
+    public struct ItemCounts: Sendable, Hashable {
+        /// Elements in the list.
+        public var total = 0
+        /// Elements whose request was sent at least once.
+        public var sent = 0
+        public var succeeded = 0
+        public var failed = 0
+        public var cancelled = 0
+
+        public init() {}
+
+        mutating func add(_ item: StepReport) {
+            total += 1
+            if item.attempts > 0 { sent += 1 }
+            switch item.state {
+            case .succeeded: succeeded += 1
+            case .failed: failed += 1
+            case .cancelled: cancelled += 1
+            case .skipped: break
+            }
+        }
+    }
+
     /// How a step ended.
     public enum State: String, Sendable, Hashable {
         case succeeded, failed, skipped, cancelled
@@ -21,8 +47,12 @@ public struct StepReport: Sendable, Hashable {
     public var started: Duration?
     /// When its first attempt was sent (after any wait for a host slot or a token).
     public var firstSent: Duration?
-    /// When it ended.
+    /// When it ended: for a request, when its last attempt ended (taken while the attempt
+    /// still held its slot).
     public var ended: Duration?
+    /// The redirects its request followed, in order (for a `for_each` step, each element
+    /// lists its own).
+    public var redirects: [HTTPRedirect] = []
     /// Why it failed, was skipped or was cancelled.
     public var error: String?
     /// For a skipped or cancelled step: the step whose failure caused it.
@@ -33,8 +63,11 @@ public struct StepReport: Sendable, Hashable {
     /// For a `for_each` step: one report per element, in element order, with ids `STEP[0]`,
     /// `STEP[1]`… (empty if the list was empty or never read); `nil` for other steps. The
     /// step's ``attempts`` is then their sum, its ``firstSent`` the earliest, its ``status``
-    /// `nil`.
+    /// `nil`. A runner that does not keep item reports lists only the elements that did not
+    /// succeed (``itemCounts`` has the totals either way).
     public var items: [StepReport]?
+    /// For a `for_each` step whose list was read: how its elements ended.
+    public var itemCounts: ItemCounts?
 
     public init(
         id: String, state: State, method: String, url: String, status: Int? = nil, attempts: Int = 0,

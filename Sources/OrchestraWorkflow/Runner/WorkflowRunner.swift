@@ -3,9 +3,11 @@ import Orchestra
 public import OrchestraHTTP
 
 /// Runs a checked ``Workflow``: every step is a node of a `TaskGraph` (its dependencies are
-/// its `needs` and the steps whose captures it uses), independent steps in parallel, at most
-/// `limit` requests in flight (and at most the `hosts:` limit to a host), and requests go through one `HTTPCoordinator` (its authentication
-/// signs them and refreshes the token once for everyone when it is refused).
+/// its `needs` and the steps whose captures it uses), independent steps in parallel, and every
+/// request goes through one `HTTPCoordinator`: at most `limit` requests in flight and at most
+/// the `hosts:` limit to a host, each step's timeout, retries and redirect policy, and the
+/// `auth:` block, which signs requests and refreshes the token once for everyone when it is
+/// refused (its login and refresh requests go straight to the transport).
 ///
 /// ```swift
 /// let runner = WorkflowRunner(workflow: workflow)
@@ -27,13 +29,27 @@ public import OrchestraHTTP
 public struct WorkflowRunner: Sendable {
     public let workflow: Workflow
     private let transport: any HTTPTransport
+    private let userAgent: String?
+    private let keepsItemReports: Bool
 
     /// - Parameters:
     ///   - workflow: A workflow from ``Workflow/load(contentsOf:name:variables:)``.
-    ///   - transport: What sends the requests; `URLSessionTransport` by default.
-    public init(workflow: Workflow, transport: any HTTPTransport = URLSessionTransport()) {
+    ///   - transport: What sends the requests; `URLSessionTransport` by default. It must not
+    ///     follow redirects (the coordinator does, as the workflow says).
+    ///   - userAgent: Sent as `User-Agent` by every step that does not set one; `nil` leaves
+    ///     it to the transport.
+    ///   - keepsItemReports: Whether a `for_each` step's report lists every element (for
+    ///     JSON reports and traces), or only the elements that did not succeed, so that memory
+    ///     stays flat however long the list; its ``StepReport/itemCounts`` counts them all
+    ///     either way.
+    public init(
+        workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
+        keepsItemReports: Bool = true
+    ) {
         self.workflow = workflow
         self.transport = transport
+        self.userAgent = userAgent
+        self.keepsItemReports = keepsItemReports
     }
 
     /// Runs every step and returns their reports, in file order.
@@ -51,23 +67,20 @@ public struct WorkflowRunner: Sendable {
         let (events, eventSink) = AsyncStream.makeStream(of: WorkflowEvent.self)
         async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
-        // The limits are the executor's (HostLimiter), shared by both coordinators.
-        let limits = HTTPCoordinator.Configuration(
-            maxConcurrentRequests: 100_000, maxConcurrentRequestsPerHost: 100_000,
-            requestTimeout: nil, retry: .never, authentication: nil
-        )
-        let plain = HTTPCoordinator(transport: transport, configuration: limits, clock: clock)
         let authenticator = workflow.auth.map {
-            WorkflowAuthenticator($0, variables: workflow.variables, plain: plain, timeout: WorkflowStep.defaultTimeout, clock: clock)
+            WorkflowAuthenticator($0, variables: workflow.variables, transport: transport, timeout: WorkflowStep.defaultTimeout, clock: clock)
         }
-        let authenticated = authenticator.map { authenticator in
-            var configuration = limits
-            configuration.authentication = authenticator.authentication
-            return HTTPCoordinator(transport: transport, configuration: configuration, clock: clock)
-        }
+        // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
+        // `hosts:` entry is limited by `limit` alone.
+        let configuration = HTTPCoordinator.Configuration(
+            maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
+            hostLimits: Dictionary(workflow.hostLimits.map { ($0.host, $0.limit) }, uniquingKeysWith: { first, _ in first }),
+            requestTimeout: nil, retry: .never, redirects: .never, authentication: authenticator?.authentication
+        )
         let executor = StepExecutor(
-            workflow: workflow, plain: plain, authenticated: authenticated, hosts: HostLimiter(total: workflow.limit, hosts: workflow.hostLimits),
-            clock: clock, start: start, records: Locked([:]), emit: { eventSink.yield($0) }
+            workflow: workflow, coordinator: HTTPCoordinator(transport: transport, configuration: configuration, clock: clock),
+            userAgent: userAgent, keepsItemReports: keepsItemReports, clock: clock, start: start, records: Locked([:]),
+            emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
         for step in workflow.steps {
@@ -77,7 +90,7 @@ public struct WorkflowRunner: Sendable {
         var firstFailure: String?
         do {
             // No graph limit: a step waiting for a host slot, a token or a backoff must not
-            // hold back the others; the executor limits the requests in flight.
+            // hold back the others; the coordinator limits the requests in flight.
             try await graph.withRun(
                 failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
