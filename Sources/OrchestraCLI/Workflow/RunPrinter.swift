@@ -19,9 +19,8 @@ struct RunPrinter: Sendable {
         let request = "\(step.method) \(step.url)"
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
         var attempts = step.attempts > 1 && step.items == nil ? " · \(step.attempts) attempts" : ""
-        if let items = step.items {
-            let sent = items.count { $0.attempts > 0 }
-            attempts = " · \(Format.count(sent, "request")) sent, \(items.count { $0.state == .succeeded }) succeeded"
+        if let counts = step.itemCounts {
+            attempts = " · \(Format.count(counts.sent, "request")) sent, \(counts.succeeded) succeeded"
         }
         var lines: [String]
         switch step.state {
@@ -41,19 +40,23 @@ struct RunPrinter: Sendable {
         case .cancelled:
             lines = ["\(console.paint("○", .yellow)) \(id)  \(console.paint(step.error ?? "cancelled", .dim))"]
         }
+        // The redirects followed, under the step's line: `↪ 302 → http://…/home`.
+        let indent = String(repeating: " ", count: width + 4)
+        lines.insert(contentsOf: step.redirects.map { indent + console.paint("↪ \($0.status) → \($0.location)", .dim) }, at: 1)
         return lines.map { $0 + "\n" }.joined()
     }
 
     /// `    ✗ image[3]  GET http://…/images/3 → 404: expected 2xx, got 404: …`
     private func failedItems(of step: StepReport) -> [String] {
         let failed = (step.items ?? []).filter { $0.state == .failed }
+        let failedCount = step.itemCounts?.failed ?? failed.count
         let indent = String(repeating: " ", count: width + 4)
         var lines = failed.prefix(Self.failedItemsShown).map { item in
             let status = item.status.map { " → \($0)" } ?? ""
             return "\(indent)\(console.paint("✗", .red)) \(item.id)  \(item.method) \(item.url)\(status): \(console.paint(item.error ?? "failed", .red))"
         }
-        if failed.count > Self.failedItemsShown {
-            lines.append("\(indent)\(console.paint("… and \(failed.count - Self.failedItemsShown) more failed", .dim))")
+        if failedCount > Self.failedItemsShown {
+            lines.append("\(indent)\(console.paint("… and \(failedCount - Self.failedItemsShown) more failed", .dim))")
         }
         return lines
     }
@@ -107,6 +110,7 @@ struct RunPrinter: Sendable {
             "error": step.error.map(JSONValue.string) ?? .null,
             "cause": step.cause.map(JSONValue.string) ?? .null,
             "captures": .object(step.captures),
+            "redirects": .array(step.redirects.map { .object(["status": .integer($0.status), "location": .string($0.location)]) }),
         ]
         var members = fields.map { JSONValue.Member($0.key, $0.value) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
