@@ -215,3 +215,212 @@ struct TokenRefresherTests {
         #expect(refresher.refreshCount == 1)
     }
 }
+
+/// A token lifetime of issue 13 with what the default 30 s margin becomes for it.
+struct LifetimeCase: Sendable, CustomTestStringConvertible {
+    var lifetime: Duration
+    /// `min(30 s, lifetime / 2)`.
+    var margin: Duration
+    /// Refreshes over ten lifetimes with a request every tenth of one.
+    var refreshesOverTenLifetimes: Int
+
+    /// When a token obtained at 0 is renewed.
+    var due: Duration { lifetime - margin }
+    var testDescription: String { "lifetime \(lifetime)" }
+
+    static let all = [
+        LifetimeCase(lifetime: .seconds(1), margin: .milliseconds(500), refreshesOverTenLifetimes: 20),
+        LifetimeCase(lifetime: .seconds(10), margin: .seconds(5), refreshesOverTenLifetimes: 20),
+        LifetimeCase(lifetime: .seconds(45), margin: .milliseconds(22_500), refreshesOverTenLifetimes: 20),
+        LifetimeCase(lifetime: .seconds(3_600), margin: .seconds(30), refreshesOverTenLifetimes: 10),
+    ]
+}
+
+/// A refresh endpoint for a server that accepts only the newest token, issued with `lifetime`.
+func refreshing(_ server: TokenServer, lifetime: Duration) -> @Sendable (AuthToken?) async throws -> AuthToken {
+    { _ in
+        let issued = server.refresh()
+        return AuthToken(issued.value, lifetime: lifetime)
+    }
+}
+
+/// Short token lifetimes: the margin scales down, renewals are not mistaken for a loop, and
+/// rejections still are (issue 13).
+@Suite("TokenRefresher: token lifetimes", .timeLimit(.minutes(1)))
+struct TokenLifetimeTests {
+    @Test(arguments: LifetimeCase.all)
+    func theMarginIsAtMostHalfTheLifetime(_ lifetimeCase: LifetimeCase) {
+        #expect(TokenStateMachine.refreshMargin(.seconds(30), forLifetime: lifetimeCase.lifetime) == lifetimeCase.margin)
+    }
+
+    @Test(arguments: LifetimeCase.all)
+    func aFreshTokenIsUsedWithoutARefresh(_ lifetimeCase: LifetimeCase) async throws {
+        let clock = ManualClock()
+        let server = TokenServer()
+        let refresher = TokenRefresher(initial: nil, clock: clock, refresh: refreshing(server, lifetime: lifetimeCase.lifetime))
+        // The login's token goes to its caller and to every request after it.
+        #expect(try await refresher.token() == SignedToken(value: "t1", version: 1))
+        for _ in 0..<10 {
+            #expect(try await authorizedRequest(refresher, server) == 1)
+        }
+        #expect(refresher.refreshCount == 1)
+
+        let started = TokenRefresher(initial: AuthToken("t0", lifetime: lifetimeCase.lifetime), clock: clock) { _ in
+            Issue.record("a token given at the start must be used")
+            return AuthToken("never")
+        }
+        #expect(try await started.token() == SignedToken(value: "t0", version: 0))
+        #expect(started.refreshCount == 0)
+    }
+
+    @Test(arguments: LifetimeCase.all)
+    func aRefreshHappensOnlyOnceTheScaledMarginIsReached(_ lifetimeCase: LifetimeCase) async throws {
+        let clock = ManualClock()
+        let server = TokenServer()
+        let refresher = TokenRefresher(
+            initial: AuthToken("t0", lifetime: lifetimeCase.lifetime), clock: clock,
+            refresh: refreshing(server, lifetime: lifetimeCase.lifetime)
+        )
+        clock.advance(by: lifetimeCase.due - .milliseconds(1))
+        #expect(try await refresher.token().version == 0)
+        #expect(refresher.refreshCount == 0)
+        clock.advance(by: .milliseconds(1))
+        #expect(try await refresher.token() == SignedToken(value: "t1", version: 1))
+        #expect(try await refresher.token().version == 1, "the fresh token is used")
+        #expect(refresher.refreshCount == 1)
+        // The new token's margin counts from when it arrived.
+        clock.advance(by: lifetimeCase.due - .milliseconds(1))
+        #expect(try await refresher.token().version == 1)
+        clock.advance(by: .milliseconds(1))
+        #expect(try await refresher.token().version == 2)
+        #expect(refresher.refreshCount == 2)
+    }
+
+    @Test(arguments: LifetimeCase.all)
+    func manyRequestsOverSeveralLifetimesNeverRaiseExcessiveRefresh(_ lifetimeCase: LifetimeCase) async throws {
+        let clock = ManualClock()
+        let server = TokenServer()
+        // The defaults: at most 5 suspect refreshes a minute. A 1 s token is renewed 20 times
+        // in the 10 s below.
+        let refresher = TokenRefresher(initial: nil, clock: clock, refresh: refreshing(server, lifetime: lifetimeCase.lifetime))
+        _ = try await refresher.token()
+        let logins = refresher.refreshCount
+        for _ in 0..<100 {
+            clock.advance(by: lifetimeCase.lifetime / 10)
+            _ = try await authorizedRequest(refresher, server, maxResends: 0)
+        }
+        #expect(refresher.refreshCount - logins == lifetimeCase.refreshesOverTenLifetimes)
+        // Idle for longer than a lifetime before each request: the token really expired, and is
+        // renewed without counting as a loop.
+        for _ in 0..<10 {
+            clock.advance(by: lifetimeCase.lifetime * 3)
+            _ = try await authorizedRequest(refresher, server, maxResends: 0)
+        }
+        #expect(refresher.refreshCount - logins == lifetimeCase.refreshesOverTenLifetimes + 10)
+        #expect(server.served == 110, "every request accepted at its first try")
+    }
+
+    @Test(arguments: LifetimeCase.all)
+    func repeatedRejectionsStillStopAndSayTheServerRejectedFreshTokens(_ lifetimeCase: LifetimeCase) async throws {
+        let clock = ManualClock()
+        let server = TokenServer()
+        // The refresh endpoint hands out tokens the API server never accepts.
+        let refresher = TokenRefresher(initial: AuthToken("t0", lifetime: lifetimeCase.lifetime), maxRefreshes: 3, clock: clock) { _ in
+            _ = server.refresh()
+            return AuthToken("bad", lifetime: lifetimeCase.lifetime)
+        }
+        server.expireCurrentToken()
+        clock.advance(by: lifetimeCase.margin / 2)
+        let error = await #expect(throws: AuthenticationError.self) {
+            try await authorizedRequest(refresher, server, maxResends: 10)
+        }
+        #expect(error?.code == .excessiveRefresh)
+        #expect(error?.message.hasPrefix("the server rejected 3 fresh tokens and 1 older one: stopped after 3 such refreshes") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("(at most 3 allowed)") == true)
+        #expect(server.refreshes == 3)
+    }
+
+    @Test func tokensThatArriveExpiredAreCountedAndNamed() async throws {
+        let clock = ManualClock()
+        let refresher = TokenRefresher(initial: nil, maxRefreshes: 2, clock: clock) { _ in AuthToken("dead", lifetime: .zero) }
+        // The login's token is used once, however short its life.
+        #expect(try await refresher.token().version == 1)
+        #expect(try await refresher.token().version == 2)
+        #expect(try await refresher.token().version == 3)
+        let error = await #expect(throws: AuthenticationError.self) { try await refresher.token() }
+        #expect(error?.code == .excessiveRefresh)
+        #expect(error?.message.hasPrefix("3 tokens from the refresh had already expired when they arrived") == true, "\(error?.message ?? "")")
+        #expect(refresher.refreshCount == 3)
+    }
+}
+
+/// The state machine alone: decisions as text, times as offsets.
+@Suite("TokenRefresher: state machine")
+struct TokenStateMachineTests {
+    static func describe(_ decision: TokenStateMachine.Decision) -> String {
+        switch decision {
+        case .use(let token): "use \(token.value) v\(token.version)"
+        case .refresh(let version): "refresh v\(version)"
+        case .fail(let error): "fail \(error.code)"
+        }
+    }
+
+    /// Runs the refresh `decision` asked for, returning a token of `lifetime` named `value`.
+    static func refresh(
+        _ machine: inout TokenStateMachine, _ decision: TokenStateMachine.Decision, to value: String, lifetime: Duration?, at now: Duration
+    ) -> SignedToken? {
+        guard case .refresh(let version) = decision, case .proceed = machine.beginRefresh(fromVersion: version, at: now) else { return nil }
+        return machine.refreshSucceeded(fromVersion: version, newToken: AuthToken(value, lifetime: lifetime), at: now)
+    }
+
+    @Test(arguments: LifetimeCase.all)
+    func renewalsAtTheScaledMarginNeverFail(_ lifetimeCase: LifetimeCase) {
+        var machine = TokenStateMachine(token: AuthToken("t0", lifetime: lifetimeCase.lifetime), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
+        #expect(Self.describe(machine.decide(.valid, at: .zero)) == "use t0 v0")
+        var now = Duration.zero
+        for round in 1...100 {
+            #expect(Self.describe(machine.decide(.valid, at: now + lifetimeCase.due - .nanoseconds(1))) == "use t\(round - 1) v\(round - 1)")
+            now += lifetimeCase.due
+            let decision = machine.decide(.valid, at: now)
+            #expect(Self.describe(decision) == "refresh v\(round - 1)")
+            let fresh = Self.refresh(&machine, decision, to: "t\(round)", lifetime: lifetimeCase.lifetime, at: now)
+            #expect(fresh == SignedToken(value: "t\(round)", version: round))
+            #expect(Self.describe(machine.decide(.valid, at: now)) == "use t\(round) v\(round)", "a fresh token is used")
+        }
+        #expect(machine.refreshCount == 100)
+    }
+
+    @Test func rejectionsAreCountedInTheWindowAndTheMessageSaysSo() {
+        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 2, window: .seconds(60))
+        var decision = machine.decide(.replacing(version: 0), at: .zero)
+        _ = Self.refresh(&machine, decision, to: "t1", lifetime: nil, at: .zero)
+        decision = machine.decide(.replacing(version: 1), at: .seconds(1))
+        _ = Self.refresh(&machine, decision, to: "t2", lifetime: nil, at: .seconds(1))
+        decision = machine.decide(.replacing(version: 2), at: .seconds(2))
+        guard case .fail(let error) = decision else {
+            Issue.record("expected a failure, got \(Self.describe(decision))")
+            return
+        }
+        #expect(error.code == .excessiveRefresh)
+        #expect(error.message == "the server rejected 2 fresh tokens and 1 older one: stopped after 2 such refreshes in the last 60.0 seconds (at most 2 allowed) instead of refreshing again")
+        // Final for that version; a new login starts afresh.
+        #expect(Self.describe(machine.decide(.valid, at: .seconds(3))) == "fail excessiveRefresh")
+        machine.reset(to: AuthToken("again"), at: .seconds(4))
+        #expect(Self.describe(machine.decide(.replacing(version: 3), at: .seconds(4))) == "refresh v3")
+    }
+
+    @Test func aCallerThatNeedsTheRefreshInFlightJoinsItEvenAtTheLimit() {
+        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        let decision = machine.decide(.replacing(version: 0), at: .zero)
+        #expect(Self.describe(decision) == "refresh v0")
+        guard case .proceed = machine.beginRefresh(fromVersion: 0, at: .zero) else {
+            Issue.record("the refresh should run")
+            return
+        }
+        // While it runs, the limit is reached, but this refresh is already counted: join it.
+        #expect(Self.describe(machine.decide(.valid, at: .zero)) == "refresh v0")
+        #expect(Self.describe(machine.decide(.replacing(version: 0), at: .zero)) == "refresh v0")
+        #expect(machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero) == SignedToken(value: "t1", version: 1))
+        #expect(Self.describe(machine.decide(.replacing(version: 1), at: .zero)) == "fail excessiveRefresh")
+    }
+}

@@ -3,7 +3,8 @@ public struct AuthToken: Sendable, Hashable, CustomStringConvertible {
     /// The credential itself (what goes into the `Authorization` header).
     public var value: String
     /// How long the token is valid from the moment the refresher receives it; `nil` when the
-    /// server does not say (it is then refreshed only after a rejection).
+    /// server does not say (it is then refreshed only after a rejection). It is renewed a
+    /// margin before it ends, at most half of it (see ``TokenRefresher``).
     public var lifetime: Duration?
 
     public init(_ value: String, lifetime: Duration? = nil) {
@@ -42,8 +43,10 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         /// this error, and no request triggers another refresh of the same token. The user
         /// must authenticate again (``TokenRefresher/reset(to:)``).
         public static let refreshFailed = Code("refreshFailed")
-        /// More refreshes than allowed in the time window (a server that keeps rejecting fresh
-        /// tokens, or a refresh that returns an invalid one): stopped instead of looping.
+        /// More refreshes of rejected tokens (or of tokens that arrived already expired) than
+        /// allowed in the time window: a server that keeps rejecting fresh tokens, or a refresh
+        /// that returns an invalid one. Stopped instead of looping; the message says which.
+        /// Renewals of tokens that reached their margin or their end never count.
         public static let excessiveRefresh = Code("excessiveRefresh")
         /// No token, and the refresher has nothing to refresh from.
         public static let noToken = Code("noToken")

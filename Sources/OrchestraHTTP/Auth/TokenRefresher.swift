@@ -8,16 +8,21 @@ import Orchestra
 /// 2. **Versions.** Each token handed out carries its version. A rejection of an older version
 ///    is answered with the current token, without a new refresh.
 /// 3. **Before expiry and after a rejection**, through the same single refresh: a token whose
-///    ``AuthToken/lifetime`` ends within `refreshMargin` (clock skew) is refreshed first.
+///    ``AuthToken/lifetime`` ends within `refreshMargin` (clock skew) is refreshed first. For a
+///    short-lived token the margin shrinks to half its lifetime, so a token is always used for
+///    at least half of it: with the default 30 s margin, a 10 s token is renewed after 5 s, a
+///    1 h token after 59 min 30 s. A freshly obtained token is always used.
 /// 4. **The refresh runs outside any limit.** It is your closure: send the refresh request
 ///    straight to the network, not through the limits and the auth gate of the requests it is
 ///    meant to unblock (they would wait for each other forever).
 /// 5. **A failed refresh is final** for that token: every waiter gets an
 ///    ``AuthenticationError`` with code `.refreshFailed`, nothing loops, and the next request
 ///    for that token fails at once until ``reset(to:)`` (a new login).
-/// 6. **Bounded.** At most `maxRefreshes` refreshes in any `window`; beyond, the error has code
-///    `.excessiveRefresh` (a server that rejects every fresh token, or a refresh that returns
-///    an invalid one).
+/// 6. **Bounded.** At most `maxRefreshes` refreshes that replace a rejected token (or one that
+///    arrived already expired, with a lifetime of zero or less) in any `window`; beyond, the
+///    error has code `.excessiveRefresh` and says what happened (a server that rejects every
+///    fresh token, or a refresh that returns an invalid one). Renewals of a token that reached
+///    its margin or its end are not counted: a short-lived token renewed often is not a loop.
 ///
 /// Cancellation: a cancelled waiter leaves at once with `CancellationError`; the refresh goes on
 /// for the others (it is cancelled only when every waiter has left, and is not then counted as
@@ -40,8 +45,10 @@ public final class TokenRefresher: Sendable {
     /// - Parameters:
     ///   - initial: The token to start with (its lifetime counts from now), or `nil` to refresh
     ///     (log in) on the first request.
-    ///   - refreshMargin: Refresh a token this long before its lifetime ends (clock skew).
-    ///   - maxRefreshes: At most this many refreshes in any `window`.
+    ///   - refreshMargin: Refresh a token this long before its lifetime ends (clock skew), but
+    ///     never before half its lifetime has passed. Must not be negative.
+    ///   - maxRefreshes: At most this many refreshes caused by a rejection (or by a token that
+    ///     arrived already expired) in any `window`.
     ///   - window: See `maxRefreshes`.
     ///   - clock: Measures lifetimes and the window.
     ///   - refresh: Gets a new token from the current one (`nil` if there is none). Called by
@@ -56,14 +63,15 @@ public final class TokenRefresher: Sendable {
         refresh: @escaping @Sendable (_ current: AuthToken?) async throws -> AuthToken
     ) where C.Duration == Duration {
         checkArgument(maxRefreshes >= 1, "TokenRefresher(maxRefreshes:) must be at least 1, got \(maxRefreshes)")
+        checkArgument(refreshMargin >= .zero, "TokenRefresher(refreshMargin:) must not be negative, got \(refreshMargin)")
         state = Locked(TokenStateMachine(token: initial, margin: refreshMargin, maxRefreshes: maxRefreshes, window: window))
         self.refresh = refresh
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }
     }
 
-    /// A valid token: the current one, or a fresh one if it expires within the margin (or
-    /// there is none).
+    /// A valid token: the current one, or a fresh one if the current one reached its refresh
+    /// margin (or there is none, or the server rejected it).
     ///
     /// - Throws: ``AuthenticationError`` if the refresh failed or was refused;
     ///   `CancellationError` if this caller is cancelled while it waits.

@@ -4,20 +4,24 @@ import Orchestra
 /// A JSON value: what a capture holds, what a JSON body is made of, and what
 /// `orchestra run --output json` prints.
 ///
-/// Objects keep their members in order (a response's members come sorted by key, since the
-/// parser does not report their order; a document built in code keeps the order it was built
-/// in).
+/// Values read from JSON text (``init(parsing:)``) or from a workflow file come back out as
+/// they were written: objects keep their members in order, numbers keep their text
+/// (``JSONNumber``), so a value captured from one response is sent on unchanged.
 ///
 /// ```swift
-/// let value = try JSONValue(parsing: Data(#"{"access_token":"abc","expires_in":60}"#.utf8))
-/// value["expires_in"]        // .integer(60)
-/// value.text                 // the compact JSON text
+/// let value = try JSONValue(parsing: Data(#"{"id":12345678901234567890,"n":60,"r":1.0}"#.utf8))
+/// value["n"]            // .integer(60)
+/// value["id"]?.text     // "12345678901234567890"
+/// value.text            // {"id":12345678901234567890,"n":60,"r":1.0}
 /// ```
 public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     case null
     case bool(Bool)
+    /// A whole number that `Int` holds, written as Swift writes it (`42`, `-7`).
     case integer(Int)
-    case number(Double)
+    /// Any other number, with its text as written: `1.0`, `-0`, `0.1`, `1e400`,
+    /// `12345678901234567890`.
+    case number(JSONNumber)
     case string(String)
     case array([JSONValue])
     case object([Member])
@@ -33,19 +37,40 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Parses JSON text.
-    ///
-    /// - Throws: `DecodingError` when `data` is not JSON.
-    public init(parsing data: Data) throws {
-        self = try JSONDecoder().decode(Decoded.self, from: data).value
-    }
+    /// The deepest nesting of arrays and objects that ``init(parsing:)`` and workflow bodies
+    /// accept. Why: values are compared, copied and freed level by level, so a limit keeps a
+    /// hostile response from exhausting the stack; beyond it, parsing fails with a message.
+    public static let maxDepth = 512
 
     /// An object from `(key, value)` pairs, in that order.
     public static func object(_ pairs: KeyValuePairs<String, JSONValue>) -> JSONValue {
         .object(pairs.map { Member($0.key, $0.value) })
     }
 
-    /// The member `key` of an object, or `nil`.
+    /// The number `value`, written as Swift writes a `Double` (`0.5`, `1.0`, `1e+20`); `null`
+    /// for NaN and the infinities, which JSON cannot write.
+    public static func number(_ value: Double) -> JSONValue {
+        JSONNumber(value).map(JSONValue.number) ?? .null
+    }
+
+    /// The number whose JSON text is `text`, as the parser reads it: ``integer(_:)`` when
+    /// `Int` holds it and Swift writes it the same way, `number(_:)` otherwise;
+    /// `nil` if `text` is not a JSON number.
+    public init?(numberText text: String) {
+        guard let number = JSONNumber(text) else { return nil }
+        self = JSONValue(number)
+    }
+
+    /// `number` as the parser reads it (see ``init(numberText:)``).
+    init(_ number: JSONNumber) {
+        if number.isInteger, let integer = Int(number.text), String(integer) == number.text {
+            self = .integer(integer)
+        } else {
+            self = .number(number)
+        }
+    }
+
+    /// The member `key` of an object (the first one, if the key is repeated), or `nil`.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
@@ -57,105 +82,79 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
         return elements[index]
     }
 
-    /// Compact JSON text.
+    /// Compact JSON text. Numbers are written as they were read.
+    ///
+    /// Complexity: linear in the size of the text; iterative, whatever the nesting.
     public var text: String {
-        var output = ""
-        write(to: &output, indent: nil, level: 0)
-        return output
+        JSONWriter.text(of: self, indent: nil)
     }
 
     /// JSON text indented by two spaces per level.
     public var prettyText: String {
-        var output = ""
-        write(to: &output, indent: "  ", level: 0)
-        return output
+        JSONWriter.text(of: self, indent: "  ")
     }
 
     /// The value as it reads inside a URL, a header or a text body: a string as itself,
-    /// anything else as its JSON text (`42`, `true`, `null`, `[1,2]`).
+    /// anything else as its JSON text (`42`, `1.0`, `true`, `null`, `[1,2]`).
     public var interpolated: String {
         if case .string(let string) = self { return string }
         return text
     }
 
     public var description: String { text }
-
-    private func write(to output: inout String, indent: String?, level: Int) {
-        switch self {
-        case .null: output += "null"
-        case .bool(let value): output += value ? "true" : "false"
-        case .integer(let value): output += String(value)
-        case .number(let value): output += Self.format(value)
-        case .string(let value): output += jsonQuoted(value)
-        case .array(let elements):
-            writeContainer(elements, open: "[", close: "]", to: &output, indent: indent, level: level) { element, output in
-                element.write(to: &output, indent: indent, level: level + 1)
-            }
-        case .object(let members):
-            writeContainer(members, open: "{", close: "}", to: &output, indent: indent, level: level) { member, output in
-                output += jsonQuoted(member.key) + (indent == nil ? ":" : ": ")
-                member.value.write(to: &output, indent: indent, level: level + 1)
-            }
-        }
-    }
-
-    private func writeContainer<Element>(
-        _ elements: [Element], open: String, close: String, to output: inout String, indent: String?, level: Int,
-        _ writeElement: (Element, inout String) -> Void
-    ) {
-        output += open
-        guard !elements.isEmpty else { return output += close }
-        for (offset, element) in elements.enumerated() {
-            if offset > 0 { output += "," }
-            if let indent { output += "\n" + String(repeating: indent, count: level + 1) }
-            writeElement(element, &output)
-        }
-        if let indent { output += "\n" + String(repeating: indent, count: level) }
-        output += close
-    }
-
-    /// Finite numbers as JSON numbers (whole values without a fraction); JSON has no NaN or
-    /// infinity, so they become `null`.
-    private static func format(_ value: Double) -> String {
-        guard value.isFinite else { return "null" }
-        if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
-        return String(value)
-    }
 }
 
-/// Decodes any JSON document into a ``JSONValue``, keeping integers apart from other numbers.
-private struct Decoded: Decodable {
-    var value: JSONValue
-
-    init(from decoder: any Decoder) throws {
-        if var array = try? decoder.unkeyedContainer() {
-            var elements: [JSONValue] = []
-            while !array.isAtEnd { elements.append(try array.decode(Decoded.self).value) }
-            value = .array(elements)
-        } else if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            value = .object(try object.allKeys.sorted { $0.stringValue < $1.stringValue }.map { key in
-                JSONValue.Member(key.stringValue, try object.decode(Decoded.self, forKey: key).value)
-            })
-        } else {
-            let scalar = try decoder.singleValueContainer()
-            if scalar.decodeNil() {
-                value = .null
-            } else if let bool = try? scalar.decode(Bool.self) {
-                value = .bool(bool)
-            } else if let integer = try? scalar.decode(Int.self) {
-                value = .integer(integer)
-            } else if let number = try? scalar.decode(Double.self) {
-                value = .number(number)
-            } else {
-                value = .string(try scalar.decode(String.self))
-            }
-        }
+/// Writes JSON text with an explicit stack: no recursion over the value's nesting.
+private enum JSONWriter {
+    private enum Task {
+        case value(JSONValue, level: Int)
+        case text(String)
     }
 
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+    static func text(of root: JSONValue, indent: String?) -> String {
+        var output = ""
+        var tasks: [Task] = [.value(root, level: 0)]
+        while let task = tasks.popLast() {
+            switch task {
+            case .text(let text):
+                output += text
+            case .value(let value, let level):
+                switch value {
+                case .null: output += "null"
+                case .bool(let value): output += value ? "true" : "false"
+                case .integer(let value): output += String(value)
+                case .number(let value): output += value.text
+                case .string(let value): output += jsonQuoted(value)
+                case .array(let elements):
+                    output += "["
+                    guard !elements.isEmpty else { output += "]"; continue }
+                    tasks.append(.text(closing(level: level, indent: indent) + "]"))
+                    for (offset, element) in elements.enumerated().reversed() {
+                        tasks.append(.value(element, level: level + 1))
+                        tasks.append(.text(separator(first: offset == 0, level: level + 1, indent: indent)))
+                    }
+                case .object(let members):
+                    output += "{"
+                    guard !members.isEmpty else { output += "}"; continue }
+                    tasks.append(.text(closing(level: level, indent: indent) + "}"))
+                    for (offset, member) in members.enumerated().reversed() {
+                        tasks.append(.value(member.value, level: level + 1))
+                        let key = jsonQuoted(member.key) + (indent == nil ? ":" : ": ")
+                        tasks.append(.text(separator(first: offset == 0, level: level + 1, indent: indent) + key))
+                    }
+                }
+            }
+        }
+        return output
+    }
+
+    /// What goes before an element: a comma unless it is the first, then its indentation.
+    private static func separator(first: Bool, level: Int, indent: String?) -> String {
+        (first ? "" : ",") + (indent.map { "\n" + String(repeating: $0, count: level) } ?? "")
+    }
+
+    /// What goes before a closing bracket.
+    private static func closing(level: Int, indent: String?) -> String {
+        indent.map { "\n" + String(repeating: $0, count: level) } ?? ""
     }
 }

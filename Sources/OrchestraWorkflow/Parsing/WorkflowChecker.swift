@@ -178,14 +178,19 @@ struct WorkflowChecker {
     }
 }
 
-/// What makes a URL sendable: an http or https scheme and a host.
+/// What makes a URL sendable: an http or https scheme and a host, and how it is written on
+/// the wire (``escaped(_:)``).
 enum URLCheck {
-    /// Why `text` cannot be sent, or `nil` if it can.
+    /// Why `text` cannot be sent, or `nil` if it can (once ``escaped(_:)``).
     static func problem(with text: String) -> String? {
         guard !text.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) else {
             return "contains a space or a line break"
         }
-        guard let components = URLComponents(string: text) else { return "is not a valid URL" }
+        let escaped = escaped(text)
+        guard escaped.allSatisfy(\.isASCII) else {
+            return "has a host with non-ASCII letters that is not a valid internationalized domain name"
+        }
+        guard let components = URLComponents(string: escaped) else { return "is not a valid URL" }
         guard let scheme = components.scheme?.lowercased() else {
             return "is not an absolute URL: it must start with http:// or https://"
         }

@@ -3,46 +3,96 @@ import Yams
 
 extension WorkflowParser {
     /// A JSON body written as YAML: mappings, lists and scalars typed as YAML types them
-    /// (quoted text stays text).
-    mutating func json(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> JSONTemplate? {
-        switch node {
-        case .scalar(let scalar):
-            switch node.tagName {
-            case .null: return .null
-            case .bool: return node.bool.map(JSONTemplate.bool)
-            case .int: return node.int.map(JSONTemplate.integer)
-            case .float:
-                guard let value = node.float, value.isFinite else {
-                    reader.fail(.invalidValue, "'\(scalar.string)' is not a JSON number", at: node, step: step, field: field)
+    /// (quoted text stays text). Numbers keep their text when it is JSON (`1.0`, `-0.0`,
+    /// `1e400`, `12345678901234567890`); YAML-only spellings (`0x1F`, `+1`, `.5`) become their
+    /// value. Mappings keep their order.
+    ///
+    /// Iterative (an explicit stack), and at most ``JSONValue/maxDepth`` levels deep. Returns
+    /// `nil` only after recording an error, so a body is never silently dropped.
+    mutating func json(_ root: Node, step: String?, field: String, variablesOnly: Bool) -> JSONTemplate? {
+        /// A list or mapping being read: its children, and the values read so far.
+        struct Container {
+            var isObject: Bool
+            var children: [(key: String, field: String, node: Node)]
+            var values: [JSONTemplate] = []
+        }
+        var stack: [Container] = []
+        var node = root
+        var nodeField = field
+        while true {
+            var value: JSONTemplate
+            switch node {
+            case .scalar:
+                guard let scalar = jsonScalar(node, step: step, field: nodeField, variablesOnly: variablesOnly) else { return nil }
+                value = scalar
+            case .alias:
+                reader.fail(.invalidValue, "aliases are not supported in bodies", at: node, step: step, field: nodeField)
+                return nil
+            case .sequence, .mapping:
+                guard stack.count < JSONValue.maxDepth else {
+                    reader.fail(.invalidValue, "lists and mappings nested deeper than \(JSONValue.maxDepth) levels", at: node, step: step, field: nodeField)
                     return nil
                 }
-                return .number(value)
-            default: return site(node, step: step, field: field, variablesOnly: variablesOnly).map(JSONTemplate.string)
+                var container: Container
+                if case .sequence(let sequence) = node {
+                    container = Container(isObject: false, children: sequence.enumerated().map { ("", "\(nodeField)[\($0.offset)]", $0.element) })
+                } else {
+                    let hint = NodeReader.templateHint(node)
+                    guard hint.isEmpty else {
+                        reader.fail(.invalidTemplate, "an unquoted template\(hint)", at: node, step: step, field: nodeField)
+                        return nil
+                    }
+                    guard let entries = reader.freeEntries(node, step: step, field: nodeField) else { return nil }
+                    container = Container(isObject: true, children: entries.map { ($0.key, "\(nodeField).\($0.key)", $0.node) })
+                }
+                if let first = container.children.first {
+                    stack.append(container)
+                    (node, nodeField) = (first.node, first.field)
+                    continue
+                }
+                value = container.isObject ? .object([]) : .array([])
             }
-        case .sequence(let sequence):
-            var elements: [JSONTemplate] = []
-            for (index, element) in sequence.enumerated() {
-                guard let value = json(element, step: step, field: "\(field)[\(index)]", variablesOnly: variablesOnly) else { return nil }
-                elements.append(value)
+            // Put the value into its container; close every container it completes.
+            while let top = stack.indices.last {
+                stack[top].values.append(value)
+                let next = stack[top].values.count
+                if next < stack[top].children.count {
+                    (node, nodeField) = (stack[top].children[next].node, stack[top].children[next].field)
+                    break
+                }
+                let done = stack.removeLast()
+                value = done.isObject ? .object(zip(done.children, done.values).map { ($0.key, $1) }) : .array(done.values)
             }
-            return .array(elements)
-        case .mapping:
-            let hint = NodeReader.templateHint(node)
-            guard hint.isEmpty else {
-                reader.fail(.invalidTemplate, "an unquoted template\(hint)", at: node, step: step, field: field)
-                return nil
-            }
-            guard let entries = reader.freeEntries(node, step: step, field: field) else { return nil }
-            var members: [(key: String, value: JSONTemplate)] = []
-            for (key, _, value) in entries {
-                guard let member = json(value, step: step, field: "\(field).\(key)", variablesOnly: variablesOnly) else { return nil }
-                members.append((key, member))
-            }
-            return .object(members)
-        case .alias:
-            reader.fail(.invalidValue, "aliases are not supported in bodies", at: node, step: step, field: field)
-            return nil
+            if stack.isEmpty { return value }
         }
+    }
+
+    /// A scalar of a JSON body: null, a boolean, a number, or text (a template).
+    private mutating func jsonScalar(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> JSONTemplate? {
+        guard case .scalar(let scalar) = node else { return nil }
+        switch node.tagName {
+        case .null:
+            return .null
+        case .bool:
+            guard let value = node.bool else { break }
+            return .bool(value)
+        case .int, .float:
+            if let value = JSONValue(numberText: scalar.string) {
+                switch value {
+                case .integer(let integer): return .integer(integer)
+                case .number(let number): return .number(number)
+                default: break
+                }
+            }
+            // A YAML spelling JSON does not have: its value, when JSON can write it.
+            if node.tagName == .int, let integer = node.int { return .integer(integer) }
+            if node.tagName == .float, let double = node.float, let number = JSONNumber(double) { return .number(number) }
+        default:
+            return site(node, step: step, field: field, variablesOnly: variablesOnly).map(JSONTemplate.string)
+        }
+        let hint = node.tagName == .int ? "; write it in decimal digits (any size), or quote it to send text" : "; quote it to send text"
+        reader.fail(.invalidValue, "'\(scalar.string)' is not a JSON \(node.tagName == .bool ? "boolean" : "number")\(hint)", at: node, step: step, field: field)
+        return nil
     }
 
     /// `for_each:`: a quoted template that is exactly one `{{STEP.CAPTURE}}`, remembered as a

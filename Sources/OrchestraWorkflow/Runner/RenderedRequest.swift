@@ -5,25 +5,31 @@ import HTTPTypes
 struct RenderedRequest: Sendable {
     var request: HTTPRequest
     var body: Data?
-    /// The URL as sent.
+    /// The URL as sent: ASCII only (``URLCheck/escaped(_:)``).
     var url: String
     /// `host:port` as written in the URL.
     var authority: String
 
     /// Renders `template` with `values`.
     ///
+    /// The URL is made ASCII here, before any transport sees it: characters its components do
+    /// not allow are percent-encoded, escapes already written are kept (a transport given a
+    /// non-ASCII URL would escape those escapes again: `São%20Paulo` → `S%C3%A3o%2520Paulo`).
+    /// A JSON body is its value's text, numbers as written: nothing is lost or replaced.
+    ///
     /// - Throws: ``StepFailure`` for a URL that cannot be sent (a capture made it invalid) or a
     ///   header value with a line break.
     init(_ template: RequestTemplate, values: TemplateValues) throws(StepFailure) {
-        let url: String
+        let written: String
         do {
-            url = try template.url.render(for: .url, with: values)
+            written = try template.url.render(for: .url, with: values)
         } catch {
             throw StepFailure("\(error)")
         }
-        if let problem = URLCheck.problem(with: url) {
-            throw StepFailure("the URL '\(url)' \(problem)", url: url)
+        if let problem = URLCheck.problem(with: written) {
+            throw StepFailure("the URL '\(written)' \(problem)", url: written)
         }
+        let url = URLCheck.escaped(written)
         let (scheme, authority, path) = Self.split(url)
         var request = HTTPRequest(method: template.method, scheme: scheme, authority: authority, path: path)
         var hasContentType = false

@@ -89,7 +89,8 @@ final class WorkflowAuthenticator: Sendable {
         let lifetime: Duration? = tokenRequest.expiresIn.flatMap { try? reader.value(of: $0) }.flatMap { value in
             switch value {
             case .integer(let seconds): .seconds(seconds)
-            case .number(let seconds): .milliseconds(Int64(seconds * 1_000))
+            // Saturated: a number such as 1e400 is a very long lifetime, not a crash.
+            case .number(let seconds): .milliseconds(Int64(max(-1e15, min(1e15, seconds.doubleValue * 1_000))))
             case .string(let text): Int(text.trimmingCharacters(in: .whitespaces)).map { .seconds($0) }
             default: nil
             }

@@ -4,7 +4,8 @@
 /// Rendering keeps JSON well formed whatever the captured values hold: a string that is
 /// exactly one reference (`"{{login.user}}"`) becomes the captured JSON value as is, so numbers
 /// stay numbers and objects stay objects; a reference inside a longer string is inserted as
-/// text and the whole string is JSON-escaped. Keys are not templated.
+/// text and the whole string is JSON-escaped. Keys are not templated. Numbers and member
+/// order stay as written (`1.0` stays `1.0`, `12345678901234567890` keeps every digit).
 ///
 /// ```swift
 /// // body: { user: "{{me.id}}", note: "hello {{me.name}}" }
@@ -13,8 +14,10 @@
 public indirect enum JSONTemplate: Sendable, Hashable {
     case null
     case bool(Bool)
+    /// A whole number that `Int` holds, written as Swift writes it.
     case integer(Int)
-    case number(Double)
+    /// Any other number, with its text as written (see ``JSONNumber``).
+    case number(JSONNumber)
     case string(Template)
     case array([JSONTemplate])
     case object([(key: String, value: JSONTemplate)])

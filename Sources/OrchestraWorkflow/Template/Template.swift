@@ -54,7 +54,9 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
     /// Where a rendered template goes, which decides how values are escaped.
     public enum Context: Sendable {
         /// Percent-encoded as a URL component value, except a reference that starts the URL
-        /// (a base URL such as `{{vars.base}}`) or one marked `| raw`.
+        /// (a base URL such as `{{vars.base}}`) or one marked `| raw`. Those, like the
+        /// literal text, are escaped with the whole URL when it is sent: only characters the
+        /// URL does not allow, keeping the `%XX` escapes already there.
         case url
         /// Inserted as is: header values, text bodies.
         case text

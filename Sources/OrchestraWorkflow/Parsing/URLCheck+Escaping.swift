@@ -1,0 +1,122 @@
+import Foundation
+
+extension URLCheck {
+    /// `text` as it is sent: ASCII only, written as RFC 3986 allows.
+    ///
+    /// - Every character its component does not allow (a non-ASCII letter, a space, `"`, `<`,
+    ///   `[` in a path, a second `#`, …) is percent-encoded as UTF-8: `São` → `S%C3%A3o`.
+    /// - An escape already there (`%` and two hex digits) is kept: `%20` stays `%20`, `%2F`
+    ///   stays `%2F`. A `%` that starts no escape is encoded as `%25`.
+    /// - Everything else is left byte for byte, so a URL that was already valid is unchanged.
+    /// - A host with non-ASCII letters is written in its IDNA form (`bücher.example` →
+    ///   `xn--bcher-kva.example`); one that has no such form is left as written, and
+    ///   ``problem(with:)`` says so.
+    ///
+    /// Values inserted by a template are already encoded (``Template/render(for:with:)``): this
+    /// only changes what was written literally (or inserted with `| raw`).
+    ///
+    /// Complexity: linear in the length of `text`.
+    static func escaped(_ text: String) -> String {
+        var rest = Substring(text)
+        var output = ""
+        if let scheme = scheme(of: rest) {
+            output += scheme + ":"
+            rest = rest.dropFirst(scheme.count + 1)
+            if rest.hasPrefix("//") {
+                output += "//"
+                rest = rest.dropFirst(2)
+                let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+                output += authority(rest[..<end])
+                rest = rest[end...]
+            }
+        }
+        let pathEnd = rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex
+        output += encoded(rest[..<pathEnd], allowing: pathCharacters)
+        rest = rest[pathEnd...]
+        if rest.first == "?" {
+            let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
+            output += "?" + encoded(rest.dropFirst()[..<queryEnd], allowing: queryCharacters)
+            rest = rest[queryEnd...]
+        }
+        if rest.first == "#" {
+            output += "#" + encoded(rest.dropFirst(), allowing: queryCharacters)
+        }
+        return output
+    }
+
+    /// `http` in `http://…`: letters, digits, `+ - .`, starting with a letter, before a ':'.
+    private static func scheme(of text: Substring) -> Substring? {
+        guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter else { return nil }
+        let scheme = text[..<colon]
+        let valid = scheme.unicodeScalars.allSatisfy { $0.isASCII && (alphanumerics.contains($0) || "+-.".unicodeScalars.contains($0)) }
+        return valid ? scheme : nil
+    }
+
+    /// `user:password@host:port`, with the user information encoded and the host in ASCII.
+    private static func authority(_ authority: Substring) -> String {
+        var userInfo = ""
+        var hostAndPort = authority
+        if let at = authority.lastIndex(of: "@") {
+            userInfo = encoded(authority[..<at], allowing: userInfoCharacters) + "@"
+            hostAndPort = authority[authority.index(after: at)...]
+        }
+        // An IP literal ([::1]) is ASCII already; otherwise the port follows the last ':'.
+        let portStart = hostAndPort.hasPrefix("[") ? hostAndPort.lastIndex(of: "]").flatMap { hostAndPort[$0...].firstIndex(of: ":") }
+            : hostAndPort.lastIndex(of: ":")
+        let host = hostAndPort[..<(portStart ?? hostAndPort.endIndex)]
+        let port = hostAndPort[(portStart ?? hostAndPort.endIndex)...]
+        return userInfo + asciiHost(host) + (port.isEmpty ? "" : ":" + encoded(port.dropFirst(), allowing: []))
+    }
+
+    /// `host` in its IDNA form if it has non-ASCII letters and one exists, else as written.
+    private static func asciiHost(_ host: Substring) -> String {
+        guard !host.allSatisfy(\.isASCII) else { return String(host) }
+        var components = URLComponents()
+        components.host = String(host)
+        // Foundation falls back to percent-encoding a host that has no IDNA form.
+        guard let encoded = components.encodedHost, !encoded.contains("%"), encoded.allSatisfy(\.isASCII) else { return String(host) }
+        return encoded
+    }
+
+    /// `text` with every character not in `allowed` (nor an ASCII letter or digit, nor
+    /// `- . _ ~`) percent-encoded as UTF-8, and every `%` that starts no escape encoded.
+    private static func encoded(_ text: Substring, allowing allowed: Set<Unicode.Scalar>) -> String {
+        let scalars = Array(text.unicodeScalars)
+        var output = String.UnicodeScalarView()
+        var index = 0
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if scalar == "%", index + 2 < scalars.count, isHex(scalars[index + 1]), isHex(scalars[index + 2]) {
+                output.append(contentsOf: scalars[index...index + 2])
+                index += 3
+                continue
+            }
+            if scalar != "%", scalar.isASCII, alphanumerics.contains(scalar) || "-._~".unicodeScalars.contains(scalar) || allowed.contains(scalar) {
+                output.append(scalar)
+            } else {
+                for byte in String(scalar).utf8 {
+                    output.append(contentsOf: "%\(String(byte, radix: 16, uppercase: true).leftPadded)".unicodeScalars)
+                }
+            }
+            index += 1
+        }
+        return String(output)
+    }
+
+    private static func isHex(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.isASCII && scalar.properties.isASCIIHexDigit
+    }
+
+    private static let alphanumerics = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".unicodeScalars)
+    /// RFC 3986 sub-delims.
+    private static let subDelimiters = Set("!$&'()*+,;=".unicodeScalars)
+    private static let userInfoCharacters = subDelimiters.union([":"])
+    private static let pathCharacters = subDelimiters.union([":", "@", "/"])
+    /// Also the fragment's.
+    private static let queryCharacters = pathCharacters.union(["?"])
+}
+
+private extension String {
+    /// `A` → `0A`: two hex digits.
+    var leftPadded: String { count < 2 ? "0" + self : self }
+}
