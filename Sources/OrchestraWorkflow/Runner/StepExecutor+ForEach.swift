@@ -132,18 +132,12 @@ struct FanOutOutcome {
         switch result {
         case .success(let values):
             if !captured.isEmpty { captured[index] = values }
-        case .failure(let error as CancellationError):
+        case .failure(is CancellationError):
             wasCancelled = true
-            firstFailureCandidate(index, error)
         case .failure(let error):
             failures += 1
-            firstFailureCandidate(index, error)
+            if firstFailure.map({ index < $0.index }) ?? true { firstFailure = (index, error) }
         }
-    }
-
-    private mutating func firstFailureCandidate(_ index: Int, _ error: any Error) {
-        if error is CancellationError { return }
-        if firstFailure.map({ index < $0.index }) ?? true { firstFailure = (index, error) }
     }
 
     /// The element reports kept, in element order.

@@ -22,8 +22,6 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// Where a step says it started, and a `for_each` step how far it is.
     let emit: @Sendable (WorkflowEvent) -> Void
 
-    /// Statuses worth another attempt when the step does not expect them.
-    static var retryableStatuses: Set<Int> { workflowRetryableStatuses }
 
     func elapsed() -> Duration {
         start.duration(to: clock.now)
@@ -132,7 +130,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                     maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
                     maxDelay: max(.seconds(30), step.retry.backoff), jitter: 0
                 ),
-                statuses: Self.retryableStatuses.subtracting(step.expect), methods: .all
+                statuses: retryableStatuses.subtracting(step.expect), methods: .all
             ),
             timeout: step.timeout,
             redirects: follows ? .follow(maxHops: Workflow.maxRedirects) : .never,
@@ -172,4 +170,4 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
 }
 
 /// Statuses a step's `retry` retries when its `expect` does not list them.
-private let workflowRetryableStatuses: Set<Int> = Set([408, 429]).union(500...599)
+private let retryableStatuses: Set<Int> = Set([408, 429]).union(500...599)
