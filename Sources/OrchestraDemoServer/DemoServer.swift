@@ -25,6 +25,24 @@ import Orchestra
 ///   latency); else 401.
 /// - `/users/{id}` — JSON: a user and two order ids.
 /// - `/stats` — the counters as JSON.
+/// - `/barrier/{name}?count=N` — waits until `N` (1…1000, default 2) requests for
+///   `/barrier/{name}` have arrived, counting those that came before, then answers `name`:
+///   `N` requests that must all be in flight at once. Use a new name for each use.
+///
+/// Routes with httpbin's names and answers, so that `HTTPTransportConformance` (in
+/// `OrchestraTestKit`) can run against this server or a real httpbin:
+/// - `/anything`, `/anything/{path…}` (any method) — JSON echo of the request: `method`,
+///   `url`, `args` (the query), `headers` (each value's bytes read as ISO Latin-1, as httpbin
+///   does), `data` (the body as UTF-8 text, else `data:application/octet-stream;base64,…`) and
+///   `json`; and, beyond httpbin, `path` (path and query as received), `headersHex` (each
+///   value's bytes in hex; repeated fields joined by `,`), `bodyLength` and `bodyBase64`.
+///   Bodies up to 4 MiB. Header bytes that are not UTF-8 arrive as U+FFFD (the HTTP parser
+///   decodes UTF-8).
+/// - `/status/{code}?challenge=Basic|Digest|Bearer` (any method) — that status (200…599),
+///   empty body; a 401 carries a `WWW-Authenticate` challenge of that kind (`Basic` by default).
+/// - `/redirect-to?url=U&status_code=30x` (any method) — that status (302 unless 300…399)
+///   with `Location: U` and a short text body.
+/// - `/bytes/{n}` — `n` bytes of a fixed pattern, `application/octet-stream`.
 ///
 /// Run it with ``withDemoServer(configuration:_:)`` (scoped, for tests) or ``run(configuration:onReady:)``.
 public final class DemoServer: Sendable {
