@@ -33,6 +33,7 @@ public import OrchestraHTTP
 /// `maximumBodySize`.
 public final class AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
+    /// The connections per host the client allows.
     public let maximumConnectionsPerHost: Int
     private let maximumBodySize: Int
 

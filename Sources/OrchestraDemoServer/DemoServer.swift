@@ -57,6 +57,7 @@ public final class DemoServer: Sendable {
         /// `/refresh` answers with tokens that `/protected` never accepts.
         public var refreshIssuesInvalidTokens: Bool
 
+        /// The defaults: a free port, hour-long tokens, a `/refresh` that works.
         public init(port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false, refreshIssuesInvalidTokens: Bool = false) {
             self.port = port
             self.tokenLifetime = tokenLifetime
@@ -127,6 +128,7 @@ public final class DemoServer: Sendable {
 
     /// Holds `/gated/…` requests until ``openGate()``.
     public func closeGate() { state.gate.close() }
+    /// Lets `/gated/…` requests through, those waiting and those to come.
     public func openGate() { state.gate.open() }
 
     /// Runs the server until the calling task is cancelled; `onReady` gets it once it listens.

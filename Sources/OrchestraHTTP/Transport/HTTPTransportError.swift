@@ -18,6 +18,7 @@
 public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     /// The reason, comparable with `==`; more codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name: `connectionRefused`.
         public let description: String
         private init(_ description: String) { self.description = description }
 
@@ -96,6 +97,7 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The ``message``.
     public var description: String { message }
 }
 

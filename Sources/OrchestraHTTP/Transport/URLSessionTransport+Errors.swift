@@ -6,6 +6,8 @@ import FoundationNetworking
 /// URLSession's errors in words: `URLError.cancelled` becomes `CancellationError`, every other
 /// error an ``HTTPTransportError`` with the `URLError` kept as its underlying error.
 extension URLSessionTransport {
+    /// `error` as the transport throws it: `CancellationError` or an ``HTTPTransportError``
+    /// naming `authority`.
     package static func mapped(_ error: any Error, authority: String?) -> any Error {
         let urlError: URLError
         if let error = error as? URLError {

@@ -37,6 +37,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     // never mutated after init.
     private let session: URLSession
     private let delegate: URLSessionExchangeDelegate
+    /// The connections per host the session may open.
     public let maximumConnectionsPerHost: Int
 
     /// - Parameter maximumConnectionsPerHost: Connections per host the session may open; set
