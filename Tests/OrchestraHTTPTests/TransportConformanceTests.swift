@@ -25,6 +25,20 @@ struct TransportConformanceTests {
         }
     }
 
+    /// Against a real httpbin, when `ORCHESTRA_HTTPBIN` gives its URL
+    /// (`pip install httpbin gunicorn; gunicorn -b 127.0.0.1:8080 -k gthread --threads 32 httpbin:app`).
+    static let httpbin = ProcessInfo.processInfo.environment["ORCHESTRA_HTTPBIN"].flatMap(URL.init(string:))
+    static let httpbinChecks = HTTPTransportConformance.Check.allCases.filter { !$0.needsDemoServer }
+
+    @Test(.enabled(if: httpbin != nil, "set ORCHESTRA_HTTPBIN to an httpbin's URL"), arguments: httpbinChecks)
+    func bothTransportsAgainstHTTPBin(_ check: HTTPTransportConformance.Check) async throws {
+        let server = try #require(Self.httpbin)
+        try await HTTPTransportConformance(transport: URLSessionTransport(), server: server).run(check)
+        try await AsyncHTTPClientTransport.withTransport { transport in
+            try await HTTPTransportConformance(transport: transport, server: server).run(check)
+        }
+    }
+
     /// A transport that breaks the rules fails the checks, with words that say how.
     @Test func aTransportThatFollowsRedirectsDropsBodiesAndLeaksClientErrorsFails() async throws {
         try await withDemoServer { server in
