@@ -93,6 +93,12 @@ extension HTTPTransportConformance {
         try require(.progressIsReported, zip(seen, seen.dropFirst()).allSatisfy { $0.0 <= $1.0 }, expected: "received counts that never go back", actual: "\(seen.map(\.0))")
         try require(.progressIsReported, seen.last?.0 == size, expected: "the last report at \(size) bytes", actual: "\(seen.last?.0 ?? 0)")
         try require(.progressIsReported, seen.allSatisfy { $0.1 == nil || $0.1 == size }, expected: "expected sizes of \(size) or nil", actual: "\(Set(seen.map { $0.1.map(String.init) ?? "nil" }).sorted())")
+
+        let empty = Locked<[Int]>([])
+        _ = try await catching(.progressIsReported) {
+            try await transport.send(request(.get, "/bytes/0"), body: nil) { received, _ in empty.withLock { $0.append(received) } }
+        }
+        try require(.progressIsReported, empty.withLock { $0.last } == 0, expected: "an empty body reported as 0 bytes", actual: "\(empty.withLock { $0 })")
     }
 
     func checkManyInFlight() async throws {

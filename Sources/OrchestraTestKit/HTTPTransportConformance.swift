@@ -42,8 +42,8 @@ public struct HTTPTransportConformance: Sendable {
         /// Cancelling the task of a request the server holds ends it with `CancellationError`.
         /// Needs the demo server (`/barrier`).
         case cancellationThrowsCancellationError
-        /// Progress reports never go back and end at the body's size; `expected` is the body's
-        /// size or `nil`.
+        /// Progress reports never go back and end at the body's size (an empty body is
+        /// reported as 0); `expected` is the body's size or `nil`.
         case progressIsReported
         /// 16 requests (or `maximumConnectionsPerHost`, if lower) are in flight at once to one
         /// host. Needs the demo server (`/barrier`).

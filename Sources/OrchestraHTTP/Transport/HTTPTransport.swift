@@ -34,7 +34,8 @@ public protocol HTTPTransport: Sendable {
     /// bytes received so far, and bytes expected (from `Content-Length`) when known. A
     /// transport that streams calls `progress` as bytes arrive; the default implementation
     /// reports once, when the whole body is there. `received` never decreases, and the last
-    /// call, before the method returns, reports the whole body. Call `progress` from any
+    /// call, before the method returns, reports the whole body (an empty body as one call
+    /// with 0). Call `progress` from any
     /// thread, never under a lock of your own: it is user code.
     ///
     /// Cancellation and errors: as ``send(_:body:)``.

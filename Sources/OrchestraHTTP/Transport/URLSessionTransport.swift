@@ -97,7 +97,11 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
                     box.task.resume()
                 }
             } onCancel: {
+                // A task cancelled before it is resumed still completes, with URLError.cancelled.
                 box.task.cancel()
+            }
+            if data.isEmpty, let progress {
+                progress(0, response.expectedContentLength >= 0 ? Int(response.expectedContentLength) : nil)
             }
             return (try Self.httpResponse(from: response, authority: request.authority), data)
         } catch let error as HTTPTransportError {
