@@ -66,6 +66,8 @@ struct DemoServerRoutesTests {
                 #expect(String(decoding: body, as: UTF8.self) == "redirecting to /anything?a=1\n")
                 let (missing, _) = try await transport.send(server.request("/redirect-to"), body: nil)
                 #expect(missing.status == .badRequest)
+                let (head, headBody) = try await transport.send(server.request("/anything", method: .head), body: nil)
+                #expect(head.status == .ok && headBody.isEmpty)
             }
         }
     }

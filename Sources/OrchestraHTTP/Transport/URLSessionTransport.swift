@@ -26,8 +26,9 @@ public import HTTPTypes
 /// Headers URLSession adds when the request has none of its own (they cannot be removed;
 /// set them on the request to choose their values): `User-Agent`, `Accept-Language`,
 /// `Accept: */*`, `Accept-Encoding` (the response body is then decompressed, while its
-/// `Content-Encoding` and `Content-Length` headers stay as the server sent them), and on
-/// Linux `Content-Type: application/x-www-form-urlencoded` for a `POST` with a body.
+/// `Content-Encoding` and `Content-Length` headers stay as the server sent them),
+/// `Connection: keep-alive`, and on Linux `Content-Type: application/x-www-form-urlencoded`
+/// for a `POST` with a body.
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
