@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Orchestra
+import ServiceLifecycle
 
 /// A real HTTP server on 127.0.0.1 for the demo and the tests: payloads of any size and
 /// latency (the seeds' eight images), a login/refresh pair whose tokens expire, a protected
@@ -143,12 +144,20 @@ public final class DemoServer: Sendable {
             },
             logger: DemoRoutes.quietLogger
         )
+        let services = ServiceGroup(configuration: .init(services: [app], logger: DemoRoutes.quietLogger))
+        // Not a child task: cancellation would reach the server, which then stops accepting
+        // by dropping the connections it is accepting (a SwiftNIO fatal error when one
+        // becomes active); a graceful shutdown closes the listening socket first, then lets
+        // the requests in flight end.
+        let running = Task { try await services.run() }
         try await withTaskCancellationHandler {
-            try await app.run()
+            try await running.value
         } onCancel: {
-            // Lets `/hang` and `/gated` requests end, so the server can shut down.
+            // Lets `/hang`, `/gated` and `/barrier` requests end, so the server can shut down.
             state.shutdown.signal()
             state.gate.open()
+            // triggerGracefulShutdown is async; onCancel is not.
+            Task { await services.triggerGracefulShutdown() }
         }
     }
 }
