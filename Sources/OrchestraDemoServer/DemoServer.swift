@@ -26,7 +26,7 @@ import ServiceLifecycle
 ///   latency); else 401.
 /// - `/users/{id}` — JSON: a user and two order ids.
 /// - `/stats` — the counters as JSON.
-/// - `/barrier/{name}?count=N` — waits until `N` (1…1000, default 2) requests for
+/// - `/barrier/{name}?count=N` — waits until `N` (1…256, default 2) requests for
 ///   `/barrier/{name}` have arrived, counting those that came before, then answers `name`:
 ///   `N` requests that must all be in flight at once. Use a new name for each use.
 ///
