@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // Already resolved through Hummingbird; the demo server stops its service group gracefully.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -61,6 +63,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // NIOConnectionError (connection refused, DNS) is NIOPosix's.
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so
@@ -71,6 +75,7 @@ let package = Package(
                 "Orchestra",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(

@@ -18,16 +18,40 @@ public import OrchestraHTTP
 /// }
 /// ```
 ///
-/// The client it makes allows `maximumConnectionsPerHost` connections per host
-/// (AsyncHTTPClient's default is 8), a 10 s connect timeout and an hour-long read timeout (the
-/// coordinator's per-request timeout applies first). A cancelled task's request is cancelled
-/// and ends with `CancellationError`. Bodies are collected in memory, up to `maximumBodySize`.
+/// It returns every response as it is, whatever its status: the client it makes follows no
+/// redirect (`redirectConfiguration = .disallow`, so a 3xx comes back with its `Location` and
+/// body), and AsyncHTTPClient answers no authentication challenge. It allows
+/// `maximumConnectionsPerHost` connections per host (AsyncHTTPClient's default is 8), does
+/// not retry a failed connection (the coordinator retries), and has a 10 s connect timeout and
+/// an hour-long read timeout (the coordinator's per-request timeout applies first). It sends the request's headers as they are (non-ASCII values as their
+/// UTF-8 bytes) and adds only what HTTP/1.1 needs (`Host`, `Content-Length` or
+/// `Transfer-Encoding`); a body is sent with any method, `GET` included.
+///
+/// A cancelled task's request is cancelled and ends with `CancellationError`. When no response
+/// comes back, it throws an ``OrchestraHTTP/HTTPTransportError`` whose code says why, with the
+/// client's error as its underlying error. Bodies are collected in memory, up to
+/// `maximumBodySize`.
 public final class AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
+    /// The connections per host the client allows.
     public let maximumConnectionsPerHost: Int
     private let maximumBodySize: Int
 
     /// A transport over `client`, which you shut down after the last request.
+    ///
+    /// Configure `client` as ``withTransport(maximumConnectionsPerHost:maximumBodySize:_:)``
+    /// does, or the transport breaks its contract: `redirectConfiguration = .disallow` (a
+    /// client that follows redirects hides the 3xx from the coordinator, which follows them by
+    /// its own rules), `connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit` at least
+    /// `maximumConnectionsPerHost`, `connectionPool.retryConnectionEstablishment = false` (else a
+    /// refused connection is retried out of sight and reported only after the connect
+    /// timeout), and a long read timeout.
+    ///
+    /// - Parameters:
+    ///   - client: The client that sends the requests.
+    ///   - maximumConnectionsPerHost: The connections per host `client` allows.
+    ///   - maximumBodySize: The largest response body accepted; a larger one throws
+    ///     ``OrchestraHTTP/HTTPTransportError`` with code `.responseTooLarge`.
     public init(client: HTTPClient, maximumConnectionsPerHost: Int, maximumBodySize: Int = 64 << 20) {
         self.client = client
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
@@ -36,13 +60,27 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Runs `body` with a transport over a new client, then shuts the client down, however
     /// `body` ends.
+    ///
+    /// The client follows no redirect, allows `maximumConnectionsPerHost` connections per
+    /// host, does not retry a failed connection (a refused connection fails its requests at
+    /// once; the coordinator decides about retries), and times out a connection attempt after
+    /// 10 s and a read after an hour.
+    ///
+    /// Cancellation: cancelling the calling task cancels the requests `body` is waiting for;
+    /// the client is shut down all the same.
+    ///
+    /// - Throws: What `body` throws, or the client's shutdown error.
     public static func withTransport<T: Sendable>(
         maximumConnectionsPerHost: Int = 64,
         maximumBodySize: Int = 64 << 20,
         _ body: (AsyncHTTPClientTransport) async throws -> T
     ) async throws -> T {
         var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: maximumConnectionsPerHost)
+        // A failed connection fails its requests at once: the coordinator retries them by its
+        // own policy, instead of the client retrying out of sight until its connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(10), read: .hours(1))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let transport = AsyncHTTPClientTransport(client: client, maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize)
@@ -56,25 +94,25 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return try result.get()
     }
 
+    /// Sends `request` and returns the response, whatever its status, with its whole body.
+    ///
+    /// Cancellation: cancelling the calling task cancels the request, which throws
+    /// `CancellationError`.
+    ///
+    /// - Throws: `CancellationError`; ``OrchestraHTTP/HTTPTransportError`` when no response
+    ///   came back, the request cannot be sent as it is, or the body is larger than
+    ///   `maximumBodySize`.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         try await send(request, body: body, progress: { _, _ in })
     }
 
-    /// Streams the body, calling `progress` as each part arrives.
+    /// Sends `request` like ``send(_:body:)``, calling `progress` as each part of the body
+    /// arrives.
     public func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        guard let scheme = request.scheme, let authority = request.authority else {
-            throw HTTPTransportError("request \(request.method) \(request.path ?? "") has no scheme or authority")
-        }
-        var outgoing = HTTPClientRequest(url: "\(scheme)://\(authority)\(request.path ?? "/")")
-        outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
-        for field in request.headerFields {
-            outgoing.headers.add(name: field.name.rawName, value: field.value)
-        }
-        if let body {
-            outgoing.body = .bytes(ByteBuffer(bytes: body))
-        }
+        let outgoing = try Self.clientRequest(for: request, body: body)
+        let authority = request.authority
         do {
             let response = try await client.execute(outgoing, timeout: .hours(1))
             let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
@@ -82,20 +120,56 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             if let expected, expected <= maximumBodySize { data.reserveCapacity(expected) }
             for try await part in response.body {
                 guard data.count + part.readableBytes <= maximumBodySize else {
-                    throw HTTPTransportError("the response body is larger than \(maximumBodySize) bytes")
+                    throw HTTPTransportError(
+                        code: .responseTooLarge,
+                        message: "the response from \(authority ?? "the server") is larger than \(maximumBodySize) bytes",
+                        host: authority
+                    )
                 }
                 data.append(contentsOf: part.readableBytesView)
                 progress(data.count, expected)
             }
-            var fields = HTTPFields()
-            for header in response.headers {
-                if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
-            }
-            let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
-            return (HTTPResponse(status: status, headerFields: fields), data)
+            if data.isEmpty { progress(0, expected) }
+            return (Self.httpResponse(from: response), data)
+        } catch let error as HTTPTransportError {
+            throw error
         } catch {
             try Task.checkCancellation()
-            throw error
+            throw Self.mapped(error, authority: authority)
         }
+    }
+
+    /// The client's request for `request` and `body`.
+    ///
+    /// - Throws: ``OrchestraHTTP/HTTPTransportError`` (`.invalidRequest`) for a request with
+    ///   no scheme or authority, or a header value whose bytes are not UTF-8 (the client
+    ///   takes values as strings).
+    static func clientRequest(for request: HTTPRequest, body: Data?) throws -> HTTPClientRequest {
+        guard let scheme = request.scheme, let authority = request.authority else {
+            throw HTTPTransportError(
+                code: .invalidRequest, message: "request \(request.method) \(request.path ?? "") has no scheme or authority", host: request.authority
+            )
+        }
+        var outgoing = HTTPClientRequest(url: "\(scheme)://\(authority)\(request.path ?? "/")")
+        outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+        for field in request.headerFields {
+            guard let value = field.utf8Value else {
+                throw HTTPTransportError.unsendableHeader(field.name, client: "AsyncHTTPClient", authority: authority)
+            }
+            outgoing.headers.add(name: field.name.rawName, value: value)
+        }
+        if let body {
+            outgoing.body = .bytes(ByteBuffer(bytes: body))
+        }
+        return outgoing
+    }
+
+    static func httpResponse(from response: HTTPClientResponse) -> HTTPResponse {
+        var fields = HTTPFields()
+        for header in response.headers {
+            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+        }
+        let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+        return HTTPResponse(status: status, headerFields: fields)
     }
 }

@@ -113,6 +113,7 @@ enum DemoRoutes {
             }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
         }
+        addHTTPBinRoutes(to: router, state: state)
         return router
     }
 

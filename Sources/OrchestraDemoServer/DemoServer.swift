@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Orchestra
+import ServiceLifecycle
 
 /// A real HTTP server on 127.0.0.1 for the demo and the tests: payloads of any size and
 /// latency (the seeds' eight images), a login/refresh pair whose tokens expire, a protected
@@ -25,6 +26,24 @@ import Orchestra
 ///   latency); else 401.
 /// - `/users/{id}` — JSON: a user and two order ids.
 /// - `/stats` — the counters as JSON.
+/// - `/barrier/{name}?count=N` — waits until `N` (1…256, default 2) requests for
+///   `/barrier/{name}` have arrived, counting those that came before, then answers `name`:
+///   `N` requests that must all be in flight at once. Use a new name for each use.
+///
+/// Routes with httpbin's names and answers, so that `HTTPTransportConformance` (in
+/// `OrchestraTestKit`) can run against this server or a real httpbin:
+/// - `/anything`, `/anything/{path…}` (any method) — JSON echo of the request: `method`,
+///   `url`, `args` (the query), `headers` (each value's bytes read as ISO Latin-1, as httpbin
+///   does), `data` (the body as UTF-8 text, else `data:application/octet-stream;base64,…`) and
+///   `json`; and, beyond httpbin, `path` (path and query as received), `headersHex` (each
+///   value's bytes in hex; repeated fields joined by `,`), `bodyLength` and `bodyBase64`.
+///   Bodies up to 4 MiB. Header bytes that are not UTF-8 arrive as U+FFFD (the HTTP parser
+///   decodes UTF-8).
+/// - `/status/{code}?challenge=Basic|Digest|Bearer` (any method) — that status (200…599),
+///   empty body; a 401 carries a `WWW-Authenticate` challenge of that kind (`Basic` by default).
+/// - `/redirect-to?url=U&status_code=30x` (any method) — that status (302 unless 300…399)
+///   with `Location: U` and a short text body.
+/// - `/bytes/{n}` — `n` bytes of a fixed pattern, `application/octet-stream`.
 ///
 /// Run it with ``withDemoServer(configuration:_:)`` (scoped, for tests) or ``run(configuration:onReady:)``.
 public final class DemoServer: Sendable {
@@ -39,6 +58,7 @@ public final class DemoServer: Sendable {
         /// `/refresh` answers with tokens that `/protected` never accepts.
         public var refreshIssuesInvalidTokens: Bool
 
+        /// The defaults: a free port, hour-long tokens, a `/refresh` that works.
         public init(port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false, refreshIssuesInvalidTokens: Bool = false) {
             self.port = port
             self.tokenLifetime = tokenLifetime
@@ -109,6 +129,7 @@ public final class DemoServer: Sendable {
 
     /// Holds `/gated/…` requests until ``openGate()``.
     public func closeGate() { state.gate.close() }
+    /// Lets `/gated/…` requests through, those waiting and those to come.
     public func openGate() { state.gate.open() }
 
     /// Runs the server until the calling task is cancelled; `onReady` gets it once it listens.
@@ -123,12 +144,20 @@ public final class DemoServer: Sendable {
             },
             logger: DemoRoutes.quietLogger
         )
+        let services = ServiceGroup(configuration: .init(services: [app], logger: DemoRoutes.quietLogger))
+        // Not a child task: cancellation would reach the server, which then stops accepting
+        // by dropping the connections it is accepting (a SwiftNIO fatal error when one
+        // becomes active); a graceful shutdown closes the listening socket first, then lets
+        // the requests in flight end.
+        let running = Task { try await services.run() }
         try await withTaskCancellationHandler {
-            try await app.run()
+            try await running.value
         } onCancel: {
-            // Lets `/hang` and `/gated` requests end, so the server can shut down.
+            // Lets `/hang`, `/gated` and `/barrier` requests end, so the server can shut down.
             state.shutdown.signal()
             state.gate.open()
+            // triggerGracefulShutdown is async; onCancel is not.
+            Task { await services.triggerGracefulShutdown() }
         }
     }
 }

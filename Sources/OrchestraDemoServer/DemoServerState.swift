@@ -48,6 +48,19 @@ final class DemoServerState: Sendable {
         return event
     }
 
+    /// Waits until `count` requests for `path` have arrived, or the server stops.
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled.
+    func barrier(path: String, count: Int) async throws {
+        let reached = arrivalEvent(path: path, count: count)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await reached.wait() }
+            group.addTask { [shutdown] in try await shutdown.wait() }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
     private func takeReachedWaiters(_ counters: inout Counters) -> [AsyncEvent] {
         var reached: [AsyncEvent] = []
         counters.arrivalWaiters.removeAll { waiter in

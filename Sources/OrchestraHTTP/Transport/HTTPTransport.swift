@@ -5,28 +5,40 @@ public import HTTPTypes
 /// ``HTTPCoordinator`` needs from an HTTP client.
 ///
 /// Conform a client to it to coordinate requests through it: ``URLSessionTransport`` is the
-/// default; a SwiftNIO one (`AsyncHTTPClientTransport`) is planned as its own product, so app
-/// targets never pull in SwiftNIO.
+/// default; `AsyncHTTPClientTransport` (SwiftNIO) ships in the `OrchestraAsyncHTTPClient`
+/// product, so app targets never pull in SwiftNIO; `OrchestraTestKit` has
+/// `ScriptedHTTPTransport`, in memory, and `HTTPTransportConformance`, the checks a transport
+/// must pass. <doc:Implementing-a-Transport> explains each rule.
 ///
 /// Requirements:
+/// - **Every response as is:** return a response with any status, 3xx and 401 included, with
+///   its headers and body. Never follow a redirect and never answer an authentication
+///   challenge: the coordinator does both, by its own rules.
 /// - **Cancellation:** when the calling task is cancelled, end the request and throw
 ///   `CancellationError` (not a client-specific "cancelled" error).
+/// - **Errors in words:** when no response came back, throw an ``HTTPTransportError`` whose
+///   code says why (``HTTPTransportError/isTransient`` decides retries).
 /// - **No hidden limits:** allow at least ``maximumConnectionsPerHost`` connections per host,
 ///   so that the coordinator, not the client, is what limits concurrency.
 /// - **No hidden timeouts:** the coordinator times requests itself; a client's own timeout
-///   should be long (URLSession's default is 60 s).
+///   should be long (an hour for both transports here).
 public protocol HTTPTransport: Sendable {
     /// Sends `request` with `body` and returns the response and its body.
     ///
-    /// - Throws: `CancellationError` if the task is cancelled; the client's error if the
-    ///   request could not be made (connection refused, DNS, TLS…). A response with any status
-    ///   is returned, not thrown.
+    /// - Throws: `CancellationError` if the task is cancelled; ``HTTPTransportError`` if no
+    ///   response came back (connection refused, DNS, TLS…). A response with any status is
+    ///   returned, not thrown.
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data)
 
     /// Sends `request` like ``send(_:body:)`` and reports the response body's progress:
     /// bytes received so far, and bytes expected (from `Content-Length`) when known. A
     /// transport that streams calls `progress` as bytes arrive; the default implementation
-    /// reports once, when the whole body is there.
+    /// reports once, when the whole body is there. `received` never decreases, and the last
+    /// call, before the method returns, reports the whole body (an empty body as one call
+    /// with 0). Call `progress` from any
+    /// thread, never under a lock of your own: it is user code.
+    ///
+    /// Cancellation and errors: as ``send(_:body:)``.
     func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data)
@@ -36,6 +48,8 @@ public protocol HTTPTransport: Sendable {
 }
 
 extension HTTPTransport {
+    /// Sends `request` with ``send(_:body:)`` and reports its progress once, when the whole
+    /// body is there: the behaviour of a transport that does not stream.
     public func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
@@ -43,15 +57,4 @@ extension HTTPTransport {
         progress(data.count, data.count)
         return (response, data)
     }
-}
-
-/// A transport could not turn a request into something it can send.
-public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-
-    public init(_ message: String) {
-        self.message = message
-    }
-
-    public var description: String { message }
 }

@@ -3,22 +3,42 @@ import Foundation
 import FoundationNetworking
 #endif
 public import HTTPTypes
-import HTTPTypesFoundation
 
 /// An ``HTTPTransport`` over `URLSession`, on Apple platforms and on Linux.
 ///
-/// It makes its own session, configured so that it does not limit or time out what the
-/// coordinator manages: `httpMaximumConnectionsPerHost` raised to `maximumConnectionsPerHost`
-/// (Linux's URLSession defaults to 6 per host), request and resource timeouts of an hour (the
-/// coordinator's per-request timeout applies first), no cache, no cookies.
-/// `URLError.cancelled` becomes `CancellationError`.
+/// It returns every response as it is, whatever its status: it follows no redirect (a 3xx
+/// comes back with its `Location` and body) and answers no authentication challenge (a 401
+/// comes back at once, whatever its `WWW-Authenticate`). It makes its own session, configured
+/// so that it does not limit or time out what the coordinator manages:
+/// `httpMaximumConnectionsPerHost` raised to `maximumConnectionsPerHost` (Linux's URLSession
+/// defaults to 6 per host), request and resource timeouts of an hour (the coordinator's
+/// per-request timeout applies first), no cache, no cookies, no credential storage. Every
+/// request goes through one session delegate, which streams the body and reports progress.
+///
+/// What URLSession does not allow, it refuses before sending, with an
+/// ``HTTPTransportError``, rather than sending something else:
+/// - A body with `GET`: code ``HTTPTransportError/Code/bodyNotAllowed``
+///   (`AsyncHTTPClientTransport` sends it).
+/// - On Linux, a header value whose bytes are not UTF-8: code
+///   ``HTTPTransportError/Code/invalidRequest``, naming the header. Other non-ASCII values go
+///   out as their UTF-8 bytes, on Linux as on Apple platforms.
+///
+/// Headers URLSession adds when the request has none of its own (they cannot be removed;
+/// set them on the request to choose their values): `User-Agent`, `Accept-Language`,
+/// `Accept: */*`, `Accept-Encoding` (the response body is then decompressed, while its
+/// `Content-Encoding` and `Content-Length` headers stay as the server sent them),
+/// `Connection: keep-alive`, and on Linux `Content-Type: application/x-www-form-urlencoded`
+/// for a `POST` with a body.
+///
+/// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
+/// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
+/// ``HTTPTransportError/underlying`` error.
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     // @unchecked: URLSession is thread-safe but not declared Sendable on Linux; the session is
     // never mutated after init.
     private let session: URLSession
-    /// A second session, with a delegate, for requests whose progress is wanted.
-    private let streamingSession: URLSession
-    private let streaming = URLSessionProgressDelegate()
+    private let delegate: URLSessionExchangeDelegate
+    /// The connections per host the session may open.
     public let maximumConnectionsPerHost: Int
 
     /// - Parameter maximumConnectionsPerHost: Connections per host the session may open; set
@@ -32,61 +52,64 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        self.session = URLSession(configuration: configuration)
-        self.streamingSession = URLSession(configuration: configuration, delegate: streaming, delegateQueue: nil)
+        configuration.urlCredentialStorage = nil
+        let delegate = URLSessionExchangeDelegate()
+        self.delegate = delegate
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
     }
 
     deinit {
         session.invalidateAndCancel()
-        streamingSession.invalidateAndCancel()
     }
 
-    /// Streams the body through a session delegate, calling `progress` as bytes arrive.
+    /// Sends `request` and returns the response, whatever its status, with its whole body.
+    ///
+    /// Cancellation: cancelling the calling task cancels the request, which throws
+    /// `CancellationError`.
+    ///
+    /// - Throws: `CancellationError`; ``HTTPTransportError`` when no response came back or
+    ///   the request cannot be sent as it is.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await exchange(request, body: body, progress: nil)
+    }
+
+    /// Sends `request` like ``send(_:body:)``, calling `progress` as the body's bytes arrive
+    /// (on the session's delegate queue, one call at a time).
     public func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        try await exchange(request, body: body) { urlRequest in
-            let box = TaskBox(streamingSession.dataTask(with: urlRequest))
+        try await exchange(request, body: body, progress: progress)
+    }
+
+    /// One exchange: the request converted (or refused), one data task through the
+    /// delegate, the response converted, client errors mapped.
+    private func exchange(
+        _ request: HTTPRequest, body: Data?, progress: (@Sendable (Int, Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data) {
+        let urlRequest = try Self.urlRequest(for: request, body: body)
+        try Task.checkCancellation()
+        let box = TaskBox(session.dataTask(with: urlRequest))
+        let delegate = self.delegate
+        do {
             let (response, data) = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
-                    streaming.register(box.task, .init(continuation: continuation, progress: progress))
+                    delegate.register(box.task, .init(continuation: continuation, progress: progress))
                     box.task.resume()
                 }
             } onCancel: {
+                // A task cancelled before it is resumed still completes, with URLError.cancelled.
                 box.task.cancel()
             }
-            return (response as URLResponse, data)
-        }
-    }
-
-    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        try await exchange(request, body: body) { urlRequest in
-            let (data, response) = try await session.data(for: urlRequest)
-            return (response, data)
-        }
-    }
-
-    /// The conversions and error mapping around one exchange: the request to a `URLRequest`,
-    /// the response to an `HTTPResponse`, `URLError.cancelled` to `CancellationError`.
-    private func exchange(
-        _ request: HTTPRequest, body: Data?, _ perform: (URLRequest) async throws -> (URLResponse, Data)
-    ) async throws -> (HTTPResponse, Data) {
-        guard var urlRequest = URLRequest(httpRequest: request) else {
-            throw HTTPTransportError("request \(request.method) \(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "") has no valid URL")
-        }
-        urlRequest.httpBody = body
-        do {
-            let (response, data) = try await perform(urlRequest)
-            guard let http = (response as? HTTPURLResponse)?.httpResponse else {
-                throw HTTPTransportError("\(urlRequest.url?.absoluteString ?? "request"): the response is not an HTTP response")
+            if data.isEmpty, let progress {
+                progress(0, response.expectedContentLength >= 0 ? Int(response.expectedContentLength) : nil)
             }
-            return (http, data)
-        } catch let error as URLError where error.code == .cancelled {
-            throw CancellationError()
-        } catch {
-            try Task.checkCancellation()
+            return (try Self.httpResponse(from: response, authority: request.authority), data)
+        } catch let error as HTTPTransportError {
             throw error
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw Self.mapped(error, authority: request.authority)
         }
     }
 }

@@ -17,29 +17,17 @@ enum StepErrors {
         case let error as AuthenticationError:
             let reason = error.underlying.map { describe($0, authority: authority) } ?? error.message
             return "authentication failed: \(reason)"
+        case let error as HTTPTransportError:
+            return error.message
         case let error as URLError:
-            return urlError(error, authority: authority)
+            // From a transport that does not map its errors: the same words URLSessionTransport uses.
+            return describe(URLSessionTransport.mapped(error, authority: authority), authority: authority)
         case is CancellationError:
             return "cancelled"
         default:
             let text = "\(error)"
             if text.localizedCaseInsensitiveContains("refused") { return "connection refused by \(authority)" }
             return text
-        }
-    }
-
-    private static func urlError(_ error: URLError, authority: String) -> String {
-        switch error.code {
-        case .cannotConnectToHost: "connection refused by \(authority)"
-        case .cannotFindHost, .dnsLookupFailed: "cannot resolve host \(HostLimit.hostName(of: authority))"
-        case .timedOut: "the connection to \(authority) timed out"
-        case .networkConnectionLost: "the connection to \(authority) was lost"
-        case .notConnectedToInternet: "not connected to the network"
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
-            .serverCertificateHasUnknownRoot:
-            "TLS connection to \(authority) failed (\(error.code.rawValue))"
-        case .badServerResponse: "bad response from \(authority)"
-        default: "network error \(error.code.rawValue) talking to \(authority)"
         }
     }
 

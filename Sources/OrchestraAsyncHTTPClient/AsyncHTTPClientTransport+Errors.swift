@@ -1,0 +1,76 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OrchestraHTTP
+
+/// AsyncHTTPClient's and SwiftNIO's errors in words: a cancelled request becomes
+/// `CancellationError`, every other error an ``OrchestraHTTP/HTTPTransportError`` with the
+/// client's error kept as its underlying error.
+extension AsyncHTTPClientTransport {
+    static func mapped(_ error: any Error, authority: String?) -> any Error {
+        if let error = error as? HTTPClientError, error == .cancelled || error == .requestStreamCancelled {
+            return CancellationError()
+        }
+        let (code, detail) = classify(error)
+        var message = HTTPTransportError.standardMessage(for: code, authority: authority)
+        if let detail { message += " (\(detail))" }
+        return HTTPTransportError(code: code, message: message, host: authority, underlying: error)
+    }
+
+    /// The code for a client error, and a few words when the code alone is vague.
+    private static func classify(_ error: any Error) -> (HTTPTransportError.Code, String?) {
+        switch error {
+        case let error as HTTPClientError: classify(error)
+        case let error as NIOConnectionError:
+            // The first connection attempt's error says why; with none, the name did not resolve.
+            if let first = error.connectionErrors.first { classify(first.error) } else { (.hostNotFound, nil) }
+        case let error as IOError: classify(errno: error.errnoCode)
+        case let error as ChannelError: classify(error)
+        case is SocketAddressError.UnknownHost: (.hostNotFound, nil)
+        case is HTTPParserError: (.badResponse, "not a valid HTTP response")
+        // NIOSSL's errors (handshake, certificate): swift-nio-ssl is not a dependency of this
+        // module, so they are recognised by their module's name.
+        case _ where String(reflecting: type(of: error)).hasPrefix("NIOSSL."): (.tls, nil)
+        default: (.other, "\(error)")
+        }
+    }
+
+    private static func classify(_ error: HTTPClientError) -> (HTTPTransportError.Code, String?) {
+        switch error {
+        case .connectTimeout: (.timedOut, "connecting took too long")
+        case .readTimeout, .writeTimeout, .deadlineExceeded: (.timedOut, nil)
+        case .getConnectionFromPoolTimeout: (.timedOut, "no connection became free")
+        case .tlsHandshakeTimeout: (.timedOut, "the TLS handshake took too long")
+        case .socksHandshakeTimeout, .httpProxyHandshakeTimeout: (.timedOut, "the proxy handshake took too long")
+        case .remoteConnectionClosed, .uncleanShutdown: (.connectionLost, nil)
+        case .traceRequestWithBody: (.bodyNotAllowed, "a TRACE request cannot have a body")
+        case .invalidProxyResponse: (.badResponse, nil)
+        case .alreadyShutdown: (.invalidRequest, "the HTTP client was shut down")
+        case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath: (.invalidRequest, "AsyncHTTPClient cannot send to this URL")
+        case .bodyLengthMismatch, .identityCodingIncorrectlyPresent, .writeAfterRequestSent:
+            (.invalidRequest, "its framing headers do not match its body")
+        default: (.other, "\(error)")
+        }
+    }
+
+    private static func classify(errno: CInt) -> (HTTPTransportError.Code, String?) {
+        switch errno {
+        case ECONNREFUSED: (.connectionRefused, nil)
+        case ECONNRESET, EPIPE, ECONNABORTED: (.connectionLost, nil)
+        case ETIMEDOUT: (.timedOut, nil)
+        case ENETUNREACH, EHOSTUNREACH, ENETDOWN: (.notConnected, nil)
+        default: (.other, String(cString: strerror(errno)))
+        }
+    }
+
+    private static func classify(_ error: ChannelError) -> (HTTPTransportError.Code, String?) {
+        switch error {
+        case .connectTimeout: (.timedOut, "connecting took too long")
+        case .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed, .eof: (.connectionLost, nil)
+        case .writeHostUnreachable: (.notConnected, nil)
+        default: (.other, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Hummingbird
+import Orchestra
+
+/// Routes with httpbin's names and answers (`/anything`, `/status`, `/redirect-to`, `/bytes`),
+/// so that a transport conformance suite can run against the demo server or a real httpbin,
+/// and `/barrier`, which httpbin has no equivalent of.
+extension DemoRoutes {
+    /// The methods the any-method routes answer.
+    static let anyMethod: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+    /// The largest request body `/anything` reads.
+    static let maximumEchoedBody = 4 << 20
+    /// The most requests one barrier waits for: 16 times what the conformance suite holds, and
+    /// no more connections than the server's accept backlog (256) takes at once.
+    static let maximumBarrierCount = 256
+
+    static func addHTTPBinRoutes(to router: Router<BasicRequestContext>, state: DemoServerState) {
+        for method in anyMethod {
+            router.on("/anything", method: method) { request, _ in try await anything(request) }
+            router.on("/anything/**", method: method) { request, _ in try await anything(request) }
+            router.on("/status/:code", method: method) { request, context in try status(request, context) }
+            router.on("/redirect-to", method: method) { request, _ in try redirect(request) }
+        }
+        router.get("/bytes/:count") { _, context -> Response in
+            let count = try context.parameters.require("count", as: Int.self)
+            guard count >= 0, count <= 64 << 20 else { throw HTTPError(.badRequest, message: "count must be 0…64 MiB, got \(count)") }
+            var buffer = ByteBuffer()
+            buffer.reserveCapacity(count)
+            for index in 0..<count { buffer.writeInteger(UInt8(truncatingIfNeeded: index &* 31 &+ 7)) }
+            return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
+        }
+        router.get("/barrier/:name") { request, context -> String in
+            let name = try context.parameters.require("name")
+            let count = request.uri.queryParameters.get("count", as: Int.self) ?? 2
+            guard (1...maximumBarrierCount).contains(count) else {
+                throw HTTPError(.badRequest, message: "count must be 1…\(maximumBarrierCount), got \(count)")
+            }
+            try await state.barrier(path: request.uri.path, count: count)
+            return name
+        }
+    }
+
+    /// httpbin's echo: `method`, `url`, `args`, `headers` (each value's bytes read as ISO
+    /// Latin-1, as httpbin does), `data` (the body as UTF-8 text, else as a base64 `data:`
+    /// URL), `json`; and, beyond httpbin, `path` (path and query as received), `headersHex`
+    /// (each value's bytes in hex), `bodyLength` and `bodyBase64`.
+    static func anything(_ request: Request) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: maximumEchoedBody)
+        let bytes = Array(body.readableBytesView)
+        var headers: [String: String] = [:]
+        var headersHex: [String: String] = [:]
+        for field in request.headers {
+            let value = field.withUnsafeBytesOfValue { Array($0) }
+            let name = field.name.rawName
+            headers[name] = headers[name].map { $0 + "," } ?? ""
+            headers[name]! += String(String.UnicodeScalarView(value.map { Unicode.Scalar($0) }))
+            headersHex[name] = headersHex[name].map { $0 + "2c" } ?? ""
+            headersHex[name]! += value.map { String(format: "%02x", $0) }.joined()
+        }
+        var args: [String: Any] = [:]
+        for (key, value) in request.uri.queryParameters {
+            switch args[String(key)] {
+            case nil: args[String(key)] = String(value)
+            case let first as String: args[String(key)] = [first, String(value)]
+            case let list as [String]: args[String(key)] = list + [String(value)]
+            default: break
+            }
+        }
+        let path = request.head.path ?? request.uri.string
+        let text = String(validating: bytes, as: UTF8.self)
+        let echo: [String: Any] = [
+            "method": request.method.rawValue,
+            "url": "http://\(request.head.authority ?? "127.0.0.1")\(path)",
+            "path": path,
+            "args": args,
+            "headers": headers,
+            "headersHex": headersHex,
+            "data": text ?? "data:application/octet-stream;base64,\(Data(bytes).base64EncodedString())",
+            "json": text.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed]) } ?? NSNull(),
+            "bodyLength": bytes.count,
+            "bodyBase64": Data(bytes).base64EncodedString(),
+        ]
+        let json = try JSONSerialization.data(withJSONObject: echo, options: [.sortedKeys, .withoutEscapingSlashes])
+        if request.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
+    }
+
+    /// `/status/{code}`: that status with an empty body; a 401 carries the `WWW-Authenticate`
+    /// challenge named by `challenge` (`Basic`, the default, `Digest` or `Bearer`).
+    static func status(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+        let code = try context.parameters.require("code", as: Int.self)
+        guard (200...599).contains(code) else { throw HTTPError(.badRequest, message: "code must be 200…599, got \(code)") }
+        var headers: HTTPFields = [:]
+        if code == 401 {
+            let challenge = request.uri.queryParameters.get("challenge") ?? "Basic"
+            headers[.wwwAuthenticate] = switch challenge {
+            case "Basic": #"Basic realm="Fake Realm""#
+            case "Digest": #"Digest realm="orchestra", qop="auth", nonce="6f726368657374726100", opaque="0000""#
+            case "Bearer": #"Bearer realm="orchestra", error="invalid_token""#
+            default: throw HTTPError(.badRequest, message: "challenge must be Basic, Digest or Bearer, got \(challenge)")
+            }
+        }
+        return Response(status: .init(code: code), headers: headers)
+    }
+
+    /// `/redirect-to?url=…&status_code=30x`: that status (302 unless 300…399) with `Location:
+    /// url` and a short text body.
+    static func redirect(_ request: Request) throws -> Response {
+        guard let url = request.uri.queryParameters.get("url"), !url.isEmpty else {
+            throw HTTPError(.badRequest, message: "url is required")
+        }
+        var code = request.uri.queryParameters.get("status_code", as: Int.self) ?? 302
+        if !(300...399).contains(code) { code = 302 }
+        let body = ByteBuffer(string: "redirecting to \(url)\n")
+        return Response(
+            status: .init(code: code), headers: [.location: url, .contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: body)
+        )
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+public import OrchestraHTTP
+import Orchestra
+
+/// The checks an ``OrchestraHTTP/HTTPTransport`` must pass for an `HTTPCoordinator` to work
+/// over it: every response returned as it is (statuses, 3xx, 401), bodies and headers byte for
+/// byte, `CancellationError`, progress, no hidden connection limit, errors with codes.
+///
+/// Run it against the demo server (`OrchestraDemoServer`'s `withDemoServer`) or, for the
+/// checks that use only httpbin's routes, a real httpbin; parameterize a Swift Testing test
+/// over the checks so that each one passes or fails on its own:
+///
+/// ```swift
+/// @Test(arguments: HTTPTransportConformance.Check.allCases)
+/// func myTransportConforms(_ check: HTTPTransportConformance.Check) async throws {
+///     try await withDemoServer { server in
+///         try await HTTPTransportConformance(transport: MyTransport(), server: server.baseURL).run(check)
+///     }
+/// }
+/// ```
+///
+/// Every check is bounded by ``timeout`` (real time): a transport that hangs fails the check
+/// with an ``HTTPTransportConformanceFailure`` instead of blocking the test run. This is a
+/// guard, not a timing assertion; no check measures speed.
+public struct HTTPTransportConformance: Sendable {
+    /// One rule of the transport contract, checked on its own.
+    public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {
+        /// Statuses such as 404 and 500 are returned as responses, not thrown.
+        case statusesAreReturned
+        /// A 401 with a `Basic`, `Digest` or `Bearer` challenge comes back at once as a 401:
+        /// the transport answers no challenge.
+        case challengesReturnAtOnce
+        /// A 301, 302, 303, 307 or 308 comes back as is, with its `Location` and body: the
+        /// transport follows no redirect.
+        case redirectsAreReturned
+        /// The body of a `POST`, `PUT` and `PATCH` (every byte value, 100 000 bytes) arrives
+        /// byte for byte.
+        case bodiesArriveByteForByte
+        /// A `GET` with a body either sends the body byte for byte or throws an
+        /// `HTTPTransportError` with code `.bodyNotAllowed` before sending.
+        case getWithBody
+        /// Cancelling the task of a request the server holds ends it with `CancellationError`.
+        /// Needs the demo server (`/barrier`).
+        case cancellationThrowsCancellationError
+        /// Progress reports never go back and end at the body's size (an empty body is
+        /// reported as 0); `expected` is the body's size or `nil`.
+        case progressIsReported
+        /// 16 requests (or `maximumConnectionsPerHost`, if lower) are in flight at once to one
+        /// host. Needs the demo server (`/barrier`).
+        case manyRequestsInFlightToOneHost
+        /// A non-ASCII header value arrives as its exact UTF-8 bytes, or the transport throws an
+        /// `HTTPTransportError` naming the header before sending; never other bytes.
+        case nonASCIIHeaderValues
+        /// A refused connection throws an `HTTPTransportError` with code `.connectionRefused`,
+        /// which is transient.
+        case connectionRefusedIsTransient
+
+        /// Whether the check needs a route only the demo server has (`/barrier`); the others
+        /// use only httpbin's routes.
+        public var needsDemoServer: Bool {
+            self == .cancellationThrowsCancellationError || self == .manyRequestsInFlightToOneHost
+        }
+
+        /// The check's name: `redirectsAreReturned`.
+        public var description: String { rawValue }
+    }
+
+    /// The transport under test.
+    public let transport: any HTTPTransport
+    /// The server the checks send to: the demo server's `baseURL`, or an httpbin.
+    public let server: URL
+    /// How long one check may take (real time) before it fails as hung.
+    public var timeout: Duration
+    /// The requests ``Check/manyRequestsInFlightToOneHost`` holds in flight at once, at most the
+    /// transport's `maximumConnectionsPerHost`.
+    public var requestsInFlight: Int
+    /// Where ``Check/connectionRefusedIsTransient`` sends: a port nothing listens on.
+    public var refusingServer: URL
+
+    /// - Parameters:
+    ///   - transport: The transport under test.
+    ///   - server: The demo server's `baseURL`, or an httpbin's.
+    ///   - timeout: The real-time guard of each check.
+    public init(transport: some HTTPTransport, server: URL, timeout: Duration = .seconds(30)) {
+        self.transport = transport
+        self.server = server
+        self.timeout = timeout
+        self.requestsInFlight = 16
+        self.refusingServer = URL(string: "http://127.0.0.1:1")!
+    }
+
+    /// Runs `check`.
+    ///
+    /// Cancellation: cancelling the calling task cancels the check's requests; it then throws
+    /// `CancellationError`, or the failure it had found. When ``timeout`` passes, the check's
+    /// requests are cancelled too: a transport that also ignores cancellation keeps the check
+    /// waiting until it returns.
+    ///
+    /// - Throws: ``HTTPTransportConformanceFailure`` saying what was expected and what
+    ///   happened, also when the check did not end within ``timeout``.
+    public func run(_ check: Check) async throws {
+        let conformance = self
+        do {
+            try await withTimeout(timeout) { try await conformance.perform(check) }
+        } catch is TimeoutError {
+            throw HTTPTransportConformanceFailure(
+                check: check, expected: check.expectation, actual: "the check did not end within \(timeout): the transport hangs"
+            )
+        }
+    }
+
+    private func perform(_ check: Check) async throws {
+        switch check {
+        case .statusesAreReturned: try await checkStatuses()
+        case .challengesReturnAtOnce: try await checkChallenges()
+        case .redirectsAreReturned: try await checkRedirects()
+        case .bodiesArriveByteForByte: try await checkBodies()
+        case .getWithBody: try await checkGetWithBody()
+        case .cancellationThrowsCancellationError: try await checkCancellation()
+        case .progressIsReported: try await checkProgress()
+        case .manyRequestsInFlightToOneHost: try await checkManyInFlight()
+        case .nonASCIIHeaderValues: try await checkNonASCIIHeaders()
+        case .connectionRefusedIsTransient: try await checkConnectionRefused()
+        }
+    }
+}
+
+/// A transport broke a rule of the contract: what the check expected and what happened.
+public struct HTTPTransportConformanceFailure: Error, Sendable, CustomStringConvertible {
+    /// The check that failed (its code).
+    public var check: HTTPTransportConformance.Check
+    /// What the contract requires.
+    public var expected: String
+    /// What the transport did.
+    public var actual: String
+
+    /// A failure of `check`: `expected` is what the contract requires, `actual` what happened.
+    public init(check: HTTPTransportConformance.Check, expected: String, actual: String) {
+        self.check = check
+        self.expected = expected
+        self.actual = actual
+    }
+
+    /// `check: expected …; got …`.
+    public var description: String { "\(check): expected \(expected); got \(actual)" }
+}
+
+extension HTTPTransportConformance.Check {
+    /// What the check expects, in words, for a failure that has nothing more precise.
+    var expectation: String {
+        switch self {
+        case .statusesAreReturned: "404 and 500 returned as responses"
+        case .challengesReturnAtOnce: "each 401 returned at once"
+        case .redirectsAreReturned: "each 3xx returned as is, not followed"
+        case .bodiesArriveByteForByte: "request bodies to arrive byte for byte"
+        case .getWithBody: "a GET's body sent byte for byte, or refused with .bodyNotAllowed"
+        case .cancellationThrowsCancellationError: "CancellationError when the task is cancelled"
+        case .progressIsReported: "progress that never goes back and ends at the body's size"
+        case .manyRequestsInFlightToOneHost: "the requests all in flight at once to one host"
+        case .nonASCIIHeaderValues: "a non-ASCII header value as its UTF-8 bytes, or refused naming the header"
+        case .connectionRefusedIsTransient: "HTTPTransportError with code connectionRefused, transient"
+        }
+    }
+}
