@@ -57,17 +57,25 @@ struct WorkflowCommandTests {
     /// util-linux `script`, which runs a command on a pseudo-terminal.
     static let script = URL(fileURLWithPath: "/usr/bin/script")
 
+    /// The arguments of ``script`` that run `orchestra` with `arguments` on a pseudo-terminal.
+    /// `exec`: `orchestra` replaces the shell, so it alone gets what the terminal sends (Ctrl-C).
+    static func onATerminal(_ arguments: [String]) -> [String] {
+        let command = ([OrchestraExecutable.url.path] + arguments)
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ")
+        // -e: script exits with the command's status; its transcript goes to /dev/null.
+        return ["-qec", "exec " + command, "/dev/null"]
+    }
+
     @Test(
         "on a terminal, a for_each step shows a progress bar redrawn in place and erased before its line",
         .enabled(if: FileManager.default.isExecutableFile(atPath: script.path), "needs util-linux script for a terminal")
     )
     func progressOnATerminal() async throws {
         try await withDemoServer { server in
-            let command = [OrchestraExecutable.url.path, "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]
-                .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-                .joined(separator: " ")
-            // -e: script exits with the command's status; its transcript goes to /dev/null.
-            let output = try await OrchestraExecutable.run(["-qec", command, "/dev/null"], executable: Self.script)
+            let output = try await OrchestraExecutable.run(
+                Self.onATerminal(["run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]), executable: Self.script
+            )
             #expect(output.status == 0, "\(output)")
             let screen = output.stdout
             let bars = (0...8).map { "  image [" + String(repeating: "█", count: $0 * 2) + String(repeating: "░", count: 16 - $0 * 2) + "] \($0)/8" }
