@@ -59,6 +59,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws.")
     var noColor = false
 
+    @OptionGroup var transportOptions: TransportOptions
+
     func run() async throws {
         let console = Console.standardOutput(noColor: noColor)
         var errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
@@ -88,22 +90,23 @@ struct DemoCommand: AsyncParsableCommand {
         let urls = url.compactMap(URL.init(string:))
         let traceDirectory = trace.map { URL(fileURLWithPath: $0, isDirectory: true) }
         let speed = speed
-        let results = try await withDemoServer { server in
-            let transport = URLSessionTransport()
-            let player = ScenarioPlayer(
-                console: console, server: server, transport: transport, speed: speed, customURLs: urls, traceDirectory: traceDirectory
-            )
-            console.line(
-                console.paint("Orchestra demo", .bold)
-                    + " · \(Format.count(scenarios.count, "scenario")) from the seed articles · demo server on \(server.baseURL.absoluteString)"
-                    + (speed == 1 ? "" : " · latencies ÷ \(Format.factor(speed))")
-            )
-            var results: [ScenarioPlayer.Result] = []
-            for scenario in scenarios {
-                let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
-                results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+        let results = try await transportOptions.withTransport { transport in
+            try await withDemoServer { server in
+                let player = ScenarioPlayer(
+                    console: console, server: server, transport: transport, speed: speed, customURLs: urls, traceDirectory: traceDirectory
+                )
+                console.line(
+                    console.paint("Orchestra demo", .bold)
+                        + " · \(Format.count(scenarios.count, "scenario")) from the seed articles · demo server on \(server.baseURL.absoluteString)"
+                        + (speed == 1 ? "" : " · latencies ÷ \(Format.factor(speed))")
+                )
+                var results: [ScenarioPlayer.Result] = []
+                for scenario in scenarios {
+                    let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
+                    results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+                }
+                return results
             }
-            return results
         }
 
         let total = results.reduce(Duration.zero) { $0 + $1.wallTime }

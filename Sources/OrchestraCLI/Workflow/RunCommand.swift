@@ -24,6 +24,8 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var options: WorkflowFileOptions
 
+    @OptionGroup var transportOptions: TransportOptions
+
     @Option(help: ArgumentHelp("text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format"))
     var output: Output = .text
 
@@ -44,8 +46,10 @@ struct RunCommand: AsyncParsableCommand {
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(name, .bold)) }
         let progress = RunProgress(printer: printer)
-        let report = await WorkflowRunner(workflow: workflow).run { event in
-            if text { progress.handle(event) }
+        let report = try await transportOptions.withTransport { transport in
+            await WorkflowRunner(workflow: workflow, transport: transport).run { event in
+                if text { progress.handle(event) }
+            }
         }
         switch output {
         case .text: printer.summary(of: report)
