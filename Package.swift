@@ -104,6 +104,7 @@ let package = Package(
             dependencies: [
                 "Orchestra",
                 "OrchestraHTTP",
+                "OrchestraAsyncHTTPClient",
                 "OrchestraWorkflow",
                 "OrchestraDemoServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

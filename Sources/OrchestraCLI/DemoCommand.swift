@@ -59,6 +59,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws.")
     var noColor = false
 
+    @OptionGroup var transportOptions: TransportOptions
+
     func run() async throws {
         let console = Console.standardOutput(noColor: noColor)
         var errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
@@ -67,44 +69,65 @@ struct DemoCommand: AsyncParsableCommand {
             for error in errors { Console.standardError.line("orchestra demo: error: \(error)") }
             throw ExitCode(2)
         }
+        // Ctrl-C or SIGTERM stops the server or the scenarios (exit 130 / 143); a second one
+        // exits at once.
+        let signals = TerminationSignals.install(
+            command: "orchestra demo", acknowledging: serve ? "stopping the server" : "cancelling the demo"
+        )
         if serve {
             let listening = Locked(false)
+            let port = port
             do {
-                try await DemoServer.run(configuration: .init(port: port)) { server in
-                    listening.withLock { $0 = true }
-                    console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
-                    console.line("Try: curl \(server.baseURL.absoluteString)/album")
-                    console.line("     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
+                try await signals.cancellingOnSignal {
+                    try await DemoServer.run(configuration: .init(port: port)) { server in
+                        listening.withLock { $0 = true }
+                        console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
+                        console.line("Try: curl \(server.baseURL.absoluteString)/album")
+                        console.line("     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
+                    }
                 }
+            } catch where signals.received != nil {
+                // Stopping the server may report the cancellation as an error: the signal says why.
             } catch where !listening.withLock({ $0 }) {
                 // The server could not start: almost always a port that is taken.
                 let reason = "\(error)".contains("Address already in use") ? "the port is already in use" : "\(error)"
                 Console.standardError.line("orchestra demo: error: --port: cannot listen on 127.0.0.1:\(port): \(reason)")
                 throw ExitCode(2)
             }
+            try Self.exitIfSignalled(signals, console: console, what: "the server stopped")
             return
         }
         let scenarios = DemoArguments.scenarios(scenario)
         let urls = url.compactMap(URL.init(string:))
         let traceDirectory = trace.map { URL(fileURLWithPath: $0, isDirectory: true) }
         let speed = speed
-        let results = try await withDemoServer { server in
-            let transport = URLSessionTransport()
-            let player = ScenarioPlayer(
-                console: console, server: server, transport: transport, speed: speed, customURLs: urls, traceDirectory: traceDirectory
-            )
-            console.line(
-                console.paint("Orchestra demo", .bold)
-                    + " · \(Format.count(scenarios.count, "scenario")) from the seed articles · demo server on \(server.baseURL.absoluteString)"
-                    + (speed == 1 ? "" : " · latencies ÷ \(Format.factor(speed))")
-            )
-            var results: [ScenarioPlayer.Result] = []
-            for scenario in scenarios {
-                let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
-                results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+        let results: [ScenarioPlayer.Result]
+        do {
+            results = try await transportOptions.withTransport { transport in
+                try await signals.cancellingOnSignal {
+                    try await withDemoServer { server in
+                        let player = ScenarioPlayer(
+                            console: console, server: server, transport: transport, speed: speed, customURLs: urls, traceDirectory: traceDirectory
+                        )
+                        console.line(
+                            console.paint("Orchestra demo", .bold)
+                                + " · \(Format.count(scenarios.count, "scenario")) from the seed articles · demo server on \(server.baseURL.absoluteString)"
+                                + (speed == 1 ? "" : " · latencies ÷ \(Format.factor(speed))")
+                        )
+                        var results: [ScenarioPlayer.Result] = []
+                        for scenario in scenarios {
+                            try Task.checkCancellation()   // a signal stops the demo between scenarios too
+                            let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
+                            results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+                        }
+                        return results
+                    }
+                }
             }
-            return results
+        } catch where signals.received != nil {
+            results = []   // cancelled: reported below
         }
+        try Self.exitIfSignalled(signals, console: console, what: "the demo was cancelled")
 
         let total = results.reduce(Duration.zero) { $0 + $1.wallTime }
         let broken = results.flatMap { result in result.broken.map { "\(result.name): \($0.name) = \($0.value)" } }
@@ -115,6 +138,18 @@ struct DemoCommand: AsyncParsableCommand {
         let played = scenarios.count == 1 ? "1 scenario" : "all \(scenarios.count) scenarios"
         let checked = results.reduce(0) { $0 + $1.facts.count { $0.holds == true } }
         console.line("\n" + console.paint("Played \(played) in \(Format.wallTime(total)); all \(checked) checked facts held.", .green))
+    }
+}
+
+extension DemoCommand {
+    /// After a signal: says so (on a terminal, on a line of its own: the progress bar may have
+    /// been redrawn after the signal was acknowledged) and exits with the signal's status, 130
+    /// or 143.
+    static func exitIfSignalled(_ signals: TerminationSignals, console: Console, what: String) throws {
+        guard let signal = signals.received else { return }
+        if console.isTerminal { console.write("\r\u{1B}[K") }
+        Console.standardError.line("orchestra demo: \(signal.name): \(what)")
+        throw ExitCode(signal.exitStatus)
     }
 }
 

@@ -7,6 +7,7 @@ struct OrchestraCommand: AsyncParsableCommand {
         commandName: "orchestra",
         abstract: "Coordinate async work without DispatchGroup, blocking semaphores or NSConditionLock.",
         discussion: "Start with `orchestra demo`: it replays the classic hand-rolled patterns with Orchestra.",
+        version: OrchestraVersion.current,
         subcommands: [DemoCommand.self, RunCommand.self, ValidateCommand.self, GraphCommand.self],
         defaultSubcommand: DemoCommand.self
     )

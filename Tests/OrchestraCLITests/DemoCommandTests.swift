@@ -76,6 +76,14 @@ struct DemoCommandTests {
         }
     }
 
+    @Test("--transport urlsession plays a scenario over URLSession (AsyncHTTPClient, the default on Linux, plays them all above)")
+    func urlSessionTransport() async throws {
+        let output = try await OrchestraExecutable.run(["demo", "--scenario", "graph", "--speed", "8", "--transport", "urlsession"])
+        #expect(output.status == 0, "\(output)")
+        #expect(DemoOutput(output.stdout).sections.map(\.name) == ["graph"], "\(output)")
+        #expect(output.stdout.contains("Played 1 scenario"), "\(output)")
+    }
+
     @Test("bad options exit with status 2 and name the option and the value", arguments: [
         (["demo", "--scenario", "nope"], "--scenario: unknown scenario 'nope'"),
         (["demo", "--url", "ftp://example.com/a", "--url", "http://example.com/b"], "--url: 'ftp://example.com/a' is not an http(s) URL"),

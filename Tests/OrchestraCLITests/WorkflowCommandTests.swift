@@ -54,8 +54,39 @@ struct WorkflowCommandTests {
         }
     }
 
+    @Test("--transport: a workflow runs over each HTTP client", arguments: ["asynchttpclient", "urlsession"])
+    func eachTransport(transport: String) async throws {
+        try await withDemoServer { server in
+            let output = try await OrchestraExecutable.run([
+                "run", Self.example("login-profile.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--transport", transport,
+            ])
+            #expect(output.status == 0, "\(output)")
+            #expect(!output.stdout.contains("✗") && output.stdout.contains("succeeded"), "\(output)")
+            #expect(output.stdout.contains("/users/42"), "a capture of one response built the next request: \(output)")
+            #expect(server.loginCalls == 1)
+        }
+    }
+
+    @Test("--transport refuses a client it does not know and lists the choices")
+    func unknownTransport() async throws {
+        let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--transport", "curl"])
+        #expect(output.status != 0, "\(output)")
+        #expect(output.stderr.contains("curl") && output.stderr.contains("asynchttpclient") && output.stderr.contains("urlsession"), "\(output)")
+        #expect(output.stdout.isEmpty, "nothing was run")
+    }
+
     /// util-linux `script`, which runs a command on a pseudo-terminal.
     static let script = URL(fileURLWithPath: "/usr/bin/script")
+
+    /// The arguments of ``script`` that run `orchestra` with `arguments` on a pseudo-terminal.
+    /// `exec`: `orchestra` replaces the shell, so it alone gets what the terminal sends (Ctrl-C).
+    static func onATerminal(_ arguments: [String]) -> [String] {
+        let command = ([OrchestraExecutable.url.path] + arguments)
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ")
+        // -e: script exits with the command's status; its transcript goes to /dev/null.
+        return ["-qec", "exec " + command, "/dev/null"]
+    }
 
     @Test(
         "on a terminal, a for_each step shows a progress bar redrawn in place and erased before its line",
@@ -63,11 +94,9 @@ struct WorkflowCommandTests {
     )
     func progressOnATerminal() async throws {
         try await withDemoServer { server in
-            let command = [OrchestraExecutable.url.path, "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]
-                .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-                .joined(separator: " ")
-            // -e: script exits with the command's status; its transcript goes to /dev/null.
-            let output = try await OrchestraExecutable.run(["-qec", command, "/dev/null"], executable: Self.script)
+            let output = try await OrchestraExecutable.run(
+                Self.onATerminal(["run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]), executable: Self.script
+            )
             #expect(output.status == 0, "\(output)")
             let screen = output.stdout
             let bars = (0...8).map { "  image [" + String(repeating: "█", count: $0 * 2) + String(repeating: "░", count: 16 - $0 * 2) + "] \($0)/8" }
@@ -177,8 +206,8 @@ struct WorkflowCommandTests {
         #expect(output.stdout.isEmpty, "nothing was run")
     }
 
-    @Test("a failing step exits 1, names the reason, and independent steps still complete")
-    func failingStep() async throws {
+    @Test("a failing step exits 1, names the reason, and independent steps still complete", arguments: ["asynchttpclient", "urlsession"])
+    func failingStep(transport: String) async throws {
         try await withDemoServer { server in
             let file = try Self.workflowFile("""
                 vars: { base: "http://127.0.0.1:1" }
@@ -193,9 +222,11 @@ struct WorkflowCommandTests {
                     url: "{{vars.base}}/album"
                   - id: refused
                     url: "http://127.0.0.1:1/album"
-                    timeout: 10s
+                    timeout: 3s
                 """)
-            let output = try await OrchestraExecutable.run(["run", file, "--var", "base=\(server.baseURL.absoluteString)"])
+            let output = try await OrchestraExecutable.run([
+                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--transport", transport,
+            ])
             #expect(output.status == 1, "\(output)")
             #expect(output.stdout.contains("expected 200, got"), "\(output)")
             #expect(output.stdout.contains("connection refused"), "\(output)")

@@ -13,8 +13,13 @@ struct RunCommand: AsyncParsableCommand {
             summary; on a terminal, a for_each step also shows a progress bar while its \
             requests run. See Examples/README.md for the file format.
 
+            Ctrl-C (SIGINT) or SIGTERM cancels the run: the steps in flight are reported \
+            cancelled, the summary (or the JSON document) and the trace are still written, and \
+            the command exits 130 (SIGINT) or 143 (SIGTERM). A second Ctrl-C exits at once, \
+            without a report.
+
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
-            2 the file is invalid (nothing is sent).
+            2 the file is invalid (nothing is sent), 130 / 143 interrupted by SIGINT / SIGTERM.
             """
     )
 
@@ -23,6 +28,8 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     @OptionGroup var options: WorkflowFileOptions
+
+    @OptionGroup var transportOptions: TransportOptions
 
     @Option(help: ArgumentHelp("text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format"))
     var output: Output = .text
@@ -44,9 +51,24 @@ struct RunCommand: AsyncParsableCommand {
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(name, .bold)) }
         let progress = RunProgress(printer: printer)
-        let report = await WorkflowRunner(workflow: workflow).run { event in
-            if text { progress.handle(event) }
+        let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in progress.interrupt() }
+        // The transport opens as many connections to a host as the workflow may use at once.
+        let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
+            // Each element of a `for_each` is listed only where it is written out: the JSON
+            // document and the trace. The text report needs only the counts.
+            let runner = WorkflowRunner(
+                workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
+                keepsItemReports: output == .json || trace != nil
+            )
+            // The first signal cancels the run; the runner still returns a report, in which
+            // the steps that were in flight are cancelled.
+            return try await signals.cancellingOnSignal {
+                await runner.run { event in
+                    if text { progress.handle(event) }
+                }
+            }
         }
+        if text { progress.finish(report) }
         switch output {
         case .text: printer.summary(of: report)
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
@@ -57,6 +79,7 @@ struct RunCommand: AsyncParsableCommand {
             // With --output json, stdout holds only the document.
             (text ? console : Console.standardError).line(note)
         }
+        if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
     }
 }

@@ -311,8 +311,9 @@ public final class HTTPCoordinator: Sendable {
         switch error {
         case is CancellationError: false
         case is HTTPStatusError, is TimeoutError: true
-        case is HTTPTransportError, is AuthenticationError, is HTTPRedirectError: false
-        default: true // the transport could not reach the server (refused, reset, DNS…)
+        case let error as HTTPTransportError: error.isTransient
+        case is AuthenticationError, is HTTPRedirectError: false
+        default: true // an unclassified failure of a third-party transport
         }
     }
 

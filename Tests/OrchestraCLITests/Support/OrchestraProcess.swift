@@ -4,12 +4,14 @@ import Testing
 /// What one run of the built `orchestra` executable did.
 struct ProcessOutput: Sendable, CustomStringConvertible {
     let arguments: [String]
+    /// The exit status; minus the signal's number when a signal ended the process.
     let status: Int32
     let stdout: String
     let stderr: String
 
     var description: String {
-        "orchestra \(arguments.joined(separator: " ")) → exit \(status)\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
+        let end = status < 0 ? "killed by signal \(-status)" : "exit \(status)"
+        return "orchestra \(arguments.joined(separator: " ")) → \(end)\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
     }
 }
 
@@ -57,107 +59,46 @@ enum OrchestraExecutable {
         limit: Duration = .seconds(120),
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> ProcessOutput {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+        let running = try start(arguments, executable: executable, environment: environment)
+        return await running.finish(limit: limit, sourceLocation: sourceLocation)
+    }
+
+    /// Starts `orchestra` with `arguments`, as a shell on a terminal would (see
+    /// ``ChildProcess``), for a test that signals it while it runs; ``RunningOrchestra/finish(limit:sourceLocation:)``
+    /// waits for its end.
+    static func start(
+        _ arguments: [String], executable: URL = url, environment: [String: String] = [:], readsOutput: Bool = true, writesInput: Bool = false
+    ) throws -> RunningOrchestra {
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-
-        let exited = ProcessExit()
-        process.terminationHandler = { process in exited.signal(process.terminationStatus) }
-        try process.run()
-        // Drain both pipes on their own threads so a full pipe never stalls the child.
-        let stdout = Drain(out.fileHandleForReading)
-        let stderr = Drain(err.fileHandleForReading)
-
-        let status: Int32
-        if let ended = await exited.wait(limit: limit) {
-            status = ended
-        } else {
-            process.terminate()
-            kill(process.processIdentifier, SIGKILL)
-            _ = await exited.wait(limit: .seconds(10))
-            let output = ProcessOutput(arguments: arguments, status: -1, stdout: stdout.text(), stderr: stderr.text())
-            Issue.record("orchestra \(arguments.joined(separator: " ")) did not end within \(limit); killed.\n\(output)", sourceLocation: sourceLocation)
-            return output
-        }
-        return ProcessOutput(arguments: arguments, status: status, stdout: stdout.text(), stderr: stderr.text())
+        let child = try ChildProcess(
+            executable: executable, arguments: arguments, environment: env, readsOutput: readsOutput, writesInput: writesInput
+        )
+        return RunningOrchestra(arguments: arguments, child: child)
     }
 }
 
-/// Reads a pipe to its end on a thread of its own.
-private final class Drain: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var data = Data()   // written once by the reading thread, read after `done`
+/// An `orchestra` process under way.
+struct RunningOrchestra: Sendable {
+    let arguments: [String]
+    let child: ChildProcess
 
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
+    /// Waits until it ends and returns what it did. One that has not ended within `limit` (a
+    /// real-time guard far longer than a correct run, not a timing assertion) is killed, and
+    /// the test fails naming the command.
+    func finish(limit: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async -> ProcessOutput {
+        if let status = await child.exitStatus(within: limit) {
+            return await output(status: status)
         }
+        child.send(SIGKILL)
+        let status = await child.exitStatus(within: .seconds(10)) ?? -Int32(SIGKILL)
+        let output = await output(status: status)
+        Issue.record("orchestra \(arguments.joined(separator: " ")) did not end within \(limit); killed.\n\(output)", sourceLocation: sourceLocation)
+        return output
     }
 
-    func text() -> String {
-        // Bounded: the child has exited (or been killed), so its end of the pipe is closed.
-        _ = done.wait(timeout: .now() + 30)
-        return String(decoding: data, as: UTF8.self)
-    }
-}
-
-/// The child's exit status, awaited with a real-time bound.
-private final class ProcessExit: @unchecked Sendable {
-    private let lock = NSLock()
-    private var status: Int32?
-    private var gaveUp = false
-    private var continuation: CheckedContinuation<Int32?, Never>?
-
-    func signal(_ value: Int32) {
-        let waiting = lock.withLock {
-            status = value
-            defer { continuation = nil }
-            return continuation
-        }
-        waiting?.resume(returning: value)
-    }
-
-    /// The status, or `nil` if the child has not exited within `limit`.
-    func wait(limit: Duration) async -> Int32? {
-        lock.withLock { gaveUp = false }
-        return await withTaskGroup(of: Int32?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
-                    let ready: Int32?? = self.lock.withLock {
-                        if self.status != nil || self.gaveUp { return .some(self.status) }
-                        self.continuation = continuation
-                        return nil
-                    }
-                    if let ready { continuation.resume(returning: ready) }
-                }
-            }
-            group.addTask {
-                // The hang guard: a child process runs on real time, not on a test's clock, so
-                // this bound is real time too (far longer than any correct run; not a timing
-                // assertion).
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            // Release the waiter, if it is still waiting, so the group can end.
-            let (waiting, status) = lock.withLock { () -> (CheckedContinuation<Int32?, Never>?, Int32?) in
-                gaveUp = true
-                defer { continuation = nil }
-                return (continuation, self.status)
-            }
-            waiting?.resume(returning: status)
-            group.cancelAll()
-            return first ?? status
-        }
+    private func output(status: Int32) async -> ProcessOutput {
+        ProcessOutput(arguments: arguments, status: status, stdout: await child.standardOutput.all(), stderr: await child.standardError.all())
     }
 }
