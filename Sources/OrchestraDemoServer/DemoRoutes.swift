@@ -81,8 +81,8 @@ enum DemoRoutes {
             try context.parameters.require("text")
         }
         router.get("/album") { request, _ -> Response in
-            if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self), latency > 0 {
-                try await Task.sleep(for: .milliseconds(latency))
+            if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self) {
+                try await state.delay(.milliseconds(latency))
             }
             let images = DemoServer.images.enumerated().map { index, image in
                 "{\"index\":\(index),\"path\":\"/images/\(index)\",\"bytes\":\(image.bytes)}"
@@ -90,8 +90,8 @@ enum DemoRoutes {
             return json("{\"title\":\"Seeds\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
         }
         router.get("/me") { request, _ -> Response in
-            if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self), latency > 0 {
-                try await Task.sleep(for: .milliseconds(latency))
+            if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self) {
+                try await state.delay(.milliseconds(latency))
             }
             guard state.isValid(bearer(request)) else {
                 return json("{\"error\":\"token_expired\"}", status: .unauthorized)
@@ -134,7 +134,7 @@ enum DemoRoutes {
 
     static func payload(bytes: Int, latency: Duration, state: DemoServerState) async throws -> Response {
         guard bytes >= 0, bytes <= 64 << 20 else { throw HTTPError(.badRequest, message: "bytes must be 0…64 MiB, got \(bytes)") }
-        if latency > .zero { try await Task.sleep(for: latency) }
+        try await state.delay(latency)
         let buffer = ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes)
         return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
     }

@@ -53,8 +53,22 @@ final class DemoServerState: Sendable {
     /// - Throws: `CancellationError` if the waiting task is cancelled.
     func barrier(path: String, count: Int) async throws {
         let reached = arrivalEvent(path: path, count: count)
+        try await untilShutdown { try await reached.wait() }
+    }
+
+    /// Waits `latency` (a route's simulated latency), or until the server stops: a graceful
+    /// shutdown does not wait for a long latency to pass.
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled.
+    func delay(_ latency: Duration) async throws {
+        guard latency > .zero else { return }
+        try await untilShutdown { try await Task.sleep(for: latency) }
+    }
+
+    /// Runs `operation` until it ends or the server stops, whichever comes first.
+    private func untilShutdown(_ operation: @escaping @Sendable () async throws -> Void) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await reached.wait() }
+            group.addTask(operation: operation)
             group.addTask { [shutdown] in try await shutdown.wait() }
             try await group.next()
             group.cancelAll()
