@@ -89,6 +89,20 @@ enum DemoRoutes {
             }
             return json("{\"title\":\"Seeds\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
         }
+        router.get("/list/:count") { _, context -> Response in
+            let count = try context.parameters.require("count", as: Int.self)
+            guard (0...1_000_000).contains(count) else {
+                throw HTTPError(.badRequest, message: "count must be 0…1000000, got \(count)")
+            }
+            var body = "{\"count\":\(count),\"items\":["
+            body.reserveCapacity(count * 8 + 32)
+            for index in 0..<count {
+                if index > 0 { body += "," }
+                body += String(index)
+            }
+            body += "]}"
+            return json(body)
+        }
         router.get("/me") { request, _ -> Response in
             if let latency = request.uri.queryParameters.get("latency_ms", as: Int.self) {
                 try await state.delay(.milliseconds(latency))

@@ -22,6 +22,8 @@ import ServiceLifecycle
 /// - `/hang` — never answers (until the server stops).
 /// - `/echo/{text}` — `text`; `POST /echo` — the request body, with its content type.
 /// - `/album?latency_ms=N` — JSON: the eight images' paths and sizes, for "request B built from A".
+/// - `/list/{n}` — JSON `{"count": n, "items": [0, 1, …, n-1]}` (n ≤ 1,000,000), a long list
+///   for a `for_each`.
 /// - `/me?latency_ms=N` — JSON about the user, with the valid token (checked after the
 ///   latency); else 401.
 /// - `/users/{id}` — JSON: a user and two order ids.
