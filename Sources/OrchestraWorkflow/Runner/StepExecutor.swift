@@ -153,14 +153,30 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         )
         do {
             let result = try await coordinator.data(for: rendered.request, body: rendered.body, options: options)
-            update(id) { $0.redirects = result.redirects }
+            update(id) { report in
+                report.redirects = result.redirects
+                report.attempts = Self.attempts(sends: report.attempts, followedRedirects: result.redirects.count)
+            }
             return result
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            if let error = error as? HTTPRedirectError { update(id) { $0.redirects = error.hops } }
+            if let error = error as? HTTPRedirectError {
+                // A redirect too many is in `hops` but was not followed.
+                let followed = error.code == .tooManyRedirects ? error.hops.count - 1 : error.hops.count
+                update(id) { report in
+                    report.redirects = error.hops
+                    report.attempts = Self.attempts(sends: report.attempts, followedRedirects: followed)
+                }
+            }
             throw StepFailure(StepErrors.describe(error, authority: rendered.authority) + attemptsNote(id), url: rendered.url)
         }
+    }
+
+    /// Attempts of a request as its report counts them: a send retried, not a redirect
+    /// followed (every hop is a send of its own).
+    private static func attempts(sends: Int, followedRedirects: Int) -> Int {
+        max(1, sends - followedRedirects)
     }
 
     private func attemptsNote(_ id: String) -> String {

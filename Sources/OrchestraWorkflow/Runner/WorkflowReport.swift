@@ -41,7 +41,8 @@ public struct StepReport: Sendable, Hashable {
     public var url: String
     /// The status of the last response, if one came.
     public var status: Int?
-    /// Attempts made (retries included; 0 if never sent).
+    /// Attempts made: 1 plus the retries (a redirect followed is not an attempt of its own);
+    /// 0 if never sent.
     public var attempts: Int
     /// When the step started (its request rendered), from the run's start.
     public var started: Duration?
