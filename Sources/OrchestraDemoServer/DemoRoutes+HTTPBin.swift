@@ -2,7 +2,8 @@ import Foundation
 import Hummingbird
 import Orchestra
 
-/// Routes with httpbin's names and answers (`/anything`, `/status`, `/redirect-to`, `/bytes`),
+/// Routes with httpbin's names and answers (`/anything`, `/get`, `/status`, `/redirect-to`,
+/// `/redirect`, `/bytes`),
 /// so that a transport conformance suite can run against the demo server or a real httpbin,
 /// and `/barrier`, which httpbin has no equivalent of.
 extension DemoRoutes {
@@ -20,6 +21,13 @@ extension DemoRoutes {
             router.on("/anything/**", method: method) { request, _ in try await anything(request) }
             router.on("/status/:code", method: method) { request, context in try status(request, context) }
             router.on("/redirect-to", method: method) { request, _ in try redirect(request) }
+        }
+        router.get("/get") { request, _ in try await anything(request) }
+        router.get("/redirect/:n") { _, context -> Response in
+            let n = try context.parameters.require("n", as: Int.self)
+            guard (1...100).contains(n) else { throw HTTPError(.badRequest, message: "n must be 1…100, got \(n)") }
+            let location = n == 1 ? "/get" : "/redirect/\(n - 1)"
+            return Response(status: .found, headers: [.location: location], body: .init(byteBuffer: ByteBuffer(string: "redirecting to \(location)\n")))
         }
         router.get("/bytes/:count") { _, context -> Response in
             let count = try context.parameters.require("count", as: Int.self)

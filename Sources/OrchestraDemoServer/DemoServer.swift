@@ -45,6 +45,8 @@ import ServiceLifecycle
 ///   empty body; a 401 carries a `WWW-Authenticate` challenge of that kind (`Basic` by default).
 /// - `/redirect-to?url=U&status_code=30x` (any method) — that status (302 unless 300…399)
 ///   with `Location: U` and a short text body.
+/// - `/redirect/{n}` — a chain of `n` (1…100) 302s: to `/redirect/{n-1}`, the last to `/get`.
+/// - `/get` — `GET /anything`.
 /// - `/bytes/{n}` — `n` bytes of a fixed pattern, `application/octet-stream`.
 ///
 /// Run it with ``withDemoServer(configuration:_:)`` (scoped, for tests) or ``run(configuration:onReady:)``.

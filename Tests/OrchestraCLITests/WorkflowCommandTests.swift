@@ -67,6 +67,63 @@ struct WorkflowCommandTests {
         }
     }
 
+    @Test("redirects against the demo server: 307/308 re-send the POST body, 302 turns it into a GET, follow_redirects: false returns the 302, an 11th hop fails", arguments: ["asynchttpclient", "urlsession"])
+    func redirects(transport: String) async throws {
+        try await withDemoServer { server in
+            let file = try Self.workflowFile("""
+                vars: { base: "http://127.0.0.1" }
+                steps:
+                  - id: post307
+                    method: POST
+                    url: "{{vars.base}}/redirect-to?url=/anything&status_code=307"
+                    body: { keep: me }
+                    captures: { method: $.method, keep: $.json.keep }
+                  - id: post308
+                    method: POST
+                    url: "{{vars.base}}/redirect-to?url=/anything&status_code=308"
+                    body: { keep: me }
+                    captures: { method: $.method, keep: $.json.keep }
+                  - id: post302
+                    method: POST
+                    url: "{{vars.base}}/redirect-to?url=/anything&status_code=302"
+                    body: { keep: me }
+                    captures: { method: $.method, length: $.bodyLength }
+                  - id: manual
+                    url: "{{vars.base}}/redirect-to?url=/next&status_code=302"
+                    follow_redirects: false
+                    expect: 302
+                    captures: { where: { header: Location } }
+                  - { id: ten, url: "{{vars.base}}/redirect/10" }
+                  - { id: eleven, url: "{{vars.base}}/redirect/11" }
+                """)
+            let output = try await OrchestraExecutable.run([
+                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--transport", transport, "--output", "json",
+            ])
+            #expect(output.status == 1, "only 'eleven' fails: \(output)")
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let steps = try #require(document["steps"] as? [[String: Any]])
+            let byID = Dictionary(uniqueKeysWithValues: steps.map { ($0["id"] as? String ?? "", $0) })
+            func captures(_ id: String) -> [String: Any] { byID[id]?["captures"] as? [String: Any] ?? [:] }
+            func redirects(_ id: String) -> [[String: Any]] { byID[id]?["redirects"] as? [[String: Any]] ?? [] }
+            let base = server.baseURL.absoluteString
+            for id in ["post307", "post308"] {
+                #expect(captures(id)["method"] as? String == "POST" && captures(id)["keep"] as? String == "me", "\(id): \(byID[id] ?? [:])")
+                #expect(redirects(id).count == 1 && redirects(id).first?["location"] as? String == "\(base)/anything", "\(id)")
+                #expect(byID[id]?["attempts"] as? Int == 1)
+            }
+            #expect(redirects("post307").first?["status"] as? Int == 307 && redirects("post308").first?["status"] as? Int == 308)
+            #expect(captures("post302")["method"] as? String == "GET" && captures("post302")["length"] as? Int == 0, "\(byID["post302"] ?? [:])")
+            #expect(byID["manual"]?["status"] as? Int == 302 && captures("manual")["where"] as? String == "/next", "\(byID["manual"] ?? [:])")
+            #expect(redirects("manual").isEmpty)
+            #expect(byID["ten"]?["state"] as? String == "succeeded" && redirects("ten").count == 10)
+            #expect(redirects("ten").last?["location"] as? String == "\(base)/get")
+            let eleven = try #require(byID["eleven"])
+            #expect(eleven["state"] as? String == "failed")
+            let error = eleven["error"] as? String ?? ""
+            #expect(error.contains("too many redirects") && error.contains("11th") && error.contains("\(base)/get"), "\(error)")
+        }
+    }
+
     @Test("--transport refuses a client it does not know and lists the choices")
     func unknownTransport() async throws {
         let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--transport", "curl"])

@@ -225,7 +225,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         // cancelled when the operation finishes, and holds the operation only weakly.
         let timer = Task { [weak self] in
             do {
-                try await clock.sleep(for: timeout)
+                // Not `clock.sleep`: the timer is cancelled far more often than it fires, and
+                // a cancelled `Task.sleep` keeps its timer until the deadline.
+                try await sleepReleasingOnCancel(for: timeout, clock: clock)
             } catch {
                 return
             }
