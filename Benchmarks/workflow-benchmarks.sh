@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# orchestra run against the demo server, timed from outside with farm-bench (whole process:
+# wall time, CPU and peak memory; min/median/max over several runs). Figures: BENCHMARKS.md,
+# "orchestra run".
+#
+#   Benchmarks/workflow-benchmarks.sh            # both benchmarks
+#   Benchmarks/workflow-benchmarks.sh memory     # for_each peak RSS, 200,000 vs 20,000 elements
+#   Benchmarks/workflow-benchmarks.sh throughput # 10,000 elements, AsyncHTTPClient vs URLSession
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
+
+swift build -c release --product orchestra
+bin=$PWD/.build/release/orchestra
+port=${PORT:-8199}
+base=http://127.0.0.1:$port
+workflows=$PWD/Benchmarks/Workflows
+
+"$bin" demo --serve --port "$port" > /dev/null &
+server=$!
+trap 'kill $server 2> /dev/null || true' EXIT
+for _ in $(seq 50); do curl -sf "$base/status/200" > /dev/null && break; sleep 0.1; done
+
+what=${1:-all}
+if [[ $what == all || $what == memory ]]; then
+    for n in 2000 20000; do
+        echo "== for_each over $n elements, limit 64"
+        farm-bench -n 5 --timeout 600 -- "$bin" run "$workflows/for-each-limit-64.yaml" --var "base=$base" --var "n=$n"
+    done
+    echo "== for_each over 200,000 elements (A) vs 20,000 (B), limit 64"
+    farm-bench -n 3 --timeout 1800 \
+        --vs "$bin run $workflows/for-each-limit-64.yaml --var base=$base --var n=20000" \
+        -- "$bin" run "$workflows/for-each-limit-64.yaml" --var "base=$base" --var n=200000
+fi
+if [[ $what == all || $what == throughput ]]; then
+    echo "== for_each over 10,000 elements, limit 32: AsyncHTTPClient (A) vs URLSession (B)"
+    farm-bench -n 5 --timeout 900 \
+        --vs "$bin run $workflows/for-each-limit-32.yaml --var base=$base --transport urlsession" \
+        -- "$bin" run "$workflows/for-each-limit-32.yaml" --var "base=$base" --transport asynchttpclient
+fi
