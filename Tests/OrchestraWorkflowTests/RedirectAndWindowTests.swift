@@ -100,21 +100,23 @@ struct RedirectAndWindowTests {
         #expect(agents == ["/a": "orchestra/9.9", "/b": "mine/1"])
     }
 
-    /// With `limit: 1` the window is 16 elements: while the first element is held, at most 16
-    /// have started and the rest start only as elements end, so a list of any length never
-    /// makes more than 16 tasks.
+    /// With `limit: 1` the window is 16 elements: while the element holding the one slot is
+    /// held, at most 16 have started and the rest start only as elements end, so a list of any
+    /// length never makes more than 16 tasks.
     @Test func forEachStartsABoundedWindowOfElements() async throws {
         let gate = AsyncGate(isOpen: false)
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { request, _ in
             if request.path == "/album" { return respond(200, ForEachRunnerTests.album(100)) }
-            if request.path!.hasPrefix("/images/0?") { try await gate.pass() }
+            // Every element is held, not only the first: whichever element gets the slot
+            // first, none can end (and make room in the window) before the gate opens.
+            try await gate.pass()
             return respond()
         }
         let workflow = try ForEachRunnerTests.workflow(limit: 1)
         try await withHangGuard {
             async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
-            try await waitUntil("the first element in flight") { transport.inFlight == 1 }
+            try await waitUntil("an element in flight") { transport.inFlight == 1 && transport.requests.count == 2 }
             clock.advance(by: .seconds(1))
             gate.open()
             let result = await report

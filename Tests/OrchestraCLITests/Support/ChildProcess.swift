@@ -33,8 +33,9 @@ final class ChildProcess: Sendable {
     /// - Parameter writesInput: Whether standard input is a pipe for ``write(_:)`` rather than
     ///   `/dev/null`.
     init(executable: URL, arguments: [String], environment: [String: String], readsOutput: Bool = true, writesInput: Bool = false) throws {
-        let started = try Self.spawning.withLock { _ in
-            try Self.spawn(executable: executable, arguments: arguments, environment: environment, writesInput: writesInput)
+        let started = try Self.spawning.withLock { count in
+            defer { count += 1 }
+            return try Self.spawn(executable: executable, arguments: arguments, environment: environment, writesInput: writesInput)
         }
         pid = started.pid
         input = started.input
@@ -60,8 +61,10 @@ final class ChildProcess: Sendable {
     /// One child at a time is given its pipes and started: another child started between a
     /// `pipe` and its `FD_CLOEXEC` would hold a copy of a write end, and that pipe would not
     /// reach its end until that child ended too. (Glibc's `pipe2` and
-    /// `posix_spawn_file_actions_addclosefrom_np` are not visible to Swift.)
-    private static let spawning = Locked(())
+    /// `posix_spawn_file_actions_addclosefrom_np` are not visible to Swift.) The state is a
+    /// count of children started: a `Locked(())` has a state of no size, at the address of the
+    /// lock's own pointer, and ThreadSanitizer then reports `withLock`'s access to it as a race.
+    private static let spawning = Locked(0)
 
     /// Starts the child; returns its id and this side's ends of its pipes (`input` is `-1`
     /// without `writesInput`).
