@@ -34,16 +34,46 @@ public struct Workflow: Sendable {
     /// `auth:`, if given.
     public var auth: WorkflowAuth?
     /// `steps:`, in file order.
-    public var steps: [WorkflowStep]
+    public var steps: [WorkflowStep] {
+        didSet { stepIndex = Self.index(of: steps) }
+    }
+    /// The position of each step by id (the first, if two share one), kept with ``steps``.
+    private var stepIndex: [String: Int]
 
     /// The default of ``limit``.
     public static let defaultLimit = 8
     /// The most redirects one request follows.
     public static let maxRedirects = 10
 
-    /// The step with `id`.
+    init(
+        file: String?, name: String?, variables: [String: String], limit: Int, hostLimits: [HostLimit],
+        failurePolicy: WorkflowFailurePolicy, auth: WorkflowAuth?, steps: [WorkflowStep]
+    ) {
+        self.file = file
+        self.name = name
+        self.variables = variables
+        self.limit = limit
+        self.hostLimits = hostLimits
+        self.failurePolicy = failurePolicy
+        self.auth = auth
+        self.steps = steps
+        self.stepIndex = Self.index(of: steps)
+    }
+
+    /// The step with `id` (the first, if two share it).
+    ///
+    /// Complexity: O(1).
     public func step(_ id: String) -> WorkflowStep? {
-        steps.first { $0.id == id }
+        stepIndex[id].map { steps[$0] }
+    }
+
+    private static func index(of steps: [WorkflowStep]) -> [String: Int] {
+        var index: [String: Int] = [:]
+        index.reserveCapacity(steps.count)
+        for (position, step) in steps.enumerated() where index[step.id] == nil {
+            index[step.id] = position
+        }
+        return index
     }
 }
 
