@@ -211,6 +211,10 @@ struct NodeReader {
 }
 
 extension Node {
-    /// The resolved tag (`int`, `str`, `bool`…): how YAML typed the node.
-    var tagName: Tag.Name { Tag.Name(rawValue: tag.rawValue) }
+    /// The resolved tag (`int`, `str`, `bool`…): how YAML typed the node, by
+    /// ``YAMLScalarType`` for a scalar.
+    var tagName: Tag.Name {
+        if case .scalar(let scalar) = self { return YAMLScalarType.tag(of: scalar) }
+        return Tag.Name(rawValue: tag.rawValue)
+    }
 }

@@ -48,7 +48,7 @@ extension URLCheck {
     private static func scheme(of text: Substring) -> Substring? {
         guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter else { return nil }
         let scheme = text[..<colon]
-        let valid = scheme.unicodeScalars.allSatisfy { $0.isASCII && (alphanumerics.contains($0) || "+-.".unicodeScalars.contains($0)) }
+        let valid = scheme.utf8.allSatisfy(schemeCharacters.contains)
         return valid ? scheme : nil
     }
 
@@ -65,7 +65,7 @@ extension URLCheck {
             : hostAndPort.lastIndex(of: ":")
         let host = hostAndPort[..<(portStart ?? hostAndPort.endIndex)]
         let port = hostAndPort[(portStart ?? hostAndPort.endIndex)...]
-        return userInfo + asciiHost(host) + (port.isEmpty ? "" : ":" + encoded(port.dropFirst(), allowing: []))
+        return userInfo + asciiHost(host) + (port.isEmpty ? "" : ":" + encoded(port.dropFirst(), allowing: portCharacters))
     }
 
     /// `host` in its IDNA form if it has non-ASCII letters and one exists, else as written.
@@ -80,7 +80,11 @@ extension URLCheck {
 
     /// `text` with every character not in `allowed` (nor an ASCII letter or digit, nor
     /// `- . _ ~`) percent-encoded as UTF-8, and every `%` that starts no escape encoded.
-    private static func encoded(_ text: Substring, allowing allowed: Set<Unicode.Scalar>) -> String {
+    private static func encoded(_ text: Substring, allowing allowed: ASCIISet) -> String {
+        // Most URLs need nothing encoded: one pass over the bytes says so.
+        if text.utf8.allSatisfy(allowed.contains) {
+            return String(text)
+        }
         let scalars = Array(text.unicodeScalars)
         var output = String.UnicodeScalarView()
         var index = 0
@@ -91,7 +95,7 @@ extension URLCheck {
                 index += 3
                 continue
             }
-            if scalar != "%", scalar.isASCII, alphanumerics.contains(scalar) || "-._~".unicodeScalars.contains(scalar) || allowed.contains(scalar) {
+            if scalar.isASCII, allowed.contains(UInt8(scalar.value)) {
                 output.append(scalar)
             } else {
                 for byte in String(scalar).utf8 {
@@ -107,13 +111,29 @@ extension URLCheck {
         scalar.isASCII && scalar.properties.isASCIIHexDigit
     }
 
-    private static let alphanumerics = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".unicodeScalars)
+    private static let schemeCharacters = ASCIISet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-.")
+    /// RFC 3986 unreserved characters: what every component allows.
+    private static let unreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
     /// RFC 3986 sub-delims.
-    private static let subDelimiters = Set("!$&'()*+,;=".unicodeScalars)
-    private static let userInfoCharacters = subDelimiters.union([":"])
-    private static let pathCharacters = subDelimiters.union([":", "@", "/"])
+    private static let subDelimiters = "!$&'()*+,;="
+    private static let portCharacters = ASCIISet(unreserved)
+    private static let userInfoCharacters = ASCIISet(unreserved + subDelimiters + ":")
+    private static let pathCharacters = ASCIISet(unreserved + subDelimiters + ":@/")
     /// Also the fragment's.
-    private static let queryCharacters = pathCharacters.union(["?"])
+    private static let queryCharacters = ASCIISet(unreserved + subDelimiters + ":@/?")
+
+    /// ASCII characters a component allows as they are (never `%`, which starts an escape).
+    struct ASCIISet {
+        private var table = [Bool](repeating: false, count: 128)
+
+        init(_ characters: String) {
+            for byte in characters.utf8 where byte != UInt8(ascii: "%") { table[Int(byte)] = true }
+        }
+
+        func contains(_ byte: UInt8) -> Bool {
+            byte < 0x80 && table[Int(byte)]
+        }
+    }
 }
 
 private extension String {

@@ -71,7 +71,9 @@ struct WorkflowParser {
     mutating func parse(_ text: String) -> Workflow? {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: text)
+            // No implicit typing by Yams (its resolver runs regular expressions on every tag
+            // read): `YAMLScalarType` types plain scalars, once.
+            root = try Yams.compose(yaml: text, .basic)
         } catch {
             reportSyntax(error, in: text)
             return nil
