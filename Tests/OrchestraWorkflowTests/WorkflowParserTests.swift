@@ -148,6 +148,12 @@ struct WorkflowParserTests {
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    expect: 600\n", code: .invalidValue, line: 4, step: "a", field: "expect", message: "100–599"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 0s\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "more than 0"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: soon\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "500ms, 5s"),
+        // Durations out of range are refused naming the range, never overflowed (1e10 s crashed).
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 1e10\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "must be more than 0 to 24 h, got '1e10'"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 99999999999999999999s\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "to 24 h"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 25h\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "to 24 h, got '25h'"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, backoff: 1e10 }\n", code: .invalidValue, line: 4, step: "a", field: "retry.backoff", message: "must be 0 to 30 s, got '1e10'"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, backoff: 31s }\n", code: .invalidValue, line: 4, step: "a", field: "retry.backoff", message: "0 to 30 s"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 0 }\n", code: .invalidValue, line: 4, step: "a", field: "retry.attempts", message: "≥ 1"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: access_token }\n", code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "must start with '$'"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: \"$.a[x]\" }\n", code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "not an index"),

@@ -202,8 +202,12 @@ public struct RetrySettings: Sendable, Hashable {
     /// Attempts in all, the first included; 1 means no retry.
     public var attempts: Int
     /// The delay before the second attempt; it doubles after each further failure (no jitter,
-    /// at most 30 s). A `Retry-After` from the server replaces it.
+    /// at most ``maximumBackoff``). A `Retry-After` from the server replaces it.
     public var backoff: Duration
+
+    /// The longest delay between two attempts, and so the largest `backoff` a file may give:
+    /// 30 s.
+    public static let maximumBackoff: Duration = .seconds(30)
 
     public init(attempts: Int = 1, backoff: Duration = .milliseconds(200)) {
         self.attempts = attempts

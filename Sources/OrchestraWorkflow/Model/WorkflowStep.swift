@@ -26,6 +26,8 @@ public struct WorkflowStep: Sendable, Hashable {
 
     /// The default of ``timeout``.
     public static let defaultTimeout: Duration = .seconds(30)
+    /// The largest `timeout` a file may give: 24 h.
+    public static let maximumTimeout: Duration = .seconds(24 * 3_600)
 
     public init(
         id: String, request: RequestTemplate, needs: [String] = [], captures: [Capture] = [], expect: [Int] = [],

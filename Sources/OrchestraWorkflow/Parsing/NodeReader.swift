@@ -122,34 +122,58 @@ struct NodeReader {
     }
 
     /// A positive duration: `500ms`, `5s`, `2m`, `1h`, or a number of seconds.
-    mutating func duration(_ node: Node, step: String?, field: String, allowZero: Bool = false) -> Duration? {
+    mutating func duration(
+        _ node: Node, step: String?, field: String, allowZero: Bool = false, maximum: Duration
+    ) -> Duration? {
         let problem = "must be a duration such as 500ms, 5s, 2m or a number of seconds"
         guard case .scalar(let scalar) = node else {
             fail(.invalidValue, "\(problem), got \(Self.describe(node))", at: node, step: step, field: field)
             return nil
         }
-        guard let duration = Self.parseDuration(scalar.string) else {
-            fail(.invalidValue, "\(problem), got '\(scalar.string)'", at: node, step: step, field: field)
+        guard let seconds = Self.parseSeconds(scalar.string) else {
+            fail(.invalidValue, "\(problem), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
             return nil
         }
-        guard duration > .zero || (allowZero && duration == .zero) else {
-            fail(.invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(scalar.string)'", at: node, step: step, field: field)
+        guard seconds > 0 || (allowZero && seconds == 0) else {
+            fail(.invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
             return nil
         }
-        return duration
+        // Compared as seconds, before any conversion: a huge value is refused, not overflowed.
+        let maximumSeconds = Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18
+        guard seconds <= maximumSeconds else {
+            let range = "\(allowZero ? "0" : "more than 0") to \(Self.describe(maximum))"
+            fail(.invalidValue, "must be \(range), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
+            return nil
+        }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
-    /// `500ms`, `1.5s`, `2m`, `1h`, `3` (seconds); `nil` if it is none of these.
-    static func parseDuration(_ text: String) -> Duration? {
+    /// `500ms`, `1.5s`, `2m`, `1h`, `3` (seconds) as a finite number of seconds; `nil` if it is
+    /// none of these.
+    static func parseSeconds(_ text: String) -> Double? {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()
         let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3_600)]
         for unit in units where text.hasSuffix(unit.suffix) {
             let number = text.dropLast(unit.suffix.count).trimmingCharacters(in: .whitespaces)
             guard let value = Double(number), value.isFinite, !number.hasPrefix("+") else { return nil }
-            return .nanoseconds(Int64((value * unit.seconds * 1e9).rounded()))
+            let seconds = value * unit.seconds
+            return seconds.isFinite ? seconds : nil
         }
         guard let seconds = Double(text), seconds.isFinite else { return nil }
-        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+        return seconds
+    }
+
+    /// `30 s`, `24 h`: a whole limit in its largest unit.
+    static func describe(_ limit: Duration) -> String {
+        let seconds = limit.components.seconds
+        if seconds >= 3_600, seconds % 3_600 == 0 { return "\(seconds / 3_600) h" }
+        if seconds >= 60, seconds % 60 == 0 { return "\(seconds / 60) min" }
+        return "\(seconds) s"
+    }
+
+    /// `text`, cut to its first 100 characters (with `…`) for a message.
+    static func quoted(_ text: String) -> String {
+        text.count > 100 ? text.prefix(100) + "…" : text
     }
 
     /// A one-or-many field (`needs: login` or `needs: [login, album]`) as its elements.

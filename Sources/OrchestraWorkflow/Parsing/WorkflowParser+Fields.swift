@@ -185,7 +185,7 @@ extension WorkflowParser {
             case "attempts":
                 settings.attempts = reader.integer(value, minimum: 1, step: step, field: "retry.attempts", what: "a number of attempts") ?? settings.attempts
             default:
-                settings.backoff = reader.duration(value, step: step, field: "retry.backoff", allowZero: true) ?? settings.backoff
+                settings.backoff = reader.duration(value, step: step, field: "retry.backoff", allowZero: true, maximum: RetrySettings.maximumBackoff) ?? settings.backoff
             }
         }
         return settings

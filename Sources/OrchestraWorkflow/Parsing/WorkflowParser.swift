@@ -231,7 +231,7 @@ struct WorkflowParser {
             case "expect":
                 step.expect = reader.list(value).compactMap { statusCode($0, step: id, field: key) }
             case "timeout":
-                step.timeout = reader.duration(value, step: id, field: key) ?? step.timeout
+                step.timeout = reader.duration(value, step: id, field: key, maximum: WorkflowStep.maximumTimeout) ?? step.timeout
             case "retry":
                 step.retry = retry(value, step: id) ?? step.retry
             case "auth":

@@ -128,7 +128,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             retry: HTTPRetry(
                 policy: RetryPolicy(
                     maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
-                    maxDelay: max(.seconds(30), step.retry.backoff), jitter: 0
+                    maxDelay: RetrySettings.maximumBackoff, jitter: 0
                 ),
                 statuses: retryableStatuses.subtracting(step.expect), methods: .all
             ),
