@@ -46,7 +46,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Ask the server for latencies this many times shorter than the images' nominal ones (60–1400 ms); 1 is real time.", valueName: "factor")
+        help: ArgumentHelp("Ask the server for latencies this many times shorter than the images' nominal ones (60–1400 ms); 1 is real time, 0.01 to 1000.", valueName: "factor")
     )
     var speed: Double = 1
 
@@ -169,10 +169,16 @@ enum DemoArguments {
             }
         }
         if urls.count == 1 { problems.append("--url: give at least 2 URLs (repeat the option), got 1") }
-        if !(speed > 0 && speed.isFinite) { problems.append("--speed: must be a number greater than 0, got '\(Format.factor(speed))'") }
+        if !DemoArguments.speeds.contains(speed) {
+            problems.append("--speed: must be a number from 0.01 to 1000, got '\(Format.factor(speed))'")
+        }
         if !(0...65_535).contains(port) { problems.append("--port: must be 0…65535, got \(port)") }
         return problems
     }
+
+    /// The factors `--speed` accepts: latencies from 100 times longer to 1,000 times shorter
+    /// (a scenario's latencies are 60–1400 ms; a factor far outside overflows them).
+    static let speeds: ClosedRange<Double> = 0.01...1_000
 
     static func names(_ list: String) -> [String] {
         list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

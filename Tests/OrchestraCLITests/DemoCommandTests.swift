@@ -88,7 +88,9 @@ struct DemoCommandTests {
         (["demo", "--scenario", "nope"], "--scenario: unknown scenario 'nope'"),
         (["demo", "--url", "ftp://example.com/a", "--url", "http://example.com/b"], "--url: 'ftp://example.com/a' is not an http(s) URL"),
         (["demo", "--url", "http://example.com/a"], "--url: give at least 2 URLs"),
-        (["demo", "--speed", "0"], "--speed: must be a number greater than 0, got '0'"),
+        (["demo", "--speed", "0"], "--speed: must be a number from 0.01 to 1000, got '0'"),
+        (["demo", "--speed", "1e-300"], "--speed: must be a number from 0.01 to 1000, got '1e-300'"),
+        (["demo", "--speed", "1e300"], "--speed: must be a number from 0.01 to 1000, got '1e+300'"),
         (["demo", "--trace", OrchestraExecutable.packageRoot.appendingPathComponent("README.md").path], "README.md' is a file, not a folder"),
         (["demo", "--port", "70000", "--serve"], "--port: must be 0…65535, got 70000"),
     ])
