@@ -124,6 +124,32 @@ struct WorkflowCommandTests {
         }
     }
 
+    @Test("control characters and bidi overrides from the file or the server are printed as visible escapes, never sent to the terminal")
+    func terminalSafety() async throws {
+        try await withDemoServer { server in
+            let file = try Self.workflowFile(#"""
+                name: "title\e[2J"
+                vars: { base: "http://127.0.0.1" }
+                steps:
+                  - id: echo
+                    method: POST
+                    url: "{{vars.base}}/echo"
+                    body: "\e[31mred\u202Eevil\u0007"
+                    expect: 201
+                """#)
+            let output = try await OrchestraExecutable.run(["run", file, "--var", "base=\(server.baseURL.absoluteString)", "--no-color"])
+            #expect(output.status == 1, "\(output)")
+            #expect(!output.stdout.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" || $0 == "\u{07}" }, "\(output)")
+            #expect(output.stdout.contains(#"title\u{1B}[2J"#), "\(output)")
+            #expect(output.stdout.contains(#"\u{1B}[31mred\u{202E}evil\u{7}"#), "the server's body, quoted in the error: \(output)")
+
+            let bad = try Self.workflowFile("limit: \"\\e[2J\"\nsteps: [{ id: a, url: \"http://x.test\" }]\n")
+            let refused = try await OrchestraExecutable.run(["validate", bad])
+            #expect(refused.status == 2, "\(refused)")
+            #expect(!refused.stderr.unicodeScalars.contains("\u{1B}") && refused.stderr.contains(#"\u{1B}[2J"#), "\(refused)")
+        }
+    }
+
     @Test("--transport refuses a client it does not know and lists the choices")
     func unknownTransport() async throws {
         let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--transport", "curl"])

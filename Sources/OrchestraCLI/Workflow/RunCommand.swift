@@ -49,7 +49,7 @@ struct RunCommand: AsyncParsableCommand {
         let console = Console.standardOutput(noColor: noColor)
         let printer = RunPrinter(console: console, width: workflow.steps.map(\.id.count).max() ?? 0)
         let text = output == .text
-        if text, let name = workflow.name { console.line(console.paint(name, .bold)) }
+        if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
         let progress = RunProgress(printer: printer)
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in progress.interrupt() }
         // The transport opens as many connections to a host as the workflow may use at once.

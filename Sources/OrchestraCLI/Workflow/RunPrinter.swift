@@ -16,7 +16,7 @@ struct RunPrinter: Sendable {
     /// ends with a newline.
     func lines(for step: StepReport) -> String {
         let id = Format.left(step.id, width)
-        let request = "\(step.method) \(step.url)"
+        let request = TerminalText.safe("\(step.method) \(step.url)")
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
         var attempts = step.attempts > 1 && step.items == nil ? " · \(step.attempts) attempts" : ""
         if let counts = step.itemCounts {
@@ -32,17 +32,17 @@ struct RunPrinter: Sendable {
             let status = step.status.map { " → \($0)" } ?? ""
             lines = [
                 "\(console.paint("✗", .red)) \(id)  \(request)\(status)\(duration)\(attempts)",
-                "  \(String(repeating: " ", count: width))  \(console.paint(step.error ?? "failed", .red))",
+                "  \(String(repeating: " ", count: width))  \(console.paint(TerminalText.safe(step.error ?? "failed"), .red))",
             ]
             lines += failedItems(of: step)
         case .skipped:
-            lines = ["\(console.paint("–", .yellow)) \(id)  \(console.paint(step.error ?? "skipped", .dim))"]
+            lines = ["\(console.paint("–", .yellow)) \(id)  \(console.paint(TerminalText.safe(step.error ?? "skipped"), .dim))"]
         case .cancelled:
-            lines = ["\(console.paint("○", .yellow)) \(id)  \(console.paint(step.error ?? "cancelled", .dim))"]
+            lines = ["\(console.paint("○", .yellow)) \(id)  \(console.paint(TerminalText.safe(step.error ?? "cancelled"), .dim))"]
         }
         // The redirects followed, under the step's line: `↪ 302 → http://…/home`.
         let indent = String(repeating: " ", count: width + 4)
-        lines.insert(contentsOf: step.redirects.map { indent + console.paint("↪ \($0.status) → \($0.location)", .dim) }, at: 1)
+        lines.insert(contentsOf: step.redirects.map { indent + console.paint("↪ \($0.status) → \(TerminalText.safe($0.location))", .dim) }, at: 1)
         return lines.map { $0 + "\n" }.joined()
     }
 
@@ -53,7 +53,7 @@ struct RunPrinter: Sendable {
         let indent = String(repeating: " ", count: width + 4)
         var lines = failed.prefix(Self.failedItemsShown).map { item in
             let status = item.status.map { " → \($0)" } ?? ""
-            return "\(indent)\(console.paint("✗", .red)) \(item.id)  \(item.method) \(item.url)\(status): \(console.paint(item.error ?? "failed", .red))"
+            return "\(indent)\(console.paint("✗", .red)) \(item.id)  \(TerminalText.safe("\(item.method) \(item.url)"))\(status): \(console.paint(TerminalText.safe(item.error ?? "failed"), .red))"
         }
         if failedCount > Self.failedItemsShown {
             lines.append("\(indent)\(console.paint("… and \(failedCount - Self.failedItemsShown) more failed", .dim))")

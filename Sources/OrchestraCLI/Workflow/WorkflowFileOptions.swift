@@ -34,7 +34,8 @@ struct WorkflowFileOptions: ParsableArguments {
             return try Workflow.load(contentsOf: URL(fileURLWithPath: file), name: file, variables: overrides)
         } catch {
             let count = error.errors.count
-            Console.standardError.line(error.description)
+            // Each message may quote the file: one line per error, each made safe to print.
+            Console.standardError.line(error.errors.map { TerminalText.safe($0.description) }.joined(separator: "\n"))
             Console.standardError.line("\(file): \(Format.count(count, "error")); nothing was sent")
             throw ExitCode(2)
         }
