@@ -179,6 +179,31 @@ struct WorkflowRunnerTests {
         #expect(report.logins == 1 && report.refreshes == 1)
     }
 
+    /// `failure: { status: [200] }` makes every answer a refusal: the coordinator refreshes,
+    /// re-sends, gives up and returns the last 200, which must fail the step, not pass it.
+    @Test func aResponseThatStillRefusesTheTokenFailsTheStep() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            switch request.path {
+            case "/login": respond(200, #"{"access_token":"t"}"#)
+            default: respond(200, #"{"ok":1}"#)
+            }
+        }
+        let workflow = try parse("""
+            auth:
+              login: { url: "http://x.test/login", token: $.access_token }
+              failure: { status: [200] }
+            steps:
+              - { id: data, url: "http://x.test/data" }
+              - { id: open, url: "http://x.test/open", auth: false }
+            """)
+        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let data = try #require(report["data"])
+        #expect(data.state == .failed)
+        #expect(data.error?.contains("still refused the token") == true && data.error?.contains("status 200") == true, "\(data.error ?? "")")
+        #expect(report["open"]?.state == .succeeded, "a step without auth is not judged by the auth block")
+        #expect(report.logins + report.refreshes >= 2, "it was refreshed before it failed")
+    }
+
     @Test func capturesAreCheckedAndHeadersRefuseLineBreaks() async throws {
         let transport = ScriptedHTTPTransport { request, _ in
             switch request.path {

@@ -98,6 +98,11 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         let result = try await send(rendered, for: step, id: id)
         let status = result.status.code
         var reader = ResponseReader(result)
+        // The coordinator re-sent the request with fresh tokens and gave up: the last response
+        // still refuses the token, whatever its status (`failure: { status: [200] }`).
+        if step.usesAuth, let auth = workflow.auth, auth.isFailure(status: status, body: String(decoding: result.body, as: UTF8.self)) {
+            throw StepFailure("the server still refused the token after it was refreshed (status \(status) matches the auth block's failure rule): \(reader.snippet)")
+        }
         guard step.accepts(status: status) else {
             throw StepFailure("expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
         }
