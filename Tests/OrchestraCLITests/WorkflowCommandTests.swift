@@ -390,6 +390,18 @@ struct WorkflowCommandTests {
         }
     }
 
+    @Test("a --var that no template uses is warned about, with the closest variable the file uses")
+    func unusedVariableIsWarnedAbout() async throws {
+        let file = try Self.workflowFile("""
+            vars: { base: "http://x.test" }
+            steps: [{ id: a, url: "{{vars.base}}/a" }]
+            """)
+        let output = try await OrchestraExecutable.run(["validate", file, "--var", "bsae=http://y.test", "--var", "base=http://z.test"])
+        #expect(output.status == 0, "a warning, not an error: \(output)")
+        #expect(output.stderr.contains("warning: --var bsae: no template uses {{vars.bsae}} (did you mean 'base'?)"), "\(output)")
+        #expect(!output.stderr.contains("--var base"), "a used variable is not warned about: \(output)")
+    }
+
     @Test("validate prints a summary of a valid file")
     func validate() async throws {
         let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])

@@ -145,6 +145,11 @@ struct WorkflowParserTests {
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a.b\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "without a closing"),
         Case(yaml: "steps:\n  - id: a\n    url: \"x.test/a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "http:// or https://"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http:///a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "has no host"),
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test:99999/a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "has port 99999; a port is 1 to 65535"),
+        Case(yaml: "vars: { port: \"0\" }\nsteps:\n  - id: a\n    url: \"http://x.test:{{vars.port}}/a\"\n", code: .invalidURL, line: 4, step: "a", field: "url", message: "has port 0"),
+        // A header value with a line break, literal or from a variable, is refused before anything is sent.
+        Case(yaml: "steps:\n  - { id: a, url: \"http://x.test\", headers: { X-A: \"a\\nb\" } }\n", code: .invalidValue, line: 2, step: "a", field: "headers.X-A", message: "line break"),
+        Case(yaml: "vars: { v: \"a\\r\\nX-Evil: 1\" }\nsteps:\n  - { id: a, url: \"http://x.test\", headers: { X-A: \"{{vars.v}}\" } }\n", code: .invalidValue, line: 3, step: "a", field: "headers.X-A", message: "line break"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    expect: 600\n", code: .invalidValue, line: 4, step: "a", field: "expect", message: "100–599"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 0s\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "more than 0"),
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: soon\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "500ms, 5s"),

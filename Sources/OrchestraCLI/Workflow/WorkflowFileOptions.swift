@@ -31,7 +31,13 @@ struct WorkflowFileOptions: ParsableArguments {
             throw ExitCode(2)
         }
         do {
-            return try Workflow.load(contentsOf: URL(fileURLWithPath: file), name: file, variables: overrides)
+            let workflow = try Workflow.load(contentsOf: URL(fileURLWithPath: file), name: file, variables: overrides)
+            // A --var no template uses changes nothing: most likely a misspelt name.
+            for name in overrides.keys.sorted() where !workflow.usedVariables.contains(name) {
+                let closest = workflow.usedVariable(closestTo: name).map { " (did you mean '\($0)'?)" } ?? ""
+                Console.standardError.line("\(file): warning: --var \(TerminalText.safe(name)): no template uses {{vars.\(TerminalText.safe(name))}}\(closest)")
+            }
+            return workflow
         } catch {
             let count = error.errors.count
             // Each message may quote the file: one line per error, each made safe to print.

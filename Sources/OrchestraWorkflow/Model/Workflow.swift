@@ -39,6 +39,9 @@ public struct Workflow: Sendable {
     }
     /// The position of each step by id (the first, if two share one), kept with ``steps``.
     private var stepIndex: [String: Int]
+    /// The variables the file's templates use (`{{vars.NAME}}`): a `--var` of any other name
+    /// changes nothing.
+    public internal(set) var usedVariables: Set<String> = []
 
     /// The default of ``limit``.
     public static let defaultLimit = 8
@@ -58,6 +61,12 @@ public struct Workflow: Sendable {
         self.auth = auth
         self.steps = steps
         self.stepIndex = Self.index(of: steps)
+    }
+
+    /// The used variable (``usedVariables``) spelt most like `name`, if one is close: for a
+    /// "did you mean" hint.
+    public func usedVariable(closestTo name: String) -> String? {
+        NodeReader.closest(to: name, in: usedVariables.sorted())
     }
 
     /// The step with `id` (the first, if two share it).

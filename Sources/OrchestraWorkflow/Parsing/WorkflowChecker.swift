@@ -199,7 +199,25 @@ struct WorkflowChecker {
             guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
             if let problem = URLCheck.problem(with: rendered) {
                 let shown = rendered == request.url.source ? "'\(rendered)'" : "'\(request.url.source)' (= '\(rendered)')"
-                reader.fail(.invalidURL, "\(shown) \(problem)", at: request.urlLocation, step: step, field: field)
+                reader.fail(.invalidURL, "\(NodeReader.quoted(shown)) \(problem)", at: request.urlLocation, step: step, field: field)
+            }
+        }
+        checkHeaderValues()
+    }
+
+    /// A header value with a line break, written in the file or brought by a variable, is
+    /// refused now rather than when the step runs (a capture's value is checked then).
+    private mutating func checkHeaderValues() {
+        var values = TemplateValues(variables: workflow.variables)
+        values.placeholders = true
+        for step in workflow.steps {
+            for header in step.request.headers {
+                guard let rendered = try? header.value.render(for: .text, with: values),
+                      rendered.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
+                reader.fail(
+                    .invalidValue, "header '\(header.name)' has a line break in its value, which would end the header; remove it",
+                    at: step.location, step: step.id, field: "headers.\(header.name)"
+                )
             }
         }
     }
@@ -229,6 +247,7 @@ enum URLCheck {
             return "has the scheme '\(scheme)'; only http and https are supported"
         }
         guard let host = components.host, !host.isEmpty else { return "has no host" }
+        if let port = components.port, !(1...65_535).contains(port) { return "has port \(port); a port is 1 to 65535" }
         return nil
     }
 }

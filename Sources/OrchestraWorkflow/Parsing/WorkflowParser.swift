@@ -119,6 +119,7 @@ struct WorkflowParser {
             return nil
         }
         workflow.steps = steps(stepsNode)
+        workflow.usedVariables = Set(sites.flatMap { $0.template.references.filter(\.isVariable).map(\.name) })
         var checker = WorkflowChecker(
             workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps, forEachSteps: forEachSteps, reader: reader
         )
