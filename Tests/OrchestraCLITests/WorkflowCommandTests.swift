@@ -402,6 +402,19 @@ struct WorkflowCommandTests {
         #expect(!output.stderr.contains("--var base"), "a used variable is not warned about: \(output)")
     }
 
+    @Test("- reads the workflow from standard input; an empty path or an empty file says so")
+    func standardInputAndEmptyFiles() async throws {
+        let file = try Self.workflowFile("steps: [{ id: a, url: \"http://x.test/a\" }]\n")
+        let piped = try await OrchestraExecutable.run(
+            ["-c", "cat \"$1\" | \"$0\" validate -", OrchestraExecutable.url.path, file], executable: URL(fileURLWithPath: "/bin/sh")
+        )
+        #expect(piped.status == 0 && piped.stdout.contains("ok — 1 step"), "\(piped)")
+        let unnamed = try await OrchestraExecutable.run(["validate", ""])
+        #expect(unnamed.status == 2 && unnamed.stderr.contains("no file given"), "\(unnamed)")
+        let empty = try await OrchestraExecutable.run(["validate", "/dev/null"])
+        #expect(empty.status == 2 && empty.stderr.contains("/dev/null: error: empty file"), "\(empty)")
+    }
+
     @Test("validate prints a summary of a valid file")
     func validate() async throws {
         let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])

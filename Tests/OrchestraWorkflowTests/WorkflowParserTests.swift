@@ -246,16 +246,36 @@ struct WorkflowParserTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let binary = folder.appendingPathComponent("binary.yaml")
         try Data([0xFF, 0xFE, 0x00, 0xC3]).write(to: binary)
+        let empty = folder.appendingPathComponent("empty.yaml")
+        try Data().write(to: empty)
         let reasons: [(URL, String)] = [
             (folder.appendingPathComponent("missing.yaml"), "no such file"),
             (folder, "is a directory, not a workflow file"),
-            (binary, "cannot read it as UTF-8 text"),
+            (binary, "is not UTF-8 text"),
+            (empty, "empty file"),
+            (URL(fileURLWithPath: "/dev/null"), "empty file"),
         ]
         for (url, reason) in reasons {
             let error = #expect(throws: WorkflowErrors.self) { try Workflow.load(contentsOf: url, name: "flow.yaml") }
             #expect(error?.errors.map(\.code) == [.unreadable])
             #expect(error?.description.contains("flow.yaml: error: \(reason)") == true, "\(String(describing: error))")
         }
+    }
+
+    /// A FIFO (what `<(cat flow.yaml)` gives) is read as a stream, not refused as not UTF-8.
+    @Test func aPipeIsReadToItsEnd() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("workflow-fifo-\(UUID().uuidString)").path
+        try #require(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        let text = "steps:\n  - { id: a, url: \"http://x.test/a\" }\n"
+        // The writer blocks in open until the reader opens the FIFO, as a shell's `cat` does.
+        Thread.detachNewThread {
+            guard let handle = FileHandle(forWritingAtPath: path) else { return }
+            handle.write(Data(text.utf8))
+            try? handle.close()
+        }
+        let workflow = try Workflow.load(contentsOf: URL(fileURLWithPath: path), name: "flow.yaml")
+        #expect(workflow.steps.map(\.id) == ["a"])
     }
 
     @Test func aCycleIsReportedWithItsPath() throws {

@@ -5,7 +5,7 @@ import OrchestraWorkflow
 /// The file and `--var` options shared by `run`, `validate` and `graph`, and loading the file
 /// with every problem printed to standard error (exit status 2: bad input, nothing sent).
 struct WorkflowFileOptions: ParsableArguments {
-    @Argument(help: ArgumentHelp("The workflow file, YAML or JSON.", valueName: "file"))
+    @Argument(help: ArgumentHelp("The workflow file, YAML or JSON; - reads standard input.", valueName: "file"))
     var file: String
 
     @Option(
@@ -30,8 +30,13 @@ struct WorkflowFileOptions: ParsableArguments {
             Console.standardError.line(problems.joined(separator: "\n"))
             throw ExitCode(2)
         }
-        do {
-            let workflow = try Workflow.load(contentsOf: URL(fileURLWithPath: file), name: file, variables: overrides)
+        do throws(WorkflowErrors) {
+            guard !file.isEmpty else {
+                throw WorkflowErrors([WorkflowError(.unreadable, "no file given: name a workflow file, or - for standard input")])
+            }
+            // `-` is standard input, read like any stream (a pipe, `<(…)`, a FIFO).
+            let path = file == "-" ? "/dev/stdin" : file
+            let workflow = try Workflow.load(contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides)
             // A --var no template uses changes nothing: most likely a misspelt name.
             for name in overrides.keys.sorted() where !workflow.usedVariables.contains(name) {
                 let closest = workflow.usedVariable(closestTo: name).map { " (did you mean '\($0)'?)" } ?? ""
@@ -42,7 +47,7 @@ struct WorkflowFileOptions: ParsableArguments {
             let count = error.errors.count
             // Each message may quote the file: one line per error, each made safe to print.
             Console.standardError.line(error.errors.map { TerminalText.safe($0.description) }.joined(separator: "\n"))
-            Console.standardError.line("\(file): \(Format.count(count, "error")); nothing was sent")
+            Console.standardError.line("\(file.isEmpty ? "orchestra" : file): \(Format.count(count, "error")); nothing was sent")
             throw ExitCode(2)
         }
     }

@@ -14,16 +14,33 @@ extension Workflow {
     ///   step and field.
     public static func load(contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
         let file = name ?? url.path
-        let text: String
-        do {
-            text = try String(contentsOf: url, encoding: .utf8)
-        } catch {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-            let reason = !exists ? "no such file" : isDirectory.boolValue ? "is a directory, not a workflow file" : "cannot read it as UTF-8 text"
-            throw WorkflowErrors([WorkflowError(.unreadable, reason, file: file)])
-        }
+        let text = try readText(at: url.path, file: file)
         return try parse(text, file: file, variables: variables)
+    }
+
+    /// The whole text at `path`, read as a stream: a regular file, a pipe (`<(…)`, a FIFO) or
+    /// `/dev/stdin` alike.
+    ///
+    /// - Throws: ``WorkflowErrors`` with code ``WorkflowError/Code/unreadable``: no such file,
+    ///   a directory, an empty file, bytes that are not UTF-8.
+    static func readText(at path: String, file: String) throws(WorkflowErrors) -> String {
+        func unreadable(_ reason: String) -> WorkflowErrors {
+            WorkflowErrors([WorkflowError(.unreadable, reason, file: file)])
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw unreadable("no such file") }
+        guard !isDirectory.boolValue else { throw unreadable("is a directory, not a workflow file") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw unreadable("cannot be opened for reading") }
+        defer { try? handle.close() }
+        let data: Data
+        do {
+            data = try handle.readToEnd() ?? Data()
+        } catch {
+            throw unreadable("cannot be read: \(error.localizedDescription)")
+        }
+        guard !data.isEmpty else { throw unreadable("empty file; a workflow needs at least 'steps'") }
+        guard let text = String(validating: data, as: UTF8.self) else { throw unreadable("is not UTF-8 text") }
+        return text
     }
 
     /// Parses and checks a workflow written in YAML or JSON.
