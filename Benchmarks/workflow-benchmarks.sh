@@ -6,6 +6,7 @@
 #   Benchmarks/workflow-benchmarks.sh            # both benchmarks
 #   Benchmarks/workflow-benchmarks.sh memory     # for_each peak RSS, 200,000 vs 20,000 elements
 #   Benchmarks/workflow-benchmarks.sh throughput # 10,000 elements, AsyncHTTPClient vs URLSession
+#   Benchmarks/workflow-benchmarks.sh validate   # validate 1k/10k/100k-step chains and independent sets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
@@ -22,6 +23,26 @@ trap 'kill $server 2> /dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf "$base/status/200" > /dev/null && break; sleep 0.1; done
 
 what=${1:-all}
+if [[ $what == all || $what == validate ]]; then
+    files=$(mktemp -d)
+    for n in 1000 10000 100000; do
+        python3 - "$n" "$files" <<'PY'
+import sys
+n, folder = int(sys.argv[1]), sys.argv[2]
+for kind in ("chain", "independent"):
+    with open(f"{folder}/{kind}-{n}.yaml", "w") as out:
+        out.write("steps:\n")
+        for i in range(n):
+            needs = f", needs: s{i-1}" if kind == "chain" and i else ""
+            out.write(f'  - {{ id: s{i}, url: "http://127.0.0.1:1/items/{i}?page={i % 7}"{needs} }}\n')
+PY
+        for kind in chain independent; do
+            echo "== validate, $n steps, $kind"
+            farm-bench -n 5 --timeout 600 -- "$bin" validate "$files/$kind-$n.yaml"
+        done
+    done
+    [[ $what == validate ]] && exit 0
+fi
 if [[ $what == all || $what == memory ]]; then
     for n in 2000 20000; do
         echo "== for_each over $n elements, limit 64"
