@@ -65,6 +65,7 @@ struct DemoCommand: AsyncParsableCommand {
         let console = Console.standardOutput(noColor: noColor)
         var errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
         if let trace, !serve, let problem = TraceExport.prepareDirectory(trace) { errors.append("--trace: \(problem)") }
+        if port != 0, !serve { errors.append("--port: only with --serve (the scenarios start their server on a free port)") }
         guard errors.isEmpty else {
             for error in errors { Console.standardError.line("orchestra demo: error: \(error)") }
             throw ExitCode(2)
@@ -158,6 +159,9 @@ enum DemoArguments {
     static func problems(scenario: String?, urls: [String], speed: Double, port: Int) -> [String] {
         var problems: [String] = []
         if let scenario {
+            if names(scenario).isEmpty {
+                problems.append("--scenario: give at least one scenario name or number: \(Scenario.all.map(\.name).joined(separator: ", "))")
+            }
             for name in names(scenario) where Scenario.named(name) == nil {
                 problems.append("--scenario: unknown scenario '\(name)'; choose from \(Scenario.all.map(\.name).joined(separator: ", ")) (or 1–\(Scenario.all.count))")
             }

@@ -89,6 +89,8 @@ struct DemoCommandTests {
         (["demo", "--url", "ftp://example.com/a", "--url", "http://example.com/b"], "--url: 'ftp://example.com/a' is not an http(s) URL"),
         (["demo", "--url", "http://example.com/a"], "--url: give at least 2 URLs"),
         (["demo", "--speed", "0"], "--speed: must be a number from 0.01 to 1000, got '0'"),
+        (["demo", "--scenario", ""], "--scenario: give at least one scenario name or number"),
+        (["demo", "--port", "8080"], "--port: only with --serve"),
         (["demo", "--speed", "1e-300"], "--speed: must be a number from 0.01 to 1000, got '1e-300'"),
         (["demo", "--speed", "1e300"], "--speed: must be a number from 0.01 to 1000, got '1e+300'"),
         (["demo", "--trace", OrchestraExecutable.packageRoot.appendingPathComponent("README.md").path], "README.md' is a file, not a folder"),
