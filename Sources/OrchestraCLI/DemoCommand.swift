@@ -148,7 +148,7 @@ extension DemoCommand {
     /// or 143.
     static func exitIfSignalled(_ signals: TerminationSignals, console: Console, what: String) throws {
         guard let signal = signals.received else { return }
-        if console.isTerminal { console.write("\r\u{1B}[K") }
+        if console.isTerminal { console.write(Console.clearLine) }
         Console.standardError.line("orchestra demo: \(signal.name): \(what)")
         throw ExitCode(signal.exitStatus)
     }

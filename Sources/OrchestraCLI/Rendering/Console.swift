@@ -39,6 +39,9 @@ struct Console: Sendable {
         write(text + "\n")
     }
 
+    /// Back to the start of the line and clear it (for a terminal only).
+    static var clearLine: String { "\r\u{1B}[K" }
+
     /// `text` in `style`, or `text` unchanged when colours are off.
     func paint(_ text: String, _ style: Style) -> String {
         guard usesColor, !text.isEmpty else { return text }

@@ -159,7 +159,7 @@ final class TerminationSignals: Sendable {
 
     /// A line on standard error; on a terminal, the line under the cursor is cleared first.
     private func acknowledge(_ line: String) {
-        let text = (isatty(2) == 1 ? "\r\u{1B}[K" : "") + line + "\n"
+        let text = (isatty(2) == 1 ? Console.clearLine : "") + line + "\n"
         text.utf8CString.withUnsafeBufferPointer { bytes in
             _ = write(2, bytes.baseAddress, bytes.count - 1)
         }

@@ -92,7 +92,7 @@ final class RunProgress: Sendable {
         state.drawnWidth = 0
         guard console.isTerminal, !state.clearedAfterInterruption else { return "" }
         state.clearedAfterInterruption = true
-        return "\r\u{1B}[K"
+        return Console.clearLine
     }
 
     /// What erases the status line, if one is on screen.

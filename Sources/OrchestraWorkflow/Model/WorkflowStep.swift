@@ -97,11 +97,11 @@ public struct WorkflowAuth: Sendable, Hashable {
     public var failureBodyContains: String?
     public var location: SourceLocation?
 
-    /// Whether a response with `status` and `body` means the token was refused.
-    public func isFailure(status: Int, body: String) -> Bool {
-        let statusMatches = failureStatuses.isEmpty || failureStatuses.contains(status)
-        let bodyMatches = failureBodyContains.map { body.contains($0) } ?? true
-        return statusMatches && bodyMatches
+    /// Whether a response with `status` and `body` means the token was refused. `body` is
+    /// read only when the status matches and the rule looks at the body.
+    public func isFailure(status: Int, body: @autoclosure () -> String) -> Bool {
+        guard failureStatuses.isEmpty || failureStatuses.contains(status) else { return false }
+        return failureBodyContains.map { body().contains($0) } ?? true
     }
 }
 

@@ -139,9 +139,8 @@ struct NodeReader {
             return nil
         }
         // Compared as seconds, before any conversion: a huge value is refused, not overflowed.
-        let maximumSeconds = Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18
-        guard seconds <= maximumSeconds else {
-            let range = "\(allowZero ? "0" : "more than 0") to \(Self.describe(maximum))"
+        guard seconds <= maximum / .seconds(1) else {
+            let range = "\(allowZero ? "0" : "more than 0") to \(StepErrors.format(maximum))"
             fail(.invalidValue, "must be \(range), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
             return nil
         }
@@ -161,14 +160,6 @@ struct NodeReader {
         }
         guard let seconds = Double(text), seconds.isFinite else { return nil }
         return seconds
-    }
-
-    /// `30 s`, `24 h`: a whole limit in its largest unit.
-    static func describe(_ limit: Duration) -> String {
-        let seconds = limit.components.seconds
-        if seconds >= 3_600, seconds % 3_600 == 0 { return "\(seconds / 3_600) h" }
-        if seconds >= 60, seconds % 60 == 0 { return "\(seconds / 60) min" }
-        return "\(seconds) s"
     }
 
     /// `text`, cut to its first 100 characters (with `…`) for a message.

@@ -43,14 +43,14 @@ enum YAMLScalarType {
             let after = rest.dropFirst()
             guard let marker = after.first else { return true }   // "0"
             switch marker {
-            case ascii("b"): return after.count > 1 && after.dropFirst().allSatisfy { $0 == zero || $0 == zero + 1 || $0 == underscore }
-            case ascii("x"): return after.count > 1 && after.dropFirst().allSatisfy { isHexDigit($0) || $0 == underscore }
-            case ascii("o"): return after.count > 1 && after.dropFirst().allSatisfy(isOctalDigitOrUnderscore)
+            case UInt8(ascii: "b"): return after.count > 1 && after.dropFirst().allSatisfy { $0 == zero || $0 == zero + 1 || $0 == underscore }
+            case UInt8(ascii: "x"): return after.count > 1 && after.dropFirst().allSatisfy { isHexDigit($0) || $0 == underscore }
+            case UInt8(ascii: "o"): return after.count > 1 && after.dropFirst().allSatisfy(isOctalDigitOrUnderscore)
             default: return after.allSatisfy(isOctalDigitOrUnderscore)
             }
         }
         guard (zero + 1...zero + 9).contains(first) else { return false }
-        guard let colon = rest.firstIndex(of: ascii(":")) else { return rest.allSatisfy(isDigitOrUnderscore) }
+        guard let colon = rest.firstIndex(of: UInt8(ascii: ":")) else { return rest.allSatisfy(isDigitOrUnderscore) }
         return rest[..<colon].allSatisfy(isDigitOrUnderscore) && isSexagesimalTail(rest[colon...])
     }
 
@@ -65,7 +65,7 @@ enum YAMLScalarType {
         // The integer part: [0-9][0-9_]*
         var index = rest.index(after: rest.startIndex)
         while index < rest.endIndex, isDigitOrUnderscore(rest[index]) { index += 1 }
-        if index < rest.endIndex, rest[index] == ascii(":") {
+        if index < rest.endIndex, rest[index] == UInt8(ascii: ":") {
             // Sexagesimal: (:[0-5]?[0-9])+ then \.[0-9_]*
             guard let dotIndex = rest[index...].firstIndex(of: dot) else { return false }
             return isSexagesimalTail(rest[index..<dotIndex]) && rest[(dotIndex + 1)...].allSatisfy(isDigitOrUnderscore)
@@ -77,14 +77,14 @@ enum YAMLScalarType {
         }
         // ([eE][-+]?[0-9]+)?
         guard index < rest.endIndex else { return true }
-        guard rest[index] == ascii("e") || rest[index] == ascii("E") else { return false }
+        guard rest[index] == UInt8(ascii: "e") || rest[index] == UInt8(ascii: "E") else { return false }
         let exponent = droppingSign(rest[(index + 1)...])
         return !exponent.isEmpty && exponent.allSatisfy(isDigit)
     }
 
     /// After the dot of `\.[0-9_]+([eE][-+][0-9]+)?`.
     private static func isDotFraction(_ text: Bytes) -> Bool {
-        let exponentStart = text.firstIndex { $0 == ascii("e") || $0 == ascii("E") } ?? text.endIndex
+        let exponentStart = text.firstIndex { $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") } ?? text.endIndex
         let fraction = text[..<exponentStart]
         guard !fraction.isEmpty, fraction.allSatisfy(isDigitOrUnderscore) else { return false }
         guard exponentStart < text.endIndex else { return true }
@@ -96,8 +96,8 @@ enum YAMLScalarType {
 
     /// `(:[0-5]?[0-9])+`, starting at a colon.
     private static func isSexagesimalTail(_ text: Bytes) -> Bool {
-        guard text.first == ascii(":") else { return false }
-        var groups = text.split(separator: ascii(":"), omittingEmptySubsequences: false).dropFirst()
+        guard text.first == UInt8(ascii: ":") else { return false }
+        var groups = text.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false).dropFirst()
         guard !groups.isEmpty else { return false }
         while let group = groups.popFirst() {
             switch group.count {
@@ -113,7 +113,6 @@ enum YAMLScalarType {
         text.first == plus || text.first == minus ? text.dropFirst() : text
     }
 
-    private static func ascii(_ character: Unicode.Scalar) -> UInt8 { UInt8(character.value) }
     private static let zero = UInt8(ascii: "0")
     private static let underscore = UInt8(ascii: "_")
     private static let dot = UInt8(ascii: ".")

@@ -56,6 +56,7 @@ enum StepErrors {
         let (seconds, attoseconds) = duration.components
         let milliseconds = Double(seconds) * 1_000 + Double(attoseconds) / 1e15
         if milliseconds < 1_000 { return "\(Int(milliseconds.rounded())) ms" }
+        if milliseconds >= 7_200_000, milliseconds.truncatingRemainder(dividingBy: 3_600_000) == 0 { return "\(Int(milliseconds / 3_600_000)) h" }
         if milliseconds >= 120_000, milliseconds.truncatingRemainder(dividingBy: 60_000) == 0 { return "\(Int(milliseconds / 60_000)) min" }
         let value = milliseconds / 1_000
         return value == value.rounded() ? "\(Int(value)) s" : "\(String(format: "%.1f", value)) s"
