@@ -86,12 +86,17 @@ struct WorkflowParser {
     }
 
     mutating func parse(_ text: String) -> Workflow? {
+        // Aliases are measured before anything walks the tree they would expand.
+        if text.utf8.contains(UInt8(ascii: "*")), reportScanProblems(YAMLEventScan(text)) { return nil }
         let root: Node?
         do {
             // No implicit typing by Yams (its resolver runs regular expressions on every tag
             // read): `YAMLScalarType` types plain scalars, once.
             root = try Yams.compose(yaml: text, .basic)
         } catch {
+            // Yams names the first mapping's duplicate keys only: the scan finds each one, at
+            // its line.
+            if case YamlError.duplicatedKeysInMapping = error, reportScanProblems(YAMLEventScan(text)) { return nil }
             reportSyntax(error, in: text)
             return nil
         }
@@ -176,6 +181,14 @@ struct WorkflowParser {
             }
             return HostLimit(host: host, limit: limit, location: NodeReader.location(keyNode))
         }
+    }
+
+    /// Records the scan's problems as syntax errors; `true` if there were any.
+    private mutating func reportScanProblems(_ scan: YAMLEventScan) -> Bool {
+        for problem in scan.problems {
+            reader.fail(.syntax, problem.message, at: SourceLocation(line: problem.line, column: problem.column))
+        }
+        return !scan.problems.isEmpty
     }
 
     private mutating func reportSyntax(_ error: any Error, in text: String) {
