@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+@_spi(Simulation) import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
 @testable import OrchestraWorkflow
@@ -71,5 +72,23 @@ struct URLEscapingTests {
             #expect(report["city"]?.url.hasSuffix("/echo/S%C3%A3o%20Paulo%2Fcaf%C3%A9?city=S%C3%A3o%20Paulo") == true, "\(report["city"]?.url ?? "")")
             #expect(server.arrivals(of: "/echo/S%C3%A3o%20Paulo%2Fcaf%C3%A9") == 1)
         }
+    }
+
+    /// The fast path of the URL check accepts only what the full check (escaping, then
+    /// `URLComponents`) accepts as it is; random URLs from the characters that matter.
+    @Test func theFastURLCheckAgreesWithTheFullOne() {
+        var generator = SplitMix64(seed: 14)
+        let pieces = ["a", "Z", "0", "9", ".", "-", ":", "/", "?", "#", "%", "%20", "@", "[", "]", " ", "ü", "_", "~", "!", "=", "&", "{", "}", "|", "^", "65535", "65536", "0", "x.test"]
+        let starts = ["http://", "https://", "HTTP://", "ftp://", "http:/", "http://x.test:", "https://x.test:8080", ""]
+        var plain = 0
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...8, using: &generator)
+            let text = starts.randomElement(using: &generator)! + (0..<length).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            guard URLCheck.isPlainlyValid(text) else { continue }
+            plain += 1
+            #expect(URLCheck.fullCheck(text) == nil, "'\(text)' passed the fast check only")
+            #expect(URLCheck.escaped(text) == text, "'\(text)' passed the fast check but is not sent as written")
+        }
+        #expect(plain > 500, "the sample reaches the fast path")
     }
 }

@@ -120,7 +120,7 @@ extension URLCheck {
     private static let userInfoCharacters = ASCIISet(unreserved + subDelimiters + ":")
     private static let pathCharacters = ASCIISet(unreserved + subDelimiters + ":@/")
     /// Also the fragment's.
-    private static let queryCharacters = ASCIISet(unreserved + subDelimiters + ":@/?")
+    static let queryCharacters = ASCIISet(unreserved + subDelimiters + ":@/?")
 
     /// ASCII characters a component allows as they are (never `%`, which starts an escape).
     struct ASCIISet {

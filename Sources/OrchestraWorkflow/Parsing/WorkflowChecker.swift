@@ -232,6 +232,12 @@ struct WorkflowChecker {
 enum URLCheck {
     /// Why `text` cannot be sent, or `nil` if it can (once ``escaped(_:)``).
     static func problem(with text: String) -> String? {
+        isPlainlyValid(text) ? nil : fullCheck(text)
+    }
+
+    /// ``problem(with:)`` without the fast path: the text escaped, then read by
+    /// `URLComponents`.
+    static func fullCheck(_ text: String) -> String? {
         guard !text.utf8.contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\t") }) else {
             return "contains a space or a line break"
         }
@@ -250,4 +256,33 @@ enum URLCheck {
         if let port = components.port, !(1...65_535).contains(port) { return "has port \(port); a port is 1 to 65535" }
         return nil
     }
+
+    /// Whether `text` is an http(s) URL that needs no escaping and no closer look: a
+    /// lowercase scheme, a host of ASCII letters, digits, `.` and `-`, a port from 1 to 65535,
+    /// and only characters a query allows after it (no `%`, no `#`). Most URLs are; the others
+    /// take the full check. One pass over the bytes.
+    static func isPlainlyValid(_ text: String) -> Bool {
+        var bytes = text.utf8[...]
+        if bytes.starts(with: "http://".utf8) {
+            bytes = bytes.dropFirst(7)
+        } else if bytes.starts(with: "https://".utf8) {
+            bytes = bytes.dropFirst(8)
+        } else {
+            return false
+        }
+        let hostEnd = bytes.firstIndex { !hostCharacters.contains($0) } ?? bytes.endIndex
+        guard hostEnd != bytes.startIndex else { return false }
+        bytes = bytes[hostEnd...]
+        if bytes.first == UInt8(ascii: ":") {
+            bytes = bytes.dropFirst()
+            let portEnd = bytes.firstIndex { !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? bytes.endIndex
+            let digits = bytes[..<portEnd]
+            guard (1...5).contains(digits.count), let port = Int(String(decoding: digits, as: UTF8.self)), (1...65_535).contains(port) else { return false }
+            bytes = bytes[portEnd...]
+        }
+        guard bytes.isEmpty || bytes.first == UInt8(ascii: "/") || bytes.first == UInt8(ascii: "?") else { return false }
+        return bytes.allSatisfy(queryCharacters.contains)
+    }
+
+    private static let hostCharacters = ASCIISet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-")
 }
