@@ -76,6 +76,11 @@ public struct Workflow: Sendable {
         stepIndex[id].map { steps[$0] }
     }
 
+    /// The position of the step with `id` in ``steps`` (the first, if two share it).
+    func position(of id: String) -> Int? {
+        stepIndex[id]
+    }
+
     private static func index(of steps: [WorkflowStep]) -> [String: Int] {
         var index: [String: Int] = [:]
         index.reserveCapacity(steps.count)

@@ -45,7 +45,7 @@ struct WorkflowChecker {
     private mutating func checkIDs() {
         var seen: [String: SourceLocation?] = [:]
         for step in workflow.steps {
-            if !step.id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
+            if !Self.isPlainID(step.id), !step.id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
                 reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(step.id)'", at: step.location, step: step.id, field: "id")
             } else if step.id == Template.variablesNamespace {
                 reader.fail(.invalidValue, "'\(step.id)' is reserved for variables ({{vars.NAME}}); choose another id", at: step.location, step: step.id, field: "id")
@@ -57,6 +57,17 @@ struct WorkflowChecker {
                 reader.fail(.duplicateStep, "duplicate step id '\(step.id)'\(where_)", at: step.location, step: step.id, field: "id")
             } else {
                 seen[step.id] = step.location
+            }
+        }
+    }
+
+    /// ASCII letters, digits, `_` and `-` only: most ids, checked without reading characters.
+    private static func isPlainID(_ id: String) -> Bool {
+        id.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"), UInt8(ascii: "-"): true
+            default: false
             }
         }
     }
@@ -129,41 +140,48 @@ struct WorkflowChecker {
     /// Iterative, with an explicit stack: a chain or a cycle of 100,000 steps is checked in
     /// linear time and constant native stack.
     private mutating func checkCycles() {
-        var state: [String: VisitState] = [:]
-        var path: [String] = []
-        var positionInPath: [String: Int] = [:]
-        var reported = Set<Set<String>>()
-        var stack: [(id: String, dependencies: [String], next: Int)] = []
+        let steps = workflow.steps
+        // Steps by position, each with the positions of the steps it depends on (computed
+        // once: a step's implicit dependencies come from its templates).
+        let dependencies: [[Int]] = steps.indices.map { position in
+            steps[position].dependencies.compactMap { id in
+                workflow.position(of: id).flatMap { $0 == position ? nil : $0 }
+            }
+        }
+        var state = [VisitState](repeating: .new, count: steps.count)
+        var path: [Int] = []
+        var positionInPath = [Int](repeating: -1, count: steps.count)
+        var reported = Set<Set<Int>>()
+        var stack: [(step: Int, next: Int)] = []
 
-        func enter(_ id: String) {
-            state[id] = .onPath
-            positionInPath[id] = path.count
-            path.append(id)
-            let dependencies = workflow.step(id)?.dependencies ?? []
-            stack.append((id, dependencies.filter { $0 != id && workflow.step($0) != nil }, 0))
+        func enter(_ step: Int) {
+            state[step] = .onPath
+            positionInPath[step] = path.count
+            path.append(step)
+            stack.append((step, 0))
         }
 
-        for root in ids where state[root] == nil {
+        for root in steps.indices where state[root] == .new {
             enter(root)
             while let top = stack.indices.last {
-                guard stack[top].next < stack[top].dependencies.count else {
-                    let id = stack.removeLast().id
+                let step = stack[top].step
+                guard stack[top].next < dependencies[step].count else {
+                    stack.removeLast()
                     path.removeLast()
-                    positionInPath[id] = nil
-                    state[id] = .done
+                    state[step] = .done
                     continue
                 }
-                let next = stack[top].dependencies[stack[top].next]
+                let next = dependencies[step][stack[top].next]
                 stack[top].next += 1
                 switch state[next] {
-                case nil:
+                case .new:
                     enter(next)
                 case .onPath:
-                    let cycle = Array(path[positionInPath[next]!...]) + [next]
+                    let cycle = Array(path[positionInPath[next]...]) + [next]
                     guard reported.insert(Set(cycle)).inserted else { continue }
                     reader.fail(
-                        .cycle, "the steps depend on each other in a cycle: \(Self.describe(cycle: cycle.reversed()))",
-                        at: workflow.step(next)?.location, step: next, field: "needs"
+                        .cycle, "the steps depend on each other in a cycle: \(Self.describe(cycle: cycle.reversed().map { steps[$0].id }))",
+                        at: steps[next].location, step: steps[next].id, field: "needs"
                     )
                 case .done:
                     continue
@@ -173,7 +191,7 @@ struct WorkflowChecker {
     }
 
     private enum VisitState {
-        case onPath, done
+        case new, onPath, done
     }
 
     /// `a → b → c → a`; a long cycle shows its first and last steps and how many are between.

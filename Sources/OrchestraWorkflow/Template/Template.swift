@@ -80,9 +80,9 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         self.source = source
         var segments: [Segment] = []
         var rest = Substring(source)
-        while let open = rest.range(of: "{{") {
+        while let open = Self.range(of: UInt8(ascii: "{"), in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.literal(String(rest[..<open.lowerBound]))) }
-            guard let close = rest[open.upperBound...].range(of: "}}") else {
+            guard let close = Self.range(of: UInt8(ascii: "}"), in: rest[open.upperBound...]) else {
                 throw TemplateSyntaxError(message: "'{{' without a closing '}}' in \"\(source)\"")
             }
             segments.append(.reference(try Self.reference(String(rest[open.upperBound..<close.lowerBound]), in: source)))
@@ -90,6 +90,19 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         }
         if !rest.isEmpty { segments.append(.literal(String(rest))) }
         self.segments = segments
+    }
+
+    /// The first `{{` (or `}}`) in `text`: `brace` twice, found in its UTF-8 bytes (ASCII
+    /// bytes are always character boundaries here, and no Foundation search is needed).
+    private static func range(of brace: UInt8, in text: Substring) -> Range<String.Index>? {
+        let bytes = text.utf8
+        var start = bytes.startIndex
+        while let found = bytes[start...].firstIndex(of: brace) {
+            let next = bytes.index(after: found)
+            if next < bytes.endIndex, bytes[next] == brace { return found..<bytes.index(after: next) }
+            start = next
+        }
+        return nil
     }
 
     /// The references, in order.
