@@ -165,6 +165,9 @@ struct WorkflowParserTests {
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    method: \"GE T\"\n", code: .invalidValue, line: 4, step: "a", field: "method", message: "not an HTTP method"),
         Case(yaml: "steps:\n  - id: a\n    url: {{vars.base}}\n", code: .invalidValue, line: 3, step: "a", field: "url", message: "quote it"),
         Case(yaml: "steps:\n  - id: a\n    url: {{vars.base}}/a\n", code: .syntax, line: 3, step: nil, field: nil, message: "templates must be quoted"),
+        // libyaml's reader errors name the character and its line (they were printed without one).
+        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/\u{1B}[31m\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "control characters are not allowed (U+001B)"),
+        Case(yaml: "name: ok\nsteps:\n  - id: \"\u{7}\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "(U+0007)"),
         Case(
             yaml: "auth:\n  login: { url: \"http://x.test/{{a.t}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: $.t }\n",
             code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "only {{vars.NAME}}"

@@ -191,6 +191,18 @@ struct WorkflowParser {
         return !scan.problems.isEmpty
     }
 
+    /// The line and column (in Unicode scalars, as libyaml counts) of the byte at `offset`.
+    static func location(ofByte offset: Int, in text: String) -> SourceLocation {
+        var line = 1
+        var lineStart = 0
+        for (index, byte) in text.utf8.prefix(offset).enumerated() where byte == UInt8(ascii: "\n") {
+            line += 1
+            lineStart = index + 1
+        }
+        let column = text.utf8.dropFirst(lineStart).prefix(offset - lineStart).filter { $0 & 0xC0 != 0x80 }.count + 1
+        return SourceLocation(line: line, column: column)
+    }
+
     private mutating func reportSyntax(_ error: any Error, in text: String) {
         var location: SourceLocation?
         var message = "\(error)"
@@ -200,6 +212,11 @@ struct WorkflowParser {
                 .composer(let context, let problem, let mark, _):
                 location = SourceLocation(line: mark.line, column: mark.column)
                 message = "not valid YAML or JSON: \(problem)" + (context.map { " (\($0.text) at line \($0.mark.line))" } ?? "")
+            case .reader(let problem, let offset, let value, _):
+                // libyaml gives the byte offset of the character it refused.
+                location = offset.map { Self.location(ofByte: $0, in: text) }
+                let character = value >= 0 ? String(format: " (U+%04X)", value) : ""
+                message = "not valid YAML or JSON: \(problem)\(character)"
             case .duplicatedKeysInMapping(let duplicates, let context):
                 location = SourceLocation(line: context.mark.line, column: context.mark.column)
                 message = "a key is given twice in one mapping: \(duplicates.joined(separator: ", "))"

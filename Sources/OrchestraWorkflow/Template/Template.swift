@@ -92,8 +92,8 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         self.segments = segments
     }
 
-    /// The first `{{` (or `}}`) in `text`: `brace` twice, found in its UTF-8 bytes (ASCII
-    /// bytes are always character boundaries here, and no Foundation search is needed).
+    /// The first `{{` (or `}}`) in `text`: `brace` twice, found in its UTF-8 bytes (an ASCII
+    /// byte always starts a Unicode scalar, so its index slices the text; no Foundation search).
     private static func range(of brace: UInt8, in text: Substring) -> Range<String.Index>? {
         let bytes = text.utf8
         var start = bytes.startIndex
