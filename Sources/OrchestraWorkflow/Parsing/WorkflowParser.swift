@@ -86,18 +86,33 @@ struct WorkflowParser {
     }
 
     mutating func parse(_ text: String) -> Workflow? {
-        // Aliases are measured before anything walks the tree they would expand.
-        if text.utf8.contains(UInt8(ascii: "*")), reportScanProblems(YAMLEventScan(text)) { return nil }
-        let root: Node?
-        do {
-            // No implicit typing by Yams (its resolver runs regular expressions on every tag
-            // read): `YAMLScalarType` types plain scalars, once.
-            root = try Yams.compose(yaml: text, .basic)
-        } catch {
-            // Yams names the first mapping's duplicate keys only: the scan finds each one, at
-            // its line.
-            if case YamlError.duplicatedKeysInMapping = error, reportScanProblems(YAMLEventScan(text)) { return nil }
-            reportSyntax(error, in: text)
+        // Plain scalars are typed once, by `YAMLScalarType` (Yams' default resolver runs
+        // regular expressions every time a tag is read).
+        var root: Node?
+        switch YAMLComposer.compose(text) {
+        case .document(let document) where YAMLComposer.marksCanBeMade:
+            root = document
+        case .document:
+            // Nodes without marks would have no lines: Yams composes them (without the checks
+            // above, which passed).
+            do {
+                root = try Yams.compose(yaml: text, .basic)
+            } catch {
+                reportSyntax(error, in: text)
+                return nil
+            }
+        case .problems(let problems):
+            for problem in problems {
+                reader.fail(.syntax, problem.message, at: SourceLocation(line: problem.line, column: problem.column))
+            }
+            return nil
+        case .syntaxError:
+            do {
+                _ = try Yams.compose(yaml: text, .basic)
+                reader.fail(.syntax, "not valid YAML or JSON", at: SourceLocation?.none)
+            } catch {
+                reportSyntax(error, in: text)
+            }
             return nil
         }
         guard let root else {
@@ -181,14 +196,6 @@ struct WorkflowParser {
             }
             return HostLimit(host: host, limit: limit, location: NodeReader.location(keyNode))
         }
-    }
-
-    /// Records the scan's problems as syntax errors; `true` if there were any.
-    private mutating func reportScanProblems(_ scan: YAMLEventScan) -> Bool {
-        for problem in scan.problems {
-            reader.fail(.syntax, problem.message, at: SourceLocation(line: problem.line, column: problem.column))
-        }
-        return !scan.problems.isEmpty
     }
 
     /// The line and column (in Unicode scalars, as libyaml counts) of the byte at `offset`.

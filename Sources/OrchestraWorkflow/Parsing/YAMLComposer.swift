@@ -1,0 +1,221 @@
+// libyaml's event parser, the one Yams is built on (Yams' own event API is private).
+import CYaml
+import Yams
+
+/// Composes a workflow file's YAML into Yams nodes in one pass over libyaml's events, and finds
+/// what Yams' composer cannot report well:
+///
+/// - **Aliases that expand too far.** `*name` repeats the whole node anchored as `&name`, so ten
+///   levels of ten aliases each stand for 10¹⁰ values in a file under 1 KB. The nodes are
+///   shared, but every reader of the tree walks them all. The composer knows each anchored
+///   node's expanded size when the node ends, and stops at the first alias that takes the
+///   values repeated by aliases past ``aliasBudget``, naming its line.
+/// - **Every key given twice.** Yams throws at the first mapping that has one and names only
+///   the first key's line; the composer reports each later occurrence at its own line, with
+///   the line of the first.
+///
+/// Why not `Yams.compose`: besides the two above, it hashes every mapping's keys as nodes to
+/// find duplicates and allocates an object per event; on a 100,000-step file that was over a
+/// third of `orchestra validate`'s time.
+///
+/// A text libyaml refuses is ``Outcome/syntaxError``: the caller asks Yams for its error (the
+/// same libyaml, so the same message and line). Iterative: nesting is bounded by libyaml, not
+/// by the native stack.
+enum YAMLComposer {
+    /// At most this many values may be repeated by aliases, over the whole file.
+    static let aliasBudget = 1_000_000
+
+    struct Problem: Equatable {
+        var message: String
+        var line: Int
+        var column: Int
+    }
+
+    enum Outcome {
+        /// The document's root; `nil` for a text with no document (empty, or only comments).
+        case document(Node?)
+        /// Duplicate keys (all of them) or an alias bomb (the first alias past the budget).
+        case problems([Problem])
+        /// libyaml refused the text, or it has an undefined alias or a second document: Yams
+        /// says why.
+        case syntaxError
+    }
+
+    static func compose(_ text: String) -> Outcome {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else { return .syntaxError }
+        defer { yaml_parser_delete(&parser) }
+        yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
+        var bytes = Array(text.utf8)
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            var composer = Composer()
+            return composer.run(&parser)
+        }
+    }
+
+    /// Yams' `Mark` has no public initializer; it is two `Int`s, line then column. The layout
+    /// is checked once; were it ever different, nodes would be composed by Yams instead.
+    static let marksCanBeMade: Bool = {
+        guard MemoryLayout<Mark>.size == MemoryLayout<(Int, Int)>.size else { return false }
+        let mark = unsafeBitCast((3, 7), to: Mark.self)
+        return mark.line == 3 && mark.column == 7
+    }()
+
+    private struct Composer {
+        /// A list or mapping being read.
+        struct Open {
+            var isMapping: Bool
+            var anchor: String?
+            var tag: Tag
+            var sequenceStyle: Node.Sequence.Style
+            var mappingStyle: Node.Mapping.Style
+            var mark: Mark?
+            /// Values in its expansion so far, itself included.
+            var size = 1
+            var nodes: [Node] = []
+            /// A mapping's scalar keys so far with their lines (filled only past a few keys).
+            var keyLines: [String: Int] = [:]
+        }
+
+        var problems: [Problem] = []
+        var anchors: [String: (node: Node, size: Int)] = [:]
+        var stack: [Open] = []
+        var repeated = 0
+        var root: Node?
+        /// A tag is a class that Yams resolves in place (`resolvedTag`): each node has its own.
+        var implicitTag: Tag { Tag(.implicit, .basic, .default) }
+        var stringTag: Tag { Tag(.str, .basic, .default) }
+
+        mutating func run(_ parser: inout yaml_parser_t) -> Outcome {
+            var documents = 0
+            while true {
+                var event = yaml_event_t()
+                guard yaml_parser_parse(&parser, &event) == 1 else { return .syntaxError }
+                defer { yaml_event_delete(&event) }
+                let line = Int(event.start_mark.line) + 1
+                let column = Int(event.start_mark.column) + 1
+                var ended: (node: Node, size: Int, anchor: String?)
+                switch event.type {
+                case YAML_STREAM_END_EVENT:
+                    return problems.isEmpty ? .document(root) : .problems(problems)
+                case YAML_DOCUMENT_START_EVENT:
+                    documents += 1
+                    guard documents == 1 else { return .syntaxError }
+                    continue
+                case YAML_SCALAR_EVENT:
+                    let scalar = event.data.scalar
+                    let value = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
+                    let tag = scalar.quoted_implicit == 1 ? stringTag : tag(scalar.tag)
+                    let style = Node.Scalar.Style(rawValue: numericCast(scalar.style.rawValue)) ?? .any
+                    let node = Node.scalar(Node.Scalar(value, tag, style, mark(line, column)))
+                    ended = (node, 1, Self.string(scalar.anchor))
+                case YAML_ALIAS_EVENT:
+                    guard let anchor = Self.string(event.data.alias.anchor), let target = anchors[anchor] else { return .syntaxError }
+                    repeated += target.size
+                    guard repeated <= YAMLComposer.aliasBudget else {
+                        problems.append(Problem(
+                            message: "aliases would repeat more than \(YAMLComposer.aliasBudget) values (this *\(NodeReader.quoted(anchor)) repeats \(target.size)); an alias bomb is refused: anchor smaller values or write them out",
+                            line: line, column: column
+                        ))
+                        return .problems(problems)
+                    }
+                    ended = (target.node, target.size, nil)
+                case YAML_SEQUENCE_START_EVENT:
+                    let start = event.data.sequence_start
+                    stack.append(Open(
+                        isMapping: false, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? implicitTag : tag(start.tag),
+                        sequenceStyle: Node.Sequence.Style(rawValue: numericCast(start.style.rawValue)) ?? .any, mappingStyle: .any,
+                        mark: mark(line, column)
+                    ))
+                    continue
+                case YAML_MAPPING_START_EVENT:
+                    let start = event.data.mapping_start
+                    stack.append(Open(
+                        isMapping: true, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? implicitTag : tag(start.tag),
+                        sequenceStyle: .any, mappingStyle: Node.Mapping.Style(rawValue: numericCast(start.style.rawValue)) ?? .any,
+                        mark: mark(line, column)
+                    ))
+                    continue
+                case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                    guard let open = stack.popLast() else { return .syntaxError }
+                    ended = (close(open), open.size, open.anchor)
+                default:
+                    continue
+                }
+                if let anchor = ended.anchor { anchors[anchor] = (ended.node, ended.size) }
+                guard let top = stack.indices.last else {
+                    root = ended.node
+                    continue
+                }
+                stack[top].size = min(stack[top].size + ended.size, Int.max / 2)
+                let position = stack[top].nodes.count
+                if stack[top].isMapping, position % 2 == 0, case .scalar(var key) = ended.node {
+                    checkKey(key.string, at: position, line: line, column: column, in: top)
+                    // A key is text, as Yams leaves it (hashing a key resolves its tag in place).
+                    if Tag.Name(rawValue: key.tag.rawValue) == .implicit {
+                        key.tag = stringTag
+                        stack[top].nodes.append(.scalar(key))
+                        continue
+                    }
+                }
+                stack[top].nodes.append(ended.node)
+            }
+        }
+
+        /// Reports `key` if the mapping at `top` has it already. A few keys are compared one by
+        /// one; past that they are indexed.
+        mutating func checkKey(_ key: String, at position: Int, line: Int, column: Int, in top: Int) {
+            var first: Int?
+            if position < 16 {
+                for earlier in stride(from: 0, to: position, by: 2) {
+                    if case .scalar(let other) = stack[top].nodes[earlier], other.string == key {
+                        first = other.mark?.line ?? line
+                        break
+                    }
+                }
+            } else {
+                if stack[top].keyLines.isEmpty {
+                    for earlier in stride(from: 0, to: position, by: 2) {
+                        if case .scalar(let other) = stack[top].nodes[earlier], stack[top].keyLines[other.string] == nil {
+                            stack[top].keyLines[other.string] = other.mark?.line ?? 0
+                        }
+                    }
+                }
+                first = stack[top].keyLines[key]
+                if first == nil { stack[top].keyLines[key] = line }
+            }
+            guard let first else { return }
+            problems.append(Problem(
+                message: "the key '\(NodeReader.quoted(key))' is given twice in one mapping (first at line \(first)); remove one",
+                line: line, column: column
+            ))
+        }
+
+        func close(_ open: Open) -> Node {
+            guard open.isMapping else {
+                return .sequence(Node.Sequence(open.nodes, open.tag, open.sequenceStyle, open.mark))
+            }
+            var pairs: [(Node, Node)] = []
+            pairs.reserveCapacity(open.nodes.count / 2)
+            var index = 0
+            while index + 1 < open.nodes.count {
+                pairs.append((open.nodes[index], open.nodes[index + 1]))
+                index += 2
+            }
+            return .mapping(Node.Mapping(pairs, open.tag, open.mappingStyle, open.mark))
+        }
+
+        func tag(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> Tag {
+            Self.string(pointer).map { Tag(Tag.Name(rawValue: $0), .basic, .default) } ?? implicitTag
+        }
+
+        func mark(_ line: Int, _ column: Int) -> Mark? {
+            YAMLComposer.marksCanBeMade ? unsafeBitCast((line, column), to: Mark.self) : nil
+        }
+
+        static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
+            pointer.map { String(cString: $0) }
+        }
+    }
+}
