@@ -7,6 +7,7 @@
 #   Benchmarks/workflow-benchmarks.sh memory     # for_each peak RSS, 200,000 vs 20,000 elements
 #   Benchmarks/workflow-benchmarks.sh throughput # 10,000 elements, AsyncHTTPClient vs URLSession
 #   Benchmarks/workflow-benchmarks.sh validate   # validate 1k/10k/100k-step chains and independent sets
+#   Benchmarks/workflow-benchmarks.sh steps      # run 20,000 independent steps vs one for_each of 20,000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
@@ -42,6 +43,24 @@ PY
         done
     done
     [[ $what == validate ]] && exit 0
+fi
+if [[ $what == all || $what == steps ]]; then
+    file=$(mktemp --suffix .yaml)
+    python3 - "$file" "$base" <<'PY'
+import sys
+path, base = sys.argv[1], sys.argv[2]
+with open(path, "w") as out:
+    out.write(f'vars: {{ base: "{base}" }}\nlimit: 64\nsteps:\n')
+    for i in range(20000):
+        out.write(f'  - {{ id: s{i}, url: "{{{{vars.base}}}}/status/200?i={i}" }}\n')
+PY
+    echo "== validate the 20,000-step file (the checker's share of the run)"
+    farm-bench -n 5 --timeout 600 -- "$bin" validate "$file"
+    echo "== run 20,000 independent steps (A) vs one for_each step of 20,000 elements (B), limit 64"
+    farm-bench -n 5 --timeout 900 \
+        --vs "$bin run $workflows/for-each-limit-64.yaml --var base=$base --var n=20000" \
+        -- "$bin" run "$file"
+    [[ $what == steps ]] && exit 0
 fi
 if [[ $what == all || $what == memory ]]; then
     for n in 2000 20000; do

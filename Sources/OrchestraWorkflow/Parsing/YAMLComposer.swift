@@ -84,8 +84,12 @@ enum YAMLComposer {
         var repeated = 0
         var root: Node?
         /// A tag is a class that Yams resolves in place (`resolvedTag`): each node has its own.
-        var implicitTag: Tag { Tag(.implicit, .basic, .default) }
-        var stringTag: Tag { Tag(.str, .basic, .default) }
+        /// Its resolver and constructor are shared (`Constructor.default` builds a new one,
+        /// tables and all, on every read).
+        let resolver = Resolver.basic
+        let constructor = Constructor.default
+        var implicitTag: Tag { Tag(.implicit, resolver, constructor) }
+        var stringTag: Tag { Tag(.str, resolver, constructor) }
 
         mutating func run(_ parser: inout yaml_parser_t) -> Outcome {
             var documents = 0
@@ -207,7 +211,7 @@ enum YAMLComposer {
         }
 
         func tag(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> Tag {
-            Self.string(pointer).map { Tag(Tag.Name(rawValue: $0), .basic, .default) } ?? implicitTag
+            Self.string(pointer).map { Tag(Tag.Name(rawValue: $0), resolver, constructor) } ?? implicitTag
         }
 
         func mark(_ line: Int, _ column: Int) -> Mark? {
