@@ -42,7 +42,8 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let workflow = try options.load()
-        if let trace, let problem = TraceExport.prepareDirectory(trace) {
+        if let trace, let problem = TraceExport.prepareDirectory(trace)
+            ?? TraceExport.problem(writing: [RunTrace.baseName(of: options.file)], into: trace) {
             Console.standardError.line("orchestra run: error: --trace: \(problem)")
             throw ExitCode(2)
         }
@@ -74,7 +75,13 @@ struct RunCommand: AsyncParsableCommand {
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
         }
         if let trace {
-            let files = try RunTrace.write(report, workflow: workflow, file: options.file, to: trace)
+            let files: [URL]
+            do {
+                files = try RunTrace.write(report, workflow: workflow, file: options.file, to: trace)
+            } catch {
+                Console.standardError.line("orchestra run: error: --trace: \(Format.error(error))")
+                throw ExitCode(1)
+            }
             let note = "trace: " + files.map(\.path).joined(separator: ", ")
             // With --output json, stdout holds only the document.
             (text ? console : Console.standardError).line(note)

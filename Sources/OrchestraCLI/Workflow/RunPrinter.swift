@@ -136,8 +136,13 @@ enum RunTrace {
             if let error = step.error { args.append(("error", error)) }
             return TraceSpan(lane: step.id, name: "\(step.method) \(step.url)", start: sent, end: ended, category: "step", args: args)
         }
-        let base = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        let base = baseName(of: file)
         let export = TraceExport(title: workflow.name ?? base, spans: spans)
         return try export.write(to: URL(fileURLWithPath: directory), baseName: base)
+    }
+
+    /// The trace files' name: the workflow file's, without its extension (`album`).
+    static func baseName(of file: String) -> String {
+        URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
     }
 }
