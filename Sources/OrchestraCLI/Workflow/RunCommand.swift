@@ -19,7 +19,8 @@ struct RunCommand: AsyncParsableCommand {
             without a report.
 
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
-            2 the file is invalid (nothing is sent), 130 / 143 interrupted by SIGINT / SIGTERM.
+            2 the file or the command line is invalid (nothing is sent), 130 / 143 interrupted by \
+            SIGINT / SIGTERM.
             """
     )
 
