@@ -58,6 +58,17 @@ struct HostileRunTests {
         }
     }
 
+    @Test("a valid id and URL of 100,000 characters each run, and the step's lines show their start and length")
+    func hugeIDAndURLInTheReport() async throws {
+        let id = String(repeating: "a", count: 100_000)
+        let file = try WorkflowCommandTests.workflowFile("steps:\n  - id: \(id)\n    url: \"http://127.0.0.1:1/\(String(repeating: "b", count: 100_000))\"\n")
+        let output = try await OrchestraExecutable.run(["run", file, "--no-color"])
+        #expect(output.status == 1, "\(MessageText.preview(output.description))")
+        #expect(output.stdout.contains("a… (100000 characters)  GET http://127.0.0.1:1/bbb"), "\(MessageText.preview(output.stdout))")
+        #expect(output.stdout.contains("connection refused by 127.0.0.1:1"), "\(MessageText.preview(output.stdout))")
+        #expect(output.stdout.count < 2_000, "\(MessageText.preview(output.stdout))")
+    }
+
     @Test("nothing listening: the demo says 'connection refused', never a raw Foundation error", arguments: ["asynchttpclient", "urlsession"])
     func refusedConnectionInTheDemo(transport: String) async throws {
         let output = try await OrchestraExecutable.run([

@@ -49,7 +49,7 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let console = Console.standardOutput(noColor: noColor)
-        let printer = RunPrinter(console: console, width: workflow.steps.map(\.id.count).max() ?? 0)
+        let printer = RunPrinter(console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
         let progress = RunProgress(printer: printer)
