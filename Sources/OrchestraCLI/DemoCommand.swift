@@ -44,8 +44,11 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Write each scenario's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
     var trace: String?
 
+    // `.unconditional`: `--speed -1` reads -1 as the value (and is refused naming the range),
+    // not as an option, which left --speed without a value.
     @Option(
         name: .long,
+        parsing: .unconditional,
         help: ArgumentHelp("Ask the server for latencies this many times shorter than the images' nominal ones (60–1400 ms); 1 is real time, 0.01 to 1000.", valueName: "factor")
     )
     var speed: Double = 1
@@ -53,7 +56,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Only start the demo HTTP server on 127.0.0.1, print its address, and serve until stopped (Ctrl-C).")
     var serve = false
 
-    @Option(name: .long, help: ArgumentHelp("With --serve: the port to listen on; 0 (the default) picks a free one.", valueName: "port"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --serve: the port to listen on; 0 (the default) picks a free one.", valueName: "port"))
     var port: Int = 0
 
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws.")
@@ -64,7 +67,11 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         let console = Console.standardOutput(noColor: noColor)
         var errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
-        if let trace, !serve, let problem = TraceExport.prepareDirectory(trace) { errors.append("--trace: \(problem)") }
+        if let trace, !serve, let problem = TraceExport.prepareDirectory(trace) ?? TraceExport.problem(
+            writing: DemoArguments.scenarios(scenario).map { ScenarioPlayer.traceBaseName(of: $0, number: DemoArguments.number(of: $0)) }, into: trace
+        ) {
+            errors.append("--trace: \(problem)")
+        }
         if port != 0, !serve { errors.append("--port: only with --serve (the scenarios start their server on a free port)") }
         guard errors.isEmpty else {
             for error in errors { Console.standardError.line("orchestra demo: error: \(error)") }
@@ -91,7 +98,7 @@ struct DemoCommand: AsyncParsableCommand {
                 // Stopping the server may report the cancellation as an error: the signal says why.
             } catch where !listening.withLock({ $0 }) {
                 // The server could not start: almost always a port that is taken.
-                let reason = "\(error)".contains("Address already in use") ? "the port is already in use" : "\(error)"
+                let reason = "\(error)".contains("Address already in use") ? "the port is already in use" : Format.error(error)
                 Console.standardError.line("orchestra demo: error: --port: cannot listen on 127.0.0.1:\(port): \(reason)")
                 throw ExitCode(2)
             }
@@ -118,8 +125,7 @@ struct DemoCommand: AsyncParsableCommand {
                         var results: [ScenarioPlayer.Result] = []
                         for scenario in scenarios {
                             try Task.checkCancellation()   // a signal stops the demo between scenarios too
-                            let number = Scenario.all.firstIndex { $0.name == scenario.name }! + 1
-                            results.append(try await player.play(scenario, number: number, of: Scenario.all.count))
+                            results.append(try await player.play(scenario, number: DemoArguments.number(of: scenario), of: Scenario.all.count))
                         }
                         return results
                     }
@@ -163,12 +169,12 @@ enum DemoArguments {
                 problems.append("--scenario: give at least one scenario name or number: \(Scenario.all.map(\.name).joined(separator: ", "))")
             }
             for name in names(scenario) where Scenario.named(name) == nil {
-                problems.append("--scenario: unknown scenario '\(name)'; choose from \(Scenario.all.map(\.name).joined(separator: ", ")) (or 1–\(Scenario.all.count))")
+                problems.append("--scenario: unknown scenario '\(TerminalText.quoted(name))'; choose from \(Scenario.all.map(\.name).joined(separator: ", ")) (or 1–\(Scenario.all.count))")
             }
         }
         for url in urls {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host?.isEmpty == false else {
-                problems.append("--url: '\(url)' is not an http(s) URL with a host")
+                problems.append("--url: '\(TerminalText.quoted(url))' is not an http(s) URL with a host")
                 continue
             }
         }
@@ -183,6 +189,11 @@ enum DemoArguments {
     /// The factors `--speed` accepts: latencies from 100 times longer to 1,000 times shorter
     /// (a scenario's latencies are 60–1400 ms; a factor far outside overflows them).
     static let speeds: ClosedRange<Double> = 0.01...1_000
+
+    /// A scenario's number in the demo, from 1.
+    static func number(of scenario: Scenario) -> Int {
+        (Scenario.all.firstIndex { $0.name == scenario.name } ?? 0) + 1
+    }
 
     static func names(_ list: String) -> [String] {
         list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

@@ -153,7 +153,7 @@ struct WorkflowCommandTests {
     @Test("--transport refuses a client it does not know and lists the choices")
     func unknownTransport() async throws {
         let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--transport", "curl"])
-        #expect(output.status != 0, "\(output)")
+        #expect(output.status == 2, "a usage error: \(output)")
         #expect(output.stderr.contains("curl") && output.stderr.contains("asynchttpclient") && output.stderr.contains("urlsession"), "\(output)")
         #expect(output.stdout.isEmpty, "nothing was run")
     }
@@ -439,6 +439,6 @@ struct WorkflowCommandTests {
         let fanOutMermaid = try await OrchestraExecutable.run(["graph", Self.example("album.yaml")])
         #expect(fanOutMermaid.stdout.contains("s1[\"image<br/>for each album.images<br/>GET"), "\(fanOutMermaid)")
         let bad = try await OrchestraExecutable.run(["graph", Self.example("album.yaml"), "--format", "svg"])
-        #expect(bad.status != 0)
+        #expect(bad.status == 2, "a usage error: \(bad)")
     }
 }

@@ -49,10 +49,15 @@ struct ScenarioPlayer: Sendable {
         console.write(render(facts, report: report))
         if let traceDirectory {
             let files = try TraceExport(title: "Orchestra demo \(number) · \(scenario.name) — \(scenario.title)", spans: report.traceSpans)
-                .write(to: traceDirectory, baseName: String(format: "%02d-%@", number, scenario.name))
+                .write(to: traceDirectory, baseName: Self.traceBaseName(of: scenario, number: number))
             console.line("  " + console.paint("trace: " + files.map(\.path).joined(separator: ", "), .dim))
         }
         return Result(name: scenario.name, facts: facts, wallTime: report.wallTime)
+    }
+
+    /// The name of a scenario's trace files: `01-out-of-order`.
+    static func traceBaseName(of scenario: Scenario, number: Int) -> String {
+        String(format: "%02d-%@", number, scenario.name)
     }
 
     /// The most requests in flight at once, counted by the server (or, for `--url`s, by the

@@ -1,5 +1,6 @@
 import Foundation
 import Orchestra
+import OrchestraHTTP
 
 extension Duration {
     /// The duration in milliseconds, as a `Double`.
@@ -81,19 +82,50 @@ enum Format {
         return "URLError.\(name)" + (place.map { " to \($0)" } ?? "")
     }
 
-    /// How an error reads in the demo's output: short, and naming the Orchestra error.
+    /// How an error reads in the command's output: short, naming the Orchestra error, and
+    /// never Foundation's `Error Domain=… Code=… UserInfo={…}` dump (a URL error says what
+    /// failed and where, a file error the file and the reason).
     static func error(_ error: any Error) -> String {
         switch error {
         case let error as CallbackError:
-            "CallbackError.\(error.code)"
+            return "CallbackError.\(error.code)"
         case let error as TimeoutError:
-            error.timeout.map { "TimeoutError: timed out after \(milliseconds($0))" } ?? "TimeoutError: deadline passed"
+            return error.timeout.map { "TimeoutError: timed out after \(milliseconds($0))" } ?? "TimeoutError: deadline passed"
         case is CancellationError:
-            "cancelled"
+            return "cancelled"
         case let error as URLError:
-            urlError(error)
+            return urlError(error)
+        case let error as HTTPTransportError:
+            return TerminalText.quoted(error.message)
         default:
-            "\(error)"
+            break
         }
+        let error = error as NSError
+        switch error.domain {
+        case NSURLErrorDomain: return urlError(URLError(_nsError: error))
+        case NSCocoaErrorDomain: return fileError(error)
+        case NSPOSIXErrorDomain: return posixReason(Int32(error.code))
+        default: return TerminalText.quoted("\(error)")
+        }
+    }
+
+    /// `cannot write '/tmp/t/album.trace.json': is a directory`.
+    private static func fileError(_ error: NSError) -> String {
+        let path = error.userInfo[NSFilePathErrorKey] as? String ?? (error.userInfo[NSURLErrorKey] as? URL)?.path
+        let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError
+        let reason = underlying.flatMap { $0.domain == NSPOSIXErrorDomain ? posixReason(Int32($0.code)) : nil }
+            ?? "file error \(error.code)"
+        let action = switch error.code {
+        case 256..<512, 4: "cannot read"
+        case 512..<768: "cannot write"
+        default: "cannot use"
+        }
+        return path.map { "\(action) '\(TerminalText.quoted($0))': \(reason)" } ?? "\(action) a file: \(reason)"
+    }
+
+    /// `is a directory`, `permission denied`: the C library's words for `errno`.
+    private static func posixReason(_ code: Int32) -> String {
+        let text = String(cString: strerror(code))
+        return text.prefix(1).lowercased() + text.dropFirst()
     }
 }

@@ -1,3 +1,5 @@
+import OrchestraWorkflow
+
 /// Text from a file or a server made safe to print on a terminal: control characters and
 /// bidirectional overrides are written as visible escapes, so a workflow or a response cannot
 /// move the cursor, clear the screen, change colours, or reorder what is shown.
@@ -24,6 +26,12 @@ enum TerminalText {
             }
         }
         return output
+    }
+
+    /// A value quoted in a message (an option's value, a path, a name): its first characters
+    /// and its length if it is long (``MessageValue/shortened(_:limit:)``), then made safe.
+    static func quoted(_ text: some StringProtocol) -> String {
+        safe(MessageValue.shortened(text))
     }
 
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {

@@ -136,23 +136,43 @@ struct TraceExport: Sendable {
     static func prepareDirectory(_ path: String) -> String? {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { return "'\(path)' is a file, not a folder" }
-            return FileManager.default.isWritableFile(atPath: path) ? nil : "cannot write into '\(path)'"
+            guard isDirectory.boolValue else { return "'\(TerminalText.quoted(path))' is a file, not a folder" }
+            return FileManager.default.isWritableFile(atPath: path) ? nil : "cannot write into '\(TerminalText.quoted(path))'"
         }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             return nil
         } catch {
-            return "cannot create the folder '\(path)': \(error.localizedDescription)"
+            return "cannot create the folder '\(TerminalText.quoted(path))': \(Format.error(error))"
         }
+    }
+
+    /// Checks, before anything runs, that nothing is in the way of the files
+    /// ``write(to:baseName:)`` writes for each of `baseNames` into `directory`: a folder with
+    /// the name of one of them is refused, naming it. Returns the problem, if any.
+    static func problem(writing baseNames: [String], into directory: String) -> String? {
+        for name in baseNames.flatMap(fileNames) {
+            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                return "cannot write the trace file '\(TerminalText.quoted(path))': it is a folder; remove it or choose another --trace folder"
+            }
+        }
+        return nil
+    }
+
+    /// The files ``write(to:baseName:)`` writes: `baseName.trace.json` and `baseName.html`.
+    static func fileNames(baseName: String) -> [String] {
+        ["\(baseName).trace.json", "\(baseName).html"]
     }
 
     /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`.
     @discardableResult
     func write(to directory: URL, baseName: String) throws -> [URL] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let json = directory.appendingPathComponent("\(baseName).trace.json")
-        let page = directory.appendingPathComponent("\(baseName).html")
+        let names = Self.fileNames(baseName: baseName)
+        let json = directory.appendingPathComponent(names[0])
+        let page = directory.appendingPathComponent(names[1])
         try Data(chromeJSON().utf8).write(to: json)
         try Data(html().utf8).write(to: page)
         return [json, page]

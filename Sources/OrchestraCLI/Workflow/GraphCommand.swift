@@ -12,7 +12,7 @@ struct GraphCommand: AsyncParsableCommand {
             Each step shows its id, method and path. 'needs' are solid arrows; dependencies that \
             come from a template such as {{login.token}} are dashed arrows labelled with the \
             capture. Render DOT with `dot -Tsvg`; paste Mermaid into Markdown. Exit status 2 if \
-            the file is invalid.
+            the file or the command line is invalid.
             """
     )
 

@@ -19,7 +19,8 @@ struct RunCommand: AsyncParsableCommand {
             without a report.
 
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
-            2 the file is invalid (nothing is sent), 130 / 143 interrupted by SIGINT / SIGTERM.
+            2 the file or the command line is invalid (nothing is sent), 130 / 143 interrupted by \
+            SIGINT / SIGTERM.
             """
     )
 
@@ -42,12 +43,13 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let workflow = try options.load()
-        if let trace, let problem = TraceExport.prepareDirectory(trace) {
+        if let trace, let problem = TraceExport.prepareDirectory(trace)
+            ?? TraceExport.problem(writing: [RunTrace.baseName(of: options.file)], into: trace) {
             Console.standardError.line("orchestra run: error: --trace: \(problem)")
             throw ExitCode(2)
         }
         let console = Console.standardOutput(noColor: noColor)
-        let printer = RunPrinter(console: console, width: workflow.steps.map(\.id.count).max() ?? 0)
+        let printer = RunPrinter(console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
         let progress = RunProgress(printer: printer)
@@ -74,7 +76,13 @@ struct RunCommand: AsyncParsableCommand {
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
         }
         if let trace {
-            let files = try RunTrace.write(report, workflow: workflow, file: options.file, to: trace)
+            let files: [URL]
+            do {
+                files = try RunTrace.write(report, workflow: workflow, file: options.file, to: trace)
+            } catch {
+                Console.standardError.line("orchestra run: error: --trace: \(Format.error(error))")
+                throw ExitCode(1)
+            }
             let note = "trace: " + files.map(\.path).joined(separator: ", ")
             // With --output json, stdout holds only the document.
             (text ? console : Console.standardError).line(note)

@@ -15,8 +15,8 @@ struct RunPrinter: Sendable {
     /// and, if it failed, a line per failed element (at most ``failedItemsShown``). Each line
     /// ends with a newline.
     func lines(for step: StepReport) -> String {
-        let id = Format.left(step.id, width)
-        let request = TerminalText.safe("\(step.method) \(step.url)")
+        let id = Format.left(Self.shown(step.id), width)
+        let request = "\(step.method) \(TerminalText.quoted(step.url))"
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
         var attempts = step.attempts > 1 && step.items == nil ? " · \(step.attempts) attempts" : ""
         if let counts = step.itemCounts {
@@ -42,8 +42,13 @@ struct RunPrinter: Sendable {
         }
         // The redirects followed, under the step's line: `↪ 302 → http://…/home`.
         let indent = String(repeating: " ", count: width + 4)
-        lines.insert(contentsOf: step.redirects.map { indent + console.paint("↪ \($0.status) → \(TerminalText.safe($0.location))", .dim) }, at: 1)
+        lines.insert(contentsOf: step.redirects.map { indent + console.paint("↪ \($0.status) → \(TerminalText.quoted($0.location))", .dim) }, at: 1)
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// A step's id as the lines show it: a long one by its start and its length.
+    static func shown(_ id: String) -> String {
+        TerminalText.quoted(id)
     }
 
     /// `    ✗ image[3]  GET http://…/images/3 → 404: expected 2xx, got 404: …`
@@ -53,7 +58,7 @@ struct RunPrinter: Sendable {
         let indent = String(repeating: " ", count: width + 4)
         var lines = failed.prefix(Self.failedItemsShown).map { item in
             let status = item.status.map { " → \($0)" } ?? ""
-            return "\(indent)\(console.paint("✗", .red)) \(item.id)  \(TerminalText.safe("\(item.method) \(item.url)"))\(status): \(console.paint(TerminalText.safe(item.error ?? "failed"), .red))"
+            return "\(indent)\(console.paint("✗", .red)) \(Self.shown(item.id))  \(item.method) \(TerminalText.quoted(item.url))\(status): \(console.paint(TerminalText.safe(item.error ?? "failed"), .red))"
         }
         if failedCount > Self.failedItemsShown {
             lines.append("\(indent)\(console.paint("… and \(failedCount - Self.failedItemsShown) more failed", .dim))")
@@ -136,8 +141,13 @@ enum RunTrace {
             if let error = step.error { args.append(("error", error)) }
             return TraceSpan(lane: step.id, name: "\(step.method) \(step.url)", start: sent, end: ended, category: "step", args: args)
         }
-        let base = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        let base = baseName(of: file)
         let export = TraceExport(title: workflow.name ?? base, spans: spans)
         return try export.write(to: URL(fileURLWithPath: directory), baseName: base)
+    }
+
+    /// The trace files' name: the workflow file's, without its extension (`album`).
+    static func baseName(of file: String) -> String {
+        URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
     }
 }

@@ -109,8 +109,9 @@ final class RunProgress: Sendable {
         var width = 0
         for step in state.steps {
             let bar = ProgressBar(done: step.finished, total: step.total).render(console)
-            text += "  " + step.id + " " + bar.text
-            width += 2 + step.id.count + 1 + bar.width
+            let id = RunPrinter.shown(step.id)
+            text += "  " + id + " " + bar.text
+            width += 2 + id.count + 1 + bar.width
         }
         let padding = max(0, state.drawnWidth - width)
         state.drawnWidth = width + padding

@@ -9,7 +9,7 @@ struct ValidateCommand: AsyncParsableCommand {
         discussion: """
             Reports every problem with its file, line, step and field: syntax, unknown fields, \
             wrong types, missing steps, captures or variables, cycles, bad URLs, limits below 1. \
-            Exit status: 0 valid, 2 invalid.
+            Exit status: 0 valid, 2 invalid (or a wrong command line).
             """
     )
 

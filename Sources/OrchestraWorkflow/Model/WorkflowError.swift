@@ -78,13 +78,14 @@ public struct WorkflowError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// `FILE:LINE:COLUMN: error: step 'ID', field 'FIELD': message`, without the parts that do
-    /// not apply.
+    /// not apply. A file, step or field longer than 200 characters is shortened (a 50 MB id is
+    /// shown as its start and its length).
     public var description: String {
-        var place = file ?? ""
+        var place = file.map { MessageValue.shortened($0) } ?? ""
         if let location { place += (place.isEmpty ? "" : ":") + "\(location.line):\(location.column)" }
         var subject: [String] = []
-        if let step { subject.append("step '\(step)'") }
-        if let field { subject.append("field '\(field)'") }
+        if let step { subject.append("step '\(short: step)'") }
+        if let field { subject.append("field '\(short: field)'") }
         let about = subject.isEmpty ? "" : subject.joined(separator: ", ") + ": "
         return (place.isEmpty ? "" : place + ": ") + "error: " + about + message
     }

@@ -8,6 +8,16 @@ import Yams
 struct NodeReader {
     let file: String?
     private(set) var errors: [WorkflowError] = []
+    /// What was reported where, to report it once: a node that aliases share (`expect: *x` in
+    /// several steps) is read once per alias, with the anchor's location each time.
+    private var reported: Set<Reported> = []
+
+    private struct Reported: Hashable {
+        var code: WorkflowError.Code
+        var message: String
+        var location: SourceLocation
+        var field: String?
+    }
 
     init(file: String?) {
         self.file = file
@@ -27,6 +37,8 @@ struct NodeReader {
     mutating func fail(
         _ code: WorkflowError.Code, _ message: String, at location: SourceLocation?, step: String? = nil, field: String? = nil
     ) {
+        // The same problem at the same place is reported once, under the first step that met it.
+        if let location, !reported.insert(Reported(code: code, message: message, location: location, field: field)).inserted { return }
         errors.append(WorkflowError(code, message, file: file, location: location, step: step, field: field))
     }
 
@@ -48,11 +60,11 @@ struct NodeReader {
                 continue
             }
             guard allowed.contains(key) else {
-                let place = step.map { "step '\($0)'" } ?? field.map { "'\($0)'" } ?? "the workflow"
+                let place = step.map { "step '\(short: $0)'" } ?? field.map { "'\(short: $0)'" } ?? "the workflow"
                 let suggestion = Self.closest(to: key, in: allowed).map { "did you mean '\($0)'? " } ?? ""
                 fail(
                     .unknownField,
-                    "unknown field '\(key)' in \(place); \(suggestion)expected one of: \(allowed.joined(separator: ", "))",
+                    "unknown field '\(short: key)' in \(place); \(suggestion)expected one of: \(allowed.joined(separator: ", "))",
                     at: keyNode, step: step, field: field.map { "\($0).\(key)" } ?? key
                 )
                 continue
@@ -106,7 +118,7 @@ struct NodeReader {
             return nil
         }
         guard value >= minimum else {
-            fail(.invalidValue, "must be \(what) ≥ \(minimum), got '\(scalar.string)'", at: node, step: step, field: field)
+            fail(.invalidValue, "must be \(what) ≥ \(minimum), got '\(short: scalar.string)'", at: node, step: step, field: field)
             return nil
         }
         return value
@@ -131,17 +143,17 @@ struct NodeReader {
             return nil
         }
         guard let seconds = Self.parseSeconds(scalar.string) else {
-            fail(.invalidValue, "\(problem), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
+            fail(.invalidValue, "\(problem), got '\(short: scalar.string)'", at: node, step: step, field: field)
             return nil
         }
         guard seconds > 0 || (allowZero && seconds == 0) else {
-            fail(.invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
+            fail(.invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(short: scalar.string)'", at: node, step: step, field: field)
             return nil
         }
         // Compared as seconds, before any conversion: a huge value is refused, not overflowed.
         guard seconds <= maximum / .seconds(1) else {
             let range = "\(allowZero ? "0" : "more than 0") to \(StepErrors.format(maximum))"
-            fail(.invalidValue, "must be \(range), got '\(Self.quoted(scalar.string))'", at: node, step: step, field: field)
+            fail(.invalidValue, "must be \(range), got '\(short: scalar.string)'", at: node, step: step, field: field)
             return nil
         }
         return .nanoseconds(Int64((seconds * 1e9).rounded()))
@@ -160,11 +172,6 @@ struct NodeReader {
         }
         guard let seconds = Double(text), seconds.isFinite else { return nil }
         return seconds
-    }
-
-    /// `text`, cut to its first 100 characters (with `…`) for a message.
-    static func quoted(_ text: String) -> String {
-        text.count > 100 ? text.prefix(100) + "…" : text
     }
 
     /// A one-or-many field (`needs: login` or `needs: [login, album]`) as its elements.
@@ -186,7 +193,7 @@ struct NodeReader {
         switch node {
         case .scalar(let scalar):
             if node.tagName == .null { return "nothing (null)" }
-            return "'\(scalar.string)'" + (scalar.style == .doubleQuoted || scalar.style == .singleQuoted ? " (quoted text)" : "")
+            return "'\(short: scalar.string)'" + (scalar.style == .doubleQuoted || scalar.style == .singleQuoted ? " (quoted text)" : "")
         case .mapping: return "a mapping"
         case .sequence: return "a list"
         case .alias: return "an alias"
@@ -199,11 +206,15 @@ struct NodeReader {
         guard case .mapping(let outer) = node, outer.count == 1, case .mapping(let inner) = outer[0].key,
               inner.count == 1, case .scalar(let name) = inner[0].key
         else { return "" }
-        return " (YAML read an unquoted template as a mapping: quote it, as in \"{{\(name.string)}}\")"
+        return " (YAML read an unquoted template as a mapping: quote it, as in \"{{\(short: name.string)}}\")"
     }
 
     /// The allowed name closest to `name`, if it is close enough to be a typo.
     static func closest(to name: String, in allowed: [String]) -> String? {
+        // More than 2 edits from every name: none is close, and a huge name (a 50 MB key) is not
+        // compared character by character.
+        let longest = allowed.lazy.map(\.count).max() ?? 0
+        guard name.dropFirst(longest + 2).isEmpty else { return nil }
         let scored = allowed.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         return best.1 <= max(1, min(2, name.count / 3)) || best.0.hasPrefix(name) && name.count >= 2 ? best.0 : nil

@@ -46,15 +46,15 @@ struct WorkflowChecker {
         var seen: [String: SourceLocation?] = [:]
         for step in workflow.steps {
             if !Self.isPlainID(step.id), !step.id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
-                reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(step.id)'", at: step.location, step: step.id, field: "id")
+                reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: step.id)'", at: step.location, step: step.id, field: "id")
             } else if step.id == Template.variablesNamespace {
-                reader.fail(.invalidValue, "'\(step.id)' is reserved for variables ({{vars.NAME}}); choose another id", at: step.location, step: step.id, field: "id")
+                reader.fail(.invalidValue, "'\(short: step.id)' is reserved for variables ({{vars.NAME}}); choose another id", at: step.location, step: step.id, field: "id")
             } else if step.id == Template.itemNamespace || step.id == Template.indexNamespace {
-                reader.fail(.invalidValue, "'\(step.id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id", at: step.location, step: step.id, field: "id")
+                reader.fail(.invalidValue, "'\(short: step.id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id", at: step.location, step: step.id, field: "id")
             }
             if let first = seen[step.id] {
                 let where_ = first.map { " (first at line \($0.line))" } ?? ""
-                reader.fail(.duplicateStep, "duplicate step id '\(step.id)'\(where_)", at: step.location, step: step.id, field: "id")
+                reader.fail(.duplicateStep, "duplicate step id '\(short: step.id)'\(where_)", at: step.location, step: step.id, field: "id")
             } else {
                 seen[step.id] = step.location
             }
@@ -75,9 +75,9 @@ struct WorkflowChecker {
     private mutating func checkNeeds() {
         for site in needSites {
             if site.need == site.step {
-                reader.fail(.cycle, "step '\(site.step)' needs itself", at: site.location, step: site.step, field: "needs")
+                reader.fail(.cycle, "step '\(short: site.step)' needs itself", at: site.location, step: site.step, field: "needs")
             } else if !isKnown(site.need) {
-                reader.fail(.unknownStep, "needs '\(site.need)', which is not a step\(suggestion(for: site.need, in: ids))", at: site.location, step: site.step, field: "needs")
+                reader.fail(.unknownStep, "needs '\(short: site.need)', which is not a step\(suggestion(for: site.need, in: ids))", at: site.location, step: site.step, field: "needs")
             }
         }
     }
@@ -90,43 +90,43 @@ struct WorkflowChecker {
                     let known = workflow.variables.keys.sorted()
                     reader.fail(
                         .unknownVariable,
-                        "unknown variable '\(reference.name)' in \(reference)\(suggestion(for: reference.name, in: known)); define it under 'vars:' or pass --var \(reference.name)=VALUE",
+                        "unknown variable '\(short: reference.name)' in \(short: reference)\(suggestion(for: reference.name, in: known)); define it under 'vars:' or pass --var \(short: reference.name)=VALUE",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.isElement, site.variablesOnly {
                     reader.fail(
                         .invalidTemplate,
-                        "\(reference): the auth block runs once, before any step, not once per element; it can use only {{vars.NAME}}",
+                        "\(short: reference): the auth block runs once, before any step, not once per element; it can use only {{vars.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.isElement {
                     guard let step = site.step, !forEachSteps.contains(step) else { continue }
                     reader.fail(
                         .invalidTemplate,
-                        "\(reference) is the current element of a for_each step, but step '\(step)' has no for_each (add for_each: \"{{STEP.CAPTURE}}\")",
+                        "\(short: reference) is the current element of a for_each step, but step '\(short: step)' has no for_each (add for_each: \"{{STEP.CAPTURE}}\")",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if site.variablesOnly {
                     reader.fail(
                         .invalidTemplate,
-                        "\(reference): the auth block runs before any step, so it can use only {{vars.NAME}}",
+                        "\(short: reference): the auth block runs before any step, so it can use only {{vars.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.namespace == site.step {
-                    reader.fail(.cycle, "\(reference) uses the step's own capture", at: site.location, step: site.step, field: site.field)
+                    reader.fail(.cycle, "\(short: reference) uses the step's own capture", at: site.location, step: site.step, field: site.field)
                 } else if let target = workflow.step(reference.namespace) {
                     guard !target.captures.contains(where: { $0.name == reference.name }) else { continue }
                     let names = target.captures.map(\.name)
-                    let defines = names.isEmpty ? "it captures nothing" : "it captures \(names.joined(separator: ", "))"
+                    let defines = names.isEmpty ? "it captures nothing" : "it captures \(short: names.joined(separator: ", "))"
                     reader.fail(
                         .unknownCapture,
-                        "\(reference): step '\(target.id)' has no capture '\(reference.name)'\(suggestion(for: reference.name, in: names)); \(defines)",
+                        "\(short: reference): step '\(short: target.id)' has no capture '\(short: reference.name)'\(suggestion(for: reference.name, in: names)); \(defines)",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if !brokenSteps.contains(reference.namespace) {
                     reader.fail(
                         .unknownStep,
-                        "\(reference) names step '\(reference.namespace)', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable)",
+                        "\(short: reference) names step '\(short: reference.namespace)', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable)",
                         at: site.location, step: site.step, field: site.field
                     )
                 }
@@ -196,9 +196,8 @@ struct WorkflowChecker {
 
     /// `a → b → c → a`; a long cycle shows its first and last steps and how many are between.
     static func describe(cycle: [String]) -> String {
-        guard cycle.count > 12 else { return cycle.joined(separator: " → ") }
-        let hidden = cycle.count - 10
-        return (cycle.prefix(5) + ["… \(hidden) more steps …"] + cycle.suffix(5)).joined(separator: " → ")
+        let shown = cycle.count > 12 ? cycle.prefix(5) + ["… \(cycle.count - 10) more steps …"] + cycle.suffix(5) : cycle[...]
+        return shown.map { MessageValue.shortened($0) }.joined(separator: " → ")
     }
 
     private mutating func checkURLs() {
@@ -216,8 +215,8 @@ struct WorkflowChecker {
             values.placeholders = true
             guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
             if let problem = URLCheck.problem(with: rendered) {
-                let shown = rendered == request.url.source ? "'\(rendered)'" : "'\(request.url.source)' (= '\(rendered)')"
-                reader.fail(.invalidURL, "\(NodeReader.quoted(shown)) \(problem)", at: request.urlLocation, step: step, field: field)
+                let shown = rendered == request.url.source ? "'\(short: rendered)'" : "'\(short: request.url.source)' (= '\(short: rendered)')"
+                reader.fail(.invalidURL, "\(shown) \(short: problem)", at: request.urlLocation, step: step, field: field)
             }
         }
         checkHeaderValues()
@@ -233,7 +232,7 @@ struct WorkflowChecker {
                 guard let rendered = try? header.value.render(for: .text, with: values),
                       rendered.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
                 reader.fail(
-                    .invalidValue, "header '\(header.name)' has a line break in its value, which would end the header; remove it",
+                    .invalidValue, "header '\(short: header.name)' has a line break in its value, which would end the header; remove it",
                     at: step.location, step: step.id, field: "headers.\(header.name)"
                 )
             }
@@ -241,7 +240,7 @@ struct WorkflowChecker {
     }
 
     private func suggestion(for name: String, in candidates: [String]) -> String {
-        NodeReader.closest(to: name, in: candidates).map { " (did you mean '\($0)'?)" } ?? ""
+        NodeReader.closest(to: name, in: candidates).map { " (did you mean '\(short: $0)'?)" } ?? ""
     }
 }
 

@@ -91,7 +91,7 @@ extension WorkflowParser {
             return site(node, step: step, field: field, variablesOnly: variablesOnly).map(JSONTemplate.string)
         }
         let hint = node.tagName == .int ? "; write it in decimal digits (any size), or quote it to send text" : "; quote it to send text"
-        reader.fail(.invalidValue, "'\(scalar.string)' is not a JSON \(node.tagName == .bool ? "boolean" : "number")\(hint)", at: node, step: step, field: field)
+        reader.fail(.invalidValue, "'\(short: scalar.string)' is not a JSON \(node.tagName == .bool ? "boolean" : "number")\(hint)", at: node, step: step, field: field)
         return nil
     }
 
@@ -108,16 +108,16 @@ extension WorkflowParser {
         }
         guard let template = reader.template(node, step: step, field: "for_each") else { return nil }
         guard let reference = template.soleReference, reference.isCapture else {
-            let found = template.references.isEmpty ? "no template" : template.references.map(\.description).joined(separator: " ")
+            let found = template.references.isEmpty ? "no template" : MessageValue.shortened(template.references.map(\.description).joined(separator: " "))
             reader.fail(
-                .invalidTemplate, "'\(template.source)' must be exactly one {{STEP.CAPTURE}} naming a list another step captured, \(example) (found \(found))",
+                .invalidTemplate, "'\(short: template.source)' must be exactly one {{STEP.CAPTURE}} naming a list another step captured, \(example) (found \(found))",
                 at: node, step: step, field: "for_each"
             )
             return nil
         }
         guard !reference.isRaw else {
             reader.fail(
-                .invalidTemplate, "'\(template.source)': '| raw' only changes how a value is inserted into a URL; for_each takes the list itself, \(example)",
+                .invalidTemplate, "'\(short: template.source)': '| raw' only changes how a value is inserted into a URL; for_each takes the list itself, \(example)",
                 at: node, step: step, field: "for_each"
             )
             return nil
@@ -131,7 +131,7 @@ extension WorkflowParser {
         return entries.compactMap { name, keyNode, value in
             let field = "captures.\(name)"
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
-                reader.fail(.invalidValue, "capture name '\(name)' may use only letters, digits, '_' and '-'", at: keyNode, step: step, field: field)
+                reader.fail(.invalidValue, "capture name '\(short: name)' may use only letters, digits, '_' and '-'", at: keyNode, step: step, field: field)
                 return nil
             }
             guard let source = captureSource(value, step: step, field: field) else { return nil }
@@ -159,16 +159,20 @@ extension WorkflowParser {
         let headerField = "\(field).header"
         guard let text = reader.string(entry.node, step: step, field: headerField) else { return nil }
         guard let name = HTTPField.Name(text) else {
-            reader.fail(.invalidValue, "'\(text)' is not a header name (letters, digits and !#$%&'*+-.^_`|~, no spaces or ':')", at: entry.node, step: step, field: headerField)
+            reader.fail(.invalidValue, "'\(short: text)' is not a header name (letters, digits and !#$%&'*+-.^_`|~, no spaces or ':')", at: entry.node, step: step, field: headerField)
             return nil
         }
         return .header(name)
     }
 
     mutating func statusCode(_ node: Node, step: String?, field: String) -> Int? {
-        guard let code = reader.integer(node, minimum: 100, step: step, field: field, what: "an HTTP status (100–599)") else { return nil }
-        guard code <= 599 else {
-            reader.fail(.invalidValue, "must be an HTTP status (100–599), got '\(code)'", at: node, step: step, field: field)
+        let problem = "must be an HTTP status (100–599), got"
+        guard case .scalar(let scalar) = node, node.tagName == .int, let code = node.int else {
+            reader.fail(.invalidValue, "\(problem) \(NodeReader.describe(node))", at: node, step: step, field: field)
+            return nil
+        }
+        guard (100...599).contains(code) else {
+            reader.fail(.invalidValue, "\(problem) '\(short: scalar.string)'", at: node, step: step, field: field)
             return nil
         }
         return code
@@ -212,7 +216,7 @@ extension WorkflowParser {
                 if HTTPField.Name(name) != nil {
                     auth.header = name
                 } else {
-                    reader.fail(.invalidValue, "'\(name)' is not a valid header name", at: value, field: "auth.header")
+                    reader.fail(.invalidValue, "'\(short: name)' is not a valid header name", at: value, field: "auth.header")
                 }
             case "scheme": auth.scheme = reader.string(value, step: nil, field: "auth.scheme") ?? auth.scheme
             case "failure": failure(value, into: &auth)

@@ -135,7 +135,7 @@ struct WorkflowParser {
                 if let policy = WorkflowFailurePolicy(rawValue: text) {
                     workflow.failurePolicy = policy
                 } else {
-                    reader.fail(.invalidValue, "must be 'continue' or 'stop', got '\(text)'", at: node, field: key)
+                    reader.fail(.invalidValue, "must be 'continue' or 'stop', got '\(short: text)'", at: node, field: key)
                 }
             case "follow_redirects": workflow.followRedirects = reader.bool(node, step: nil, field: key) ?? workflow.followRedirects
             case "steps": stepsNode = node
@@ -187,7 +187,7 @@ struct WorkflowParser {
             }
             // A key with a template the checker reports (an unknown variable) stays as written.
             guard host.contains("{{") || HTTPCoordinator.isHostPattern(host) else {
-                let shown = host == key ? "'\(key)'" : "'\(key)' (= '\(host)')"
+                let shown = host == key ? "'\(short: key)'" : "'\(short: key)' (= '\(short: host)')"
                 reader.fail(
                     .invalidValue, "\(shown) is not a host: write 'host' (any port) or 'host:port', as in 127.0.0.1:8080, without a scheme or path",
                     at: keyNode, field: "hosts"
@@ -256,9 +256,15 @@ struct WorkflowParser {
     }
 
     private mutating func step(_ node: Node, number: Int) -> WorkflowStep? {
-        let id: String? = if case .mapping(let mapping) = node, let idNode = mapping["id"] { reader.scalarText(idNode) } else { nil }
+        let idNode: Node? = if case .mapping(let mapping) = node { mapping["id"] } else { nil }
+        let id = idNode.flatMap(reader.scalarText)
         if let id, case .mapping(let mapping) = node, mapping["for_each"] != nil { forEachSteps.insert(id) }
         guard let fields = reader.entries(node, allowed: Self.stepFields, step: id, field: id == nil ? "steps[\(number - 1)]" : nil) else { return nil }
+        if let idNode, id == nil {
+            // `id: [a]` or `id: {a: 1}`: the id is there, but not as text.
+            _ = reader.string(idNode, step: nil, field: "steps[\(number - 1)].id")
+            return nil
+        }
         guard let id, !id.isEmpty else {
             reader.fail(.missingField, "step \(number) has no 'id' (every step needs a unique id)", at: node, field: "id")
             return nil
@@ -316,13 +322,13 @@ struct WorkflowParser {
                 if let method = HTTPRequest.Method(text.uppercased()) {
                     request.method = method
                 } else {
-                    reader.fail(.invalidValue, "'\(text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)", at: value, step: step, field: field)
+                    reader.fail(.invalidValue, "'\(short: text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)", at: value, step: step, field: field)
                 }
             case "headers":
                 guard let entries = reader.freeEntries(value, step: step, field: field) else { break }
                 for (name, keyNode, valueNode) in entries {
                     guard HTTPField.Name(name) != nil else {
-                        reader.fail(.invalidValue, "'\(name)' is not a valid header name", at: keyNode, step: step, field: field)
+                        reader.fail(.invalidValue, "'\(short: name)' is not a valid header name", at: keyNode, step: step, field: field)
                         continue
                     }
                     if let template = site(valueNode, step: step, field: "\(field).\(name)", variablesOnly: variablesOnly) {

@@ -119,7 +119,7 @@ enum YAMLComposer {
                     repeated += target.size
                     guard repeated <= YAMLComposer.aliasBudget else {
                         problems.append(Problem(
-                            message: "aliases would repeat more than \(YAMLComposer.aliasBudget) values (this *\(NodeReader.quoted(anchor)) repeats \(target.size)); an alias bomb is refused: anchor smaller values or write them out",
+                            message: "aliases would repeat more than \(YAMLComposer.aliasBudget) values (this *\(short: anchor) repeats \(target.size)); an alias bomb is refused: anchor smaller values or write them out",
                             line: line, column: column
                         ))
                         return .problems(problems)
@@ -191,7 +191,7 @@ enum YAMLComposer {
             }
             guard let first else { return }
             problems.append(Problem(
-                message: "the key '\(NodeReader.quoted(key))' is given twice in one mapping (first at line \(first)); remove one",
+                message: "the key '\(short: key)' is given twice in one mapping (first at line \(first)); remove one",
                 line: line, column: column
             ))
         }

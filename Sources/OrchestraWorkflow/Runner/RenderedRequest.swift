@@ -27,7 +27,7 @@ struct RenderedRequest: Sendable {
             throw StepFailure("\(error)")
         }
         if let problem = URLCheck.problem(with: written) {
-            throw StepFailure("the URL '\(written)' \(problem)", url: written)
+            throw StepFailure("the URL '\(short: written)' \(short: problem)", url: written)
         }
         let url = URLCheck.escaped(written)
         let (scheme, authority, path) = Self.split(url)
@@ -41,9 +41,9 @@ struct RenderedRequest: Sendable {
                 throw StepFailure("\(error)", url: url)
             }
             guard !value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
-                throw StepFailure("header '\(name)' would contain a line break (from '\(valueTemplate.source)'); refusing to send it", url: url)
+                throw StepFailure("header '\(short: name)' would contain a line break (from '\(short: valueTemplate.source)'); refusing to send it", url: url)
             }
-            guard let field = HTTPField.Name(name) else { throw StepFailure("'\(name)' is not a valid header name", url: url) }
+            guard let field = HTTPField.Name(name) else { throw StepFailure("'\(short: name)' is not a valid header name", url: url) }
             request.headerFields.append(HTTPField(name: field, value: value))
             if field == .contentType { hasContentType = true }
         }

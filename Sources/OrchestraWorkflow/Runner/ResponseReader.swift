@@ -24,7 +24,7 @@ struct ResponseReader {
     var snippet: String { StepErrors.snippet(result.body, contentType: contentType) }
 
     /// ` (text/plain)`, or nothing when the response has no content type.
-    var typeNote: String { contentType.map { " (\($0))" } ?? "" }
+    var typeNote: String { contentType.map { " (\(short: $0))" } ?? "" }
 
     /// The JSON body, or `nil` if the body is not JSON.
     mutating func document() -> JSONValue? {
@@ -39,10 +39,10 @@ struct ResponseReader {
         switch source {
         case .body(let path):
             guard let document = document() else {
-                throw Missing(reason: "the response\(typeNote) is not JSON, so \(path) cannot be read: \(snippet)")
+                throw Missing(reason: "the response\(typeNote) is not JSON, so \(short: path) cannot be read: \(snippet)")
             }
             guard let value = path.evaluate(in: document) else {
-                throw Missing(reason: "\(path) not found in the response: \(snippet)")
+                throw Missing(reason: "\(short: path) not found in the response: \(snippet)")
             }
             return value
         case .header(let name):
@@ -50,7 +50,7 @@ struct ResponseReader {
                 var seen: Set<HTTPField.Name> = []
                 let present = result.response.headerFields.map(\.name).filter { seen.insert($0).inserted }
                 let list = present.isEmpty ? "none" : present.map(\.rawName).joined(separator: ", ")
-                throw Missing(reason: "the response has no '\(name.rawName)' header (it has: \(list))")
+                throw Missing(reason: "the response has no '\(short: name.rawName)' header (it has: \(short: list))")
             }
             return .string(value)
         }

@@ -8,6 +8,9 @@ import OrchestraHTTP
 /// How errors read in a step's report: the reason, in words, with the host involved.
 enum StepErrors {
     /// `connection refused by 127.0.0.1:1`, `cannot resolve host example.invalid`, …
+    ///
+    /// A transport's message, or an error this does not know, may quote a value of any size
+    /// (a host from a capture, a server's text): it is shortened to its first characters.
     static func describe(_ error: any Error, authority: String) -> String {
         switch error {
         case let error as StepFailure:
@@ -18,7 +21,7 @@ enum StepErrors {
             let reason = error.underlying.map { describe($0, authority: authority) } ?? error.message
             return "authentication failed: \(reason)"
         case let error as HTTPTransportError:
-            return error.message
+            return MessageValue.shortened(error.message, limit: 2 * MessageValue.limit)
         case let error as URLError:
             // From a transport that does not map its errors: the same words URLSessionTransport uses.
             return describe(URLSessionTransport.mapped(error, authority: authority), authority: authority)
@@ -26,8 +29,8 @@ enum StepErrors {
             return "cancelled"
         default:
             let text = "\(error)"
-            if text.localizedCaseInsensitiveContains("refused") { return "connection refused by \(authority)" }
-            return text
+            if text.localizedCaseInsensitiveContains("refused") { return "connection refused by \(short: authority)" }
+            return MessageValue.shortened(text, limit: 2 * MessageValue.limit)
         }
     }
 

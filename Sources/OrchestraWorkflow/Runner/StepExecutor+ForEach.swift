@@ -22,7 +22,7 @@ extension StepExecutor {
             throw StepFailure("for_each: \(error)")
         }
         guard case .array(let elements) = list else {
-            throw StepFailure("for_each: \(reference) is \(Self.kind(of: list)), not a list")
+            throw StepFailure("for_each: \(short: reference) is \(Self.kind(of: list)), not a list")
         }
         let total = elements.count
         emit(.progress(step: step.id, finished: 0, total: total))

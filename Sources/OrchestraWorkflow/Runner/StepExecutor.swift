@@ -110,14 +110,14 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         // One message for every capture a body that is not JSON defeats.
         if step.captures.contains(where: \.readsBody), reader.document() == nil {
             let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
-            throw StepFailure("the response\(reader.typeNote) is not JSON, so the captures \(names) cannot be read: \(reader.snippet)")
+            throw StepFailure("the response\(reader.typeNote) is not JSON, so the captures \(short: names) cannot be read: \(reader.snippet)")
         }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {
             do {
                 captures[capture.name] = try reader.value(of: capture.source)
             } catch {
-                throw StepFailure("capture '\(capture.name)': \(error.reason)")
+                throw StepFailure("capture '\(short: capture.name)': \(error.reason)")
             }
         }
         return captures

@@ -60,7 +60,7 @@ final class WorkflowAuthenticator: Sendable {
         _ tokenRequest: TokenRequest, kind: String, values: TemplateValues, transport: any HTTPTransport, timeout: Duration, clock: C
     ) async throws -> AuthToken where C.Duration == Duration {
         let rendered = try RenderedRequest(tokenRequest.request, values: values)
-        let what = "\(kind) \(rendered.request.method) \(rendered.url)"
+        let what = "\(kind) \(rendered.request.method) \(short: rendered.url)"
         let result: HTTPResult
         do {
             result = try await withTimeout(timeout, clock: clock) {

@@ -112,7 +112,7 @@ public struct WorkflowRunner: Sendable {
         let steps = workflow.steps.map { step in
             finished[step.id] ?? StepReport(
                 id: step.id, state: firstFailure == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
-                url: step.request.url.source, ended: ended, error: firstFailure.map { "skipped because '\($0)' failed" } ?? "cancelled",
+                url: step.request.url.source, ended: ended, error: firstFailure.map { "skipped because '\(short: $0)' failed" } ?? "cancelled",
                 cause: firstFailure
             )
         }
@@ -135,7 +135,7 @@ public struct WorkflowRunner: Sendable {
         case .failed(is CancellationError), .cancelled:
             report.state = .cancelled
             report.cause = firstFailure
-            report.error = firstFailure.map { "cancelled because '\($0)' failed (failure: stop)" } ?? "cancelled"
+            report.error = firstFailure.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
         case .failed(let error):
             report.state = .failed
             report.error = report.error ?? "\(error)"
@@ -147,7 +147,7 @@ public struct WorkflowRunner: Sendable {
         case .skipped(let cause):
             report.state = .skipped
             report.cause = cause
-            report.error = "skipped because '\(cause)' did not succeed"
+            report.error = "skipped because '\(short: cause)' did not succeed"
         case .added, .started, .retrying:
             return nil
         }

@@ -24,7 +24,7 @@ public struct CapturePath: Sendable, Hashable, CustomStringConvertible {
         self.source = source
         var characters = Substring(source.trimmingCharacters(in: .whitespaces))
         guard characters.first == "$" else {
-            throw CapturePathError(message: "capture path '\(source)' must start with '$' (as in $.access_token)")
+            throw CapturePathError(message: "capture path '\(short: source)' must start with '$' (as in $.access_token)")
         }
         characters = characters.dropFirst()
         var components: [Component] = []
@@ -33,22 +33,22 @@ public struct CapturePath: Sendable, Hashable, CustomStringConvertible {
                 characters = characters.dropFirst()
                 let key = characters.prefix { $0 != "." && $0 != "[" }
                 guard !key.isEmpty else {
-                    throw CapturePathError(message: "capture path '\(source)' has an empty key after '.'")
+                    throw CapturePathError(message: "capture path '\(short: source)' has an empty key after '.'")
                 }
                 components.append(.key(String(key)))
                 characters = characters.dropFirst(key.count)
             } else if first == "[" {
                 guard let close = characters.firstIndex(of: "]") else {
-                    throw CapturePathError(message: "capture path '\(source)' has a '[' without ']'")
+                    throw CapturePathError(message: "capture path '\(short: source)' has a '[' without ']'")
                 }
                 let inside = characters[characters.index(after: characters.startIndex)..<close]
                 guard let index = Int(inside), index >= 0 else {
-                    throw CapturePathError(message: "capture path '\(source)': '[\(inside)]' is not an index (a whole number ≥ 0)")
+                    throw CapturePathError(message: "capture path '\(short: source)': '[\(short: inside)]' is not an index (a whole number ≥ 0)")
                 }
                 components.append(.index(index))
                 characters = characters[characters.index(after: close)...]
             } else {
-                throw CapturePathError(message: "capture path '\(source)': expected '.key' or '[index]' at '\(characters)'")
+                throw CapturePathError(message: "capture path '\(short: source)': expected '.key' or '[index]' at '\(short: characters)'")
             }
         }
         self.components = components

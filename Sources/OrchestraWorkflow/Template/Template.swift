@@ -83,7 +83,7 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         while let open = Self.range(of: UInt8(ascii: "{"), in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.literal(String(rest[..<open.lowerBound]))) }
             guard let close = Self.range(of: UInt8(ascii: "}"), in: rest[open.upperBound...]) else {
-                throw TemplateSyntaxError(message: "'{{' without a closing '}}' in \"\(source)\"")
+                throw TemplateSyntaxError(message: "'{{' without a closing '}}' in \"\(short: source)\"")
             }
             segments.append(.reference(try Self.reference(String(rest[open.upperBound..<close.lowerBound]), in: source)))
             rest = rest[close.upperBound...]
@@ -170,14 +170,14 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         var isRaw = false
         for filter in parts {
             guard filter == "raw" else {
-                throw TemplateSyntaxError(message: "unknown filter '\(filter)' in {{\(inner)}}; the only filter is 'raw'")
+                throw TemplateSyntaxError(message: "unknown filter '\(short: filter)' in {{\(short: inner)}}; the only filter is 'raw'")
             }
             isRaw = true
         }
-        guard !path.isEmpty else { throw TemplateSyntaxError(message: "empty reference '{{}}' in \"\(source)\"") }
+        guard !path.isEmpty else { throw TemplateSyntaxError(message: "empty reference '{{}}' in \"\(short: source)\"") }
         if path == indexNamespace { return Reference(namespace: indexNamespace, name: "", isRaw: isRaw) }
         if path.hasPrefix(indexNamespace + ".") || path.hasPrefix(indexNamespace + "[") {
-            throw TemplateSyntaxError(message: "'{{\(inner)}}': {{index}} is the element's position, a number with no path")
+            throw TemplateSyntaxError(message: "'{{\(short: inner)}}': {{index}} is the element's position, a number with no path")
         }
         if path == itemNamespace || path.hasPrefix(itemNamespace + ".") || path.hasPrefix(itemNamespace + "[") {
             let rest = String(path.dropFirst(itemNamespace.count))
@@ -185,13 +185,13 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
                 let itemPath = try CapturePath(parsing: "$" + rest)
                 return Reference(namespace: itemNamespace, name: rest, isRaw: isRaw, itemPath: itemPath)
             } catch {
-                throw TemplateSyntaxError(message: "'{{\(inner)}}' is not a path into the element: write {{item}}, {{item.key}} or {{item.list[0]}}")
+                throw TemplateSyntaxError(message: "'{{\(short: inner)}}' is not a path into the element: write {{item}}, {{item.key}} or {{item.list[0]}}")
             }
         }
         let names = path.split(separator: ".", omittingEmptySubsequences: false)
         guard names.count == 2, !names[0].isEmpty, !names[1].isEmpty, !path.contains(where: \.isWhitespace) else {
             throw TemplateSyntaxError(
-                message: "'{{\(inner)}}' is not a reference: write {{vars.NAME}} or {{STEP.CAPTURE}}"
+                message: "'{{\(short: inner)}}' is not a reference: write {{vars.NAME}} or {{STEP.CAPTURE}}"
             )
         }
         return Reference(namespace: String(names[0]), name: String(names[1]), isRaw: isRaw)
@@ -229,7 +229,7 @@ public struct TemplateValues: Sendable {
     public struct Missing: Error, Sendable, CustomStringConvertible {
         public var reference: Template.Reference
         public var description: String {
-            reference.namespace == Template.itemNamespace ? "\(reference): the element has no '\(reference.name)'" : "no value for \(reference)"
+            reference.namespace == Template.itemNamespace ? "\(short: reference): the element has no '\(short: reference.name)'" : "no value for \(short: reference)"
         }
     }
 
