@@ -168,6 +168,9 @@ struct WorkflowParserTests {
         // libyaml's reader errors name the character and its line (they were printed without one).
         Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/\u{1B}[31m\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "control characters are not allowed (U+001B)"),
         Case(yaml: "name: ok\nsteps:\n  - id: \"\u{7}\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "(U+0007)"),
+        Case(yaml: "steps:\n\t- id: a\n", code: .syntax, line: 2, step: nil, field: nil, message: "indent with spaces: YAML does not allow tabs"),
+        Case(yaml: "steps:\n  - id: a\n\turl: \"http://x.test\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "indent with spaces"),
+        Case(yaml: String(repeating: "[", count: 100_000), code: .syntax, line: 1, step: nil, field: nil, message: "nested more than 1000 levels deep"),
         Case(
             yaml: "auth:\n  login: { url: \"http://x.test/{{a.t}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: $.t }\n",
             code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "only {{vars.NAME}}"

@@ -218,7 +218,12 @@ struct WorkflowParser {
             case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
                 .composer(let context, let problem, let mark, _):
                 location = SourceLocation(line: mark.line, column: mark.column)
-                message = "not valid YAML or JSON: \(problem)" + (context.map { " (\($0.text) at line \($0.mark.line))" } ?? "")
+                if problem.hasPrefix("Maximum nesting level reached") {
+                    // libyaml's own words name a C function of its API.
+                    message = "not valid YAML or JSON: lists and mappings are nested more than 1000 levels deep"
+                } else {
+                    message = "not valid YAML or JSON: \(problem)" + (context.map { " (\($0.text) at line \($0.mark.line))" } ?? "")
+                }
             case .reader(let problem, let offset, let value, _):
                 // libyaml gives the byte offset of the character it refused.
                 location = offset.map { Self.location(ofByte: $0, in: text) }
@@ -236,6 +241,9 @@ struct WorkflowParser {
             let nearby = lines[max(0, line - 2)..<min(lines.count, line)]
             if nearby.contains(where: { $0.contains("{{") && !$0.contains("\"{{") && !$0.contains("'{{") }) {
                 message += "; templates must be quoted, as in url: \"{{vars.base}}/login\""
+            }
+            if nearby.contains(where: { $0.prefix { $0 == " " || $0 == "\t" }.contains("\t") }) {
+                message += "; indent with spaces: YAML does not allow tabs in indentation"
             }
         }
         reader.fail(.syntax, message, at: location)
