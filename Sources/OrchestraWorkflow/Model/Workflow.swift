@@ -84,8 +84,9 @@ public struct Workflow: Sendable {
     private static func index(of steps: [WorkflowStep]) -> [String: Int] {
         var index: [String: Int] = [:]
         index.reserveCapacity(steps.count)
-        for (position, step) in steps.enumerated() where index[step.id] == nil {
-            index[step.id] = position
+        // By position: `for step in steps` would copy every step (a dozen references each).
+        for position in steps.indices where index[steps[position].id] == nil {
+            index[steps[position].id] = position
         }
         return index
     }

@@ -49,18 +49,30 @@ public struct WorkflowStep: Sendable, Hashable {
     /// The steps whose captures the step uses (`{{login.token}}` → `login`, its `for_each`
     /// first), in order of first use: dependencies even when `needs` does not list them.
     public var implicitNeeds: [String] {
+        let references = captureReferences
+        guard !references.isEmpty else { return [] }
         var seen = Set(needs)
-        return captureReferences.map(\.namespace).filter { seen.insert($0).inserted }
+        return references.map(\.namespace).filter { seen.insert($0).inserted }
     }
 
     /// Every `{{STEP.CAPTURE}}` of the step: its `for_each`, then its request's.
     public var captureReferences: [Template.Reference] {
-        (forEach.map { [$0] } ?? []) + request.templates.flatMap(\.references).filter(\.isCapture)
+        // A loop, not `request.templates.flatMap…`: the checks read this for every step, and
+        // most steps have no capture to find.
+        var references = forEach.map { [$0] } ?? []
+        func add(_ template: Template) {
+            for case .reference(let reference) in template.segments where reference.isCapture { references.append(reference) }
+        }
+        add(request.url)
+        for header in request.headers { add(header.value) }
+        if let body = request.body { body.templates.forEach(add) }
+        return references
     }
 
     /// ``needs`` followed by ``implicitNeeds``: every step that must succeed first.
     public var dependencies: [String] {
-        needs + implicitNeeds
+        let implicit = implicitNeeds
+        return implicit.isEmpty ? needs : needs + implicit
     }
 
     /// Whether `status` is what the step expects.

@@ -39,24 +39,26 @@ struct WorkflowChecker {
     private var ids: [String] { workflow.steps.map(\.id) }
 
     private func isKnown(_ id: String) -> Bool {
-        workflow.step(id) != nil || brokenSteps.contains(id)
+        workflow.position(of: id) != nil || brokenSteps.contains(id)
     }
 
     private mutating func checkIDs() {
-        var seen: [String: SourceLocation?] = [:]
-        for step in workflow.steps {
-            if !Self.isPlainID(step.id), !step.id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
-                reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: step.id)'", at: step.location, step: step.id, field: "id")
-            } else if step.id == Template.variablesNamespace {
-                reader.fail(.invalidValue, "'\(short: step.id)' is reserved for variables ({{vars.NAME}}); choose another id", at: step.location, step: step.id, field: "id")
-            } else if step.id == Template.itemNamespace || step.id == Template.indexNamespace {
-                reader.fail(.invalidValue, "'\(short: step.id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id", at: step.location, step: step.id, field: "id")
+        let steps = workflow.steps
+        // By position (iterating would copy each step), and the workflow's index says which
+        // step has an id first.
+        for position in steps.indices {
+            let id = steps[position].id
+            let location = steps[position].location
+            if !Self.isPlainID(id), !id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
+                reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: id)'", at: location, step: id, field: "id")
+            } else if id == Template.variablesNamespace {
+                reader.fail(.invalidValue, "'\(short: id)' is reserved for variables ({{vars.NAME}}); choose another id", at: location, step: id, field: "id")
+            } else if id == Template.itemNamespace || id == Template.indexNamespace {
+                reader.fail(.invalidValue, "'\(short: id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id", at: location, step: id, field: "id")
             }
-            if let first = seen[step.id] {
-                let where_ = first.map { " (first at line \($0.line))" } ?? ""
-                reader.fail(.duplicateStep, "duplicate step id '\(short: step.id)'\(where_)", at: step.location, step: step.id, field: "id")
-            } else {
-                seen[step.id] = step.location
+            if let first = workflow.position(of: id), first != position {
+                let where_ = steps[first].location.map { " (first at line \($0.line))" } ?? ""
+                reader.fail(.duplicateStep, "duplicate step id '\(short: id)'\(where_)", at: location, step: id, field: "id")
             }
         }
     }

@@ -264,9 +264,19 @@ struct WorkflowParser {
     }
 
     private mutating func step(_ node: Node, number: Int) -> WorkflowStep? {
-        let idNode: Node? = if case .mapping(let mapping) = node { mapping["id"] } else { nil }
+        // Yams' `mapping["id"]` makes a node of the key and compares whole nodes: the keys'
+        // text is enough.
+        var idNode: Node?
+        var hasForEach = false
+        if case .mapping(let mapping) = node {
+            for (key, value) in mapping {
+                guard case .scalar(let scalar) = key else { continue }
+                if scalar.string == "id", idNode == nil { idNode = value }
+                if scalar.string == "for_each" { hasForEach = true }
+            }
+        }
         let id = idNode.flatMap(reader.scalarText)
-        if let id, case .mapping(let mapping) = node, mapping["for_each"] != nil { forEachSteps.insert(id) }
+        if let id, hasForEach { forEachSteps.insert(id) }
         guard let fields = reader.entries(node, allowed: Self.stepFields, step: id, field: id == nil ? "steps[\(number - 1)]" : nil) else { return nil }
         if let idNode, id == nil {
             // `id: [a]` or `id: {a: 1}`: the id is there, but not as text.
