@@ -9,7 +9,7 @@ import Yams
 @Suite("YAML scalar types")
 struct YAMLScalarTypeTests {
     static func expected(_ text: String) -> Yams.Tag.Name {
-        let tag = Resolver.default.resolveTag(of: Node(text))
+        let tag = Resolver.default.resolveTag(of: Yams.Node(text))
         return [.null, .bool, .int, .float].contains(tag) ? tag : .str
     }
 
@@ -41,8 +41,11 @@ struct YAMLScalarTypeTests {
     }
 
     @Test func aQuotedOrTaggedScalarKeepsItsTag() throws {
-        let root = try #require(try Yams.compose(yaml: "a: '5'\nb: !!str 6\nc: 7\nd: \"yes\"", .basic))
-        let types = ["a", "b", "c", "d"].map { YAMLScalarType.tag(of: root[$0]!.scalar!) }
-        #expect(types == [.str, .str, .int, .str])
+        guard case .document(.mapping(let mapping)?) = YAMLComposer.compose("a: '5'\nb: !!str 6\nc: 7\nd: \"yes\"") else {
+            Issue.record("a mapping expected")
+            return
+        }
+        let types = mapping.map(\.value.tagName)
+        #expect(types == [Tag.Name.str, .str, .int, .str])
     }
 }

@@ -196,7 +196,6 @@ struct NodeReader {
             return "'\(short: scalar.string)'" + (scalar.style == .doubleQuoted || scalar.style == .singleQuoted ? " (quoted text)" : "")
         case .mapping: return "a mapping"
         case .sequence: return "a list"
-        case .alias: return "an alias"
         }
     }
 
@@ -240,14 +239,5 @@ struct NodeReader {
             previous = current
         }
         return previous[b.count]
-    }
-}
-
-extension Node {
-    /// The resolved tag (`int`, `str`, `bool`…): how YAML typed the node, by
-    /// ``YAMLScalarType`` for a scalar.
-    var tagName: Tag.Name {
-        if case .scalar(let scalar) = self { return YAMLScalarType.tag(of: scalar) }
-        return Tag.Name(rawValue: tag.rawValue)
     }
 }

@@ -25,9 +25,6 @@ extension WorkflowParser {
             case .scalar:
                 guard let scalar = jsonScalar(node, step: step, field: nodeField, variablesOnly: variablesOnly) else { return nil }
                 value = scalar
-            case .alias:
-                reader.fail(.invalidValue, "aliases are not supported in bodies", at: node, step: step, field: nodeField)
-                return nil
             case .sequence, .mapping:
                 guard stack.count < JSONValue.maxDepth else {
                     reader.fail(.invalidValue, "lists and mappings nested deeper than \(JSONValue.maxDepth) levels", at: node, step: step, field: nodeField)

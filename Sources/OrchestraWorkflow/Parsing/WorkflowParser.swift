@@ -90,17 +90,8 @@ struct WorkflowParser {
         // regular expressions every time a tag is read).
         var root: Node?
         switch YAMLComposer.compose(text) {
-        case .document(let document) where YAMLComposer.marksCanBeMade:
+        case .document(let document):
             root = document
-        case .document:
-            // Nodes without marks would have no lines: Yams composes them (without the checks
-            // above, which passed).
-            do {
-                root = try Yams.compose(yaml: text, .basic)
-            } catch {
-                reportSyntax(error, in: text)
-                return nil
-            }
         case .problems(let problems):
             for problem in problems {
                 reader.fail(.syntax, problem.message, at: SourceLocation(line: problem.line, column: problem.column))

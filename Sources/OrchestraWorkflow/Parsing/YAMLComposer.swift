@@ -2,8 +2,8 @@
 import CYaml
 import Yams
 
-/// Composes a workflow file's YAML into Yams nodes in one pass over libyaml's events, and finds
-/// what Yams' composer cannot report well:
+/// Composes a workflow file's YAML into ``YAMLNode``s in one pass over libyaml's events, and
+/// finds what Yams' composer cannot report well:
 ///
 /// - **Aliases that expand too far.** `*name` repeats the whole node anchored as `&name`, so ten
 ///   levels of ten aliases each stand for 10¹⁰ values in a file under 1 KB. The nodes are
@@ -14,9 +14,9 @@ import Yams
 ///   the first key's line; the composer reports each later occurrence at its own line, with
 ///   the line of the first.
 ///
-/// Why not `Yams.compose`: besides the two above, it hashes every mapping's keys as nodes to
-/// find duplicates and allocates an object per event; on a 100,000-step file that was over a
-/// third of `orchestra validate`'s time.
+/// Why not `Yams.compose`: besides the two above, it allocates an object per event and a tag
+/// object per node, and hashes every mapping's keys as nodes to find duplicates; on a
+/// 100,000-step file that was over a third of `orchestra validate`'s time.
 ///
 /// A text libyaml refuses is ``Outcome/syntaxError``: the caller asks Yams for its error (the
 /// same libyaml, so the same message and line). Iterative: nesting is bounded by libyaml, not
@@ -54,23 +54,13 @@ enum YAMLComposer {
         }
     }
 
-    /// Yams' `Mark` has no public initializer; it is two `Int`s, line then column. The layout
-    /// is checked once; were it ever different, nodes would be composed by Yams instead.
-    static let marksCanBeMade: Bool = {
-        guard MemoryLayout<Mark>.size == MemoryLayout<(Int, Int)>.size else { return false }
-        let mark = unsafeBitCast((3, 7), to: Mark.self)
-        return mark.line == 3 && mark.column == 7
-    }()
-
     private struct Composer {
         /// A list or mapping being read.
         struct Open {
             var isMapping: Bool
             var anchor: String?
-            var tag: Tag
-            var sequenceStyle: Node.Sequence.Style
-            var mappingStyle: Node.Mapping.Style
-            var mark: Mark?
+            var tag: Tag.Name
+            var mark: SourceLocation
             /// Values in its expansion so far, itself included.
             var size = 1
             var nodes: [Node] = []
@@ -83,14 +73,6 @@ enum YAMLComposer {
         var stack: [Open] = []
         var repeated = 0
         var root: Node?
-        /// A tag is a class that Yams resolves in place (`resolvedTag`): each node has its own.
-        /// Its resolver and constructor are shared (`Constructor.default` builds a new one,
-        /// tables and all, on every read).
-        let resolver = Resolver.basic
-        let constructor = Constructor.default
-        var implicitTag: Tag { Tag(.implicit, resolver, constructor) }
-        var stringTag: Tag { Tag(.str, resolver, constructor) }
-
         mutating func run(_ parser: inout yaml_parser_t) -> Outcome {
             var documents = 0
             while true {
@@ -110,9 +92,9 @@ enum YAMLComposer {
                 case YAML_SCALAR_EVENT:
                     let scalar = event.data.scalar
                     let value = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
-                    let tag = scalar.quoted_implicit == 1 ? stringTag : tag(scalar.tag)
-                    let style = Node.Scalar.Style(rawValue: numericCast(scalar.style.rawValue)) ?? .any
-                    let node = Node.scalar(Node.Scalar(value, tag, style, mark(line, column)))
+                    let tag = scalar.quoted_implicit == 1 ? Tag.Name.str : tag(scalar.tag)
+                    let style = Yams.Node.Scalar.Style(rawValue: numericCast(scalar.style.rawValue)) ?? .any
+                    let node = Node.scalar(Node.Scalar(string: value, tag: tag, style: style, mark: SourceLocation(line: line, column: column)))
                     ended = (node, 1, Self.string(scalar.anchor))
                 case YAML_ALIAS_EVENT:
                     guard let anchor = Self.string(event.data.alias.anchor), let target = anchors[anchor] else { return .syntaxError }
@@ -128,17 +110,15 @@ enum YAMLComposer {
                 case YAML_SEQUENCE_START_EVENT:
                     let start = event.data.sequence_start
                     stack.append(Open(
-                        isMapping: false, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? implicitTag : tag(start.tag),
-                        sequenceStyle: Node.Sequence.Style(rawValue: numericCast(start.style.rawValue)) ?? .any, mappingStyle: .any,
-                        mark: mark(line, column)
+                        isMapping: false, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? .implicit : tag(start.tag),
+                        mark: SourceLocation(line: line, column: column)
                     ))
                     continue
                 case YAML_MAPPING_START_EVENT:
                     let start = event.data.mapping_start
                     stack.append(Open(
-                        isMapping: true, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? implicitTag : tag(start.tag),
-                        sequenceStyle: .any, mappingStyle: Node.Mapping.Style(rawValue: numericCast(start.style.rawValue)) ?? .any,
-                        mark: mark(line, column)
+                        isMapping: true, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? .implicit : tag(start.tag),
+                        mark: SourceLocation(line: line, column: column)
                     ))
                     continue
                 case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
@@ -156,9 +136,9 @@ enum YAMLComposer {
                 let position = stack[top].nodes.count
                 if stack[top].isMapping, position % 2 == 0, case .scalar(var key) = ended.node {
                     checkKey(key.string, at: position, line: line, column: column, in: top)
-                    // A key is text, as Yams leaves it (hashing a key resolves its tag in place).
-                    if Tag.Name(rawValue: key.tag.rawValue) == .implicit {
-                        key.tag = stringTag
+                    // A key is text (as Yams leaves it: hashing a key resolves its tag in place).
+                    if key.tag == .implicit {
+                        key.tag = .str
                         stack[top].nodes.append(.scalar(key))
                         continue
                     }
@@ -198,24 +178,20 @@ enum YAMLComposer {
 
         func close(_ open: Open) -> Node {
             guard open.isMapping else {
-                return .sequence(Node.Sequence(open.nodes, open.tag, open.sequenceStyle, open.mark))
+                return .sequence(Node.Sequence(nodes: open.nodes, tag: open.tag, mark: open.mark))
             }
-            var pairs: [(Node, Node)] = []
+            var pairs: [(key: Node, value: Node)] = []
             pairs.reserveCapacity(open.nodes.count / 2)
             var index = 0
             while index + 1 < open.nodes.count {
                 pairs.append((open.nodes[index], open.nodes[index + 1]))
                 index += 2
             }
-            return .mapping(Node.Mapping(pairs, open.tag, open.mappingStyle, open.mark))
+            return .mapping(Node.Mapping(pairs: pairs, tag: open.tag, mark: open.mark))
         }
 
-        func tag(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> Tag {
-            Self.string(pointer).map { Tag(Tag.Name(rawValue: $0), resolver, constructor) } ?? implicitTag
-        }
-
-        func mark(_ line: Int, _ column: Int) -> Mark? {
-            YAMLComposer.marksCanBeMade ? unsafeBitCast((line, column), to: Mark.self) : nil
+        func tag(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> Tag.Name {
+            Self.string(pointer).map(Tag.Name.init(rawValue:)) ?? .implicit
         }
 
         static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
