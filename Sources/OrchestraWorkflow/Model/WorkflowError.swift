@@ -1,4 +1,5 @@
-/// A place in a workflow file: 1-based line and column, as Yams' node marks give them.
+/// A place in a workflow file: 1-based line and column (counted in Unicode scalars, as
+/// libyaml counts).
 public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
     public var line: Int
     public var column: Int

@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-/// Reads Yams nodes into values, recording a ``WorkflowError`` (with the node's line and
+/// Reads ``YAMLNode``s into values, recording a ``WorkflowError`` (with the node's line and
 /// column, the step and the field) for every node that is not what the format expects.
 /// Every reader returns `nil` after recording its error, so parsing goes on and reports all
 /// problems at once.

@@ -61,7 +61,7 @@ extension Workflow {
     }
 }
 
-/// Walks the Yams node tree of a workflow file into a ``Workflow``.
+/// Walks the node tree of a workflow file (``YAMLComposer``) into a ``Workflow``.
 struct WorkflowParser {
     static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "follow_redirects", "auth", "steps"]
     static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth", "follow_redirects", "for_each"]
