@@ -58,6 +58,34 @@ struct WorkflowRunnerTests {
         #expect(transport.peakInFlight <= 3)
     }
 
+    /// Without `hosts:` limits a ready step waits in the graph, not as a started task, beyond
+    /// four times `limit` (or `limit` + 16): 20,000 independent steps held 600 MB of waiting
+    /// tasks.
+    @Test func readyStepsBeyondTheGraphLimitWaitUnstarted() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await gate.pass()
+            return respond()
+        }
+        let steps = (0..<60).map { "  - { id: s\($0), url: \"http://x.test/\($0)\" }" }
+        let workflow = try parse("limit: 2\nsteps:\n" + steps.joined(separator: "\n"))
+        let started = Locked(0)
+        let graphLimit = WorkflowRunner.graphLimit(for: 2)
+        #expect(graphLimit == 18)
+        try await withHangGuard {
+            async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) { event in
+                if case .started = event { started.withLock { $0 += 1 } }
+            }
+            try await waitUntil("the graph's limit of steps started") { started.withLock { $0 } == graphLimit }
+            try await waitUntil("two requests in flight") { transport.inFlight == 2 }
+            #expect(started.withLock { $0 } == graphLimit, "no step starts beyond the graph's limit while all wait")
+            gate.open()
+            #expect(await report.allSucceeded)
+        }
+        #expect(started.withLock { $0 } == 60)
+        #expect(transport.peakInFlight == 2)
+    }
+
     @Test func continueSkipsOnlyTheDependentsOfAFailure() async throws {
         let transport = ScriptedHTTPTransport { request, _ in
             request.path == "/bad" ? respond(404, "no such thing") : respond()

@@ -89,9 +89,14 @@ public struct WorkflowRunner: Sendable {
         var finished: [String: StepReport] = [:]
         var firstFailure: String?
         do {
-            // No graph limit: a step waiting for a host slot, a token or a backoff must not
-            // hold back the others; the coordinator limits the requests in flight.
+            // The coordinator limits the requests in flight; the graph only keeps every ready
+            // step from starting at once (each started step is a task, ~20 KB while it waits:
+            // 20,000 independent steps took 600 MB). Four times `limit` leaves room for steps
+            // waiting for a backoff or a token without idling the requests. With `hosts:`
+            // limits there is no graph limit: a step waiting for a busy host must not hold a
+            // place another host's step could use.
             try await graph.withRun(
+                limit: workflow.hostLimits.isEmpty ? Self.graphLimit(for: workflow.limit) : .max,
                 failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
             ) { run in
@@ -120,6 +125,14 @@ public struct WorkflowRunner: Sendable {
             workflow: workflow.name, steps: steps, duration: ended,
             logins: authenticator?.logins ?? 0, refreshes: authenticator?.refreshes ?? 0
         )
+    }
+
+    /// The most steps started at once (running, or waiting for a request slot, a backoff or a
+    /// token) in a workflow whose `limit:` is `limit` and that has no `hosts:` limits: four times
+    /// `limit`, and at least `limit` + 16. Other ready steps wait, unstarted, in the order the
+    /// graph schedules them.
+    public static func graphLimit(for limit: Int) -> Int {
+        limit > Int.max / 4 ? Int.max : max(limit * 4, limit + 16)
     }
 
     /// The report of a step that just ended, from what its executor recorded and how the graph
