@@ -107,17 +107,13 @@ enum YAMLComposer {
                         return .problems(problems)
                     }
                     ended = (target.node, target.size, nil)
-                case YAML_SEQUENCE_START_EVENT:
-                    let start = event.data.sequence_start
+                case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+                    let isMapping = event.type == YAML_MAPPING_START_EVENT
+                    let (anchor, written, implicit) = isMapping
+                        ? (event.data.mapping_start.anchor, event.data.mapping_start.tag, event.data.mapping_start.implicit)
+                        : (event.data.sequence_start.anchor, event.data.sequence_start.tag, event.data.sequence_start.implicit)
                     stack.append(Open(
-                        isMapping: false, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? .implicit : tag(start.tag),
-                        mark: SourceLocation(line: line, column: column)
-                    ))
-                    continue
-                case YAML_MAPPING_START_EVENT:
-                    let start = event.data.mapping_start
-                    stack.append(Open(
-                        isMapping: true, anchor: Self.string(start.anchor), tag: start.implicit != 0 ? .implicit : tag(start.tag),
+                        isMapping: isMapping, anchor: Self.string(anchor), tag: implicit != 0 ? .implicit : tag(written),
                         mark: SourceLocation(line: line, column: column)
                     ))
                     continue
