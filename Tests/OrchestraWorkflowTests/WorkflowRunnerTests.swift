@@ -106,6 +106,38 @@ struct WorkflowRunnerTests {
         #expect(!report.allSucceeded)
     }
 
+    /// With `failure: continue`, a run cancelled (Ctrl-C) after one step failed reports the
+    /// steps still running as cancelled, not as skipped because of that failure.
+    @Test func aCancelledRunDoesNotBlameAnUnrelatedFailure() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/slow" { try await gate.pass() }
+            return request.path == "/bad" ? respond(404) : respond()
+        }
+        let workflow = try parse("""
+            steps:
+              - { id: bad, url: "http://x.test/bad", expect: 200 }
+              - { id: slow, url: "http://x.test/slow" }
+              - { id: after, url: "http://x.test/after", needs: slow }
+            """)
+        let finished = Locked([String]())
+        try await withHangGuard {
+            let run = Task {
+                await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) { event in
+                    if case .finished(let step) = event { finished.withLock { $0.append(step.id) } }
+                }
+            }
+            try await waitUntil("bad failed while slow waits") { finished.withLock { $0 } == ["bad"] && transport.inFlight == 1 }
+            run.cancel()
+            let report = await run.value
+            #expect(report["bad"]?.state == .failed)
+            for id in ["slow", "after"] {
+                #expect(report[id]?.state == .cancelled, "\(id): \(String(describing: report[id]))")
+                #expect(report[id]?.error?.contains("bad") == false, "\(id) did not fail because of 'bad': \(report[id]?.error ?? "")")
+            }
+        }
+    }
+
     @Test func stopCancelsRunningStepsAndSkipsTheRest() async throws {
         let arrivals = EventLog<String>()
         let transport = ScriptedHTTPTransport { request, _ in

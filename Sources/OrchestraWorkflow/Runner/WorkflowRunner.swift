@@ -114,11 +114,23 @@ public struct WorkflowRunner: Sendable {
         let ended = executor.elapsed()
         eventSink.finish()
         await delivered
+        // A step without an end event was stopped: by `failure: stop` after a failure, or by
+        // cancelling the run (Ctrl-C). Only the first blames the failure.
+        let stoppedBy = workflow.failurePolicy == .stop ? firstFailure : nil
         let steps = workflow.steps.map { step in
-            finished[step.id] ?? StepReport(
-                id: step.id, state: firstFailure == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
-                url: step.request.url.source, ended: ended, error: firstFailure.map { "skipped because '\(short: $0)' failed" } ?? "cancelled",
-                cause: firstFailure
+            if let report = finished[step.id] { return report }
+            if var report = executor.records.withLock({ $0[step.id] }) {
+                // It had started.
+                report.state = .cancelled
+                report.ended = report.ended ?? ended
+                report.cause = stoppedBy
+                report.error = stoppedBy.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
+                return report
+            }
+            return StepReport(
+                id: step.id, state: stoppedBy == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
+                url: step.request.url.source, ended: ended, error: stoppedBy.map { "skipped because '\(short: $0)' failed" } ?? "cancelled",
+                cause: stoppedBy
             )
         }
         return WorkflowReport(
@@ -146,9 +158,11 @@ public struct WorkflowRunner: Sendable {
         case .succeeded:
             report.state = .succeeded
         case .failed(is CancellationError), .cancelled:
+            // Cancelled by `failure: stop` after a failure, or with the run.
+            let stoppedBy = workflow.failurePolicy == .stop ? firstFailure : nil
             report.state = .cancelled
-            report.cause = firstFailure
-            report.error = firstFailure.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
+            report.cause = stoppedBy
+            report.error = stoppedBy.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
         case .failed(let error):
             report.state = .failed
             report.error = report.error ?? "\(error)"
