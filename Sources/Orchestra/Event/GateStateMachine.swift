@@ -1,6 +1,6 @@
 /// The pure state behind ``AsyncGate`` and ``AsyncEvent``: open or closed, and the tasks
 /// waiting for it to open.
-struct GateStateMachine: AdmissionStateMachine {
+struct GateStateMachine: AdmissionStateMachine, Sendable {
     private(set) var isOpen: Bool
     private var waiters = WaiterQueue<Continuation>()
 

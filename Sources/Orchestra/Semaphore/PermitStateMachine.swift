@@ -4,7 +4,7 @@
 /// Invariant: while a waiter is queued, `available <= 0` (a release hands its permit to the
 /// oldest waiter instead of adding it to `available`). `available` is negative when a
 /// ``ConcurrencyLimiter`` was lowered below the number of permits in use.
-struct PermitStateMachine {
+struct PermitStateMachine: Sendable {
     private(set) var available: Int
     /// The total number of permits (``ConcurrencyLimiter/limit``); the semaphore ignores it,
     /// since its `signal()` may add permits beyond the initial value.

@@ -1,5 +1,5 @@
 /// The pure state of a ``SingleFlight``: for each key in flight, its execution and its waiters.
-struct SingleFlightStateMachine<Key: Hashable, Value: Sendable> {
+struct SingleFlightStateMachine<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Continuation = CheckedContinuation<Value, any Error>
 
     private struct Flight {

@@ -16,7 +16,11 @@ import Android
 ///
 /// Rule: never resume a continuation, cancel a task or call user code inside ``withLock(_:)``;
 /// return what must be done and do it after the lock is released.
-package final class Locked<State>: @unchecked Sendable {
+///
+/// `Sendable` only when `State` is (as `NIOLockedValueBox`): the lock serialises access to the
+/// state, but a non-`Sendable` state (a class, a closure) could still escape through
+/// ``withLock(_:)``'s result and be used from two threads.
+package final class Locked<State> {
     #if canImport(os)
     private let lock: UnsafeMutablePointer<os_unfair_lock>
     #else
@@ -78,3 +82,6 @@ package final class Locked<State>: @unchecked Sendable {
         #endif
     }
 }
+
+// The mutex serialises every access to `state`.
+extension Locked: @unchecked Sendable where State: Sendable {}

@@ -29,14 +29,14 @@ package enum AdmissionSuspendAction: Sendable {
     case suspended
 }
 
-extension Locked where State: AdmissionStateMachine, State.Request == Void {
+extension Locked where State: AdmissionStateMachine & Sendable, State.Request == Void {
     /// Suspends until the state machine admits the caller; see ``suspendUntilAdmitted(_:)``.
     nonisolated(nonsending) func suspendUntilAdmitted() async throws {
         try await suspendUntilAdmitted(())
     }
 }
 
-extension Locked where State: AdmissionStateMachine {
+extension Locked where State: AdmissionStateMachine & Sendable {
     /// Suspends until the state machine admits the caller with `request`.
     ///
     /// Cancellation: a task that is already cancelled (when the machine cannot admit it at

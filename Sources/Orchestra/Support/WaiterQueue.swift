@@ -51,3 +51,5 @@ struct WaiterQueue<Waiter> {
         return all
     }
 }
+
+extension WaiterQueue: Sendable where Waiter: Sendable {}

@@ -95,3 +95,4 @@ package struct SharedTimerStateMachine<Instant: InstantProtocol, Waiter> {
         return arm
     }
 }
+extension SharedTimerStateMachine: Sendable where Instant: Sendable, Waiter: Sendable {}
