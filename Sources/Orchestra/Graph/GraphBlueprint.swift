@@ -45,21 +45,6 @@ struct GraphBlueprint: Sendable {
         addedDependents.isEmpty ? nil : addedDependents[Int32(node)]
     }
 
-    /// Calls `body` with each dependent of `node`.
-    func forEachDependent(of node: Int, _ body: (Int) throws -> Void) rethrows {
-        for dependent in directDependents(of: node) { try body(Int(dependent)) }
-        if let added = addedDependents(of: node) {
-            for dependent in added { try body(Int(dependent)) }
-        }
-    }
-
-    /// The dependents of `node`, as an array (for tests and rare paths).
-    func dependents(of node: Int) -> [Int] {
-        var result: [Int] = []
-        forEachDependent(of: node) { result.append($0) }
-        return result
-    }
-
     init(_ specs: [NodeSpec], resourceLimits limits: [String: Int] = [:]) throws(TaskGraphError) {
         try self.init(GraphNodes(specs), resourceLimits: limits)
     }

@@ -87,7 +87,7 @@ struct SchedulerStateMachine: Sendable {
     private(set) var blueprint: GraphBlueprint
     let order: Order
     let failurePolicy: FailurePolicy
-    private(set) var limit: Int
+    let limit: Int
     private(set) var states: [NodeState]
     private(set) var running = 0
     private(set) var terminalCount = 0
@@ -224,14 +224,6 @@ struct SchedulerStateMachine: Sendable {
         }
         fillSlots(into: &transition)
         return (index, transition)
-    }
-
-    /// Changes the concurrency limit; a higher limit may start nodes at once.
-    mutating func setLimit(_ newLimit: Int) -> Transition {
-        limit = newLimit
-        var transition = Transition()
-        fillSlots(into: &transition)
-        return transition
     }
 
     // MARK: - Internals

@@ -48,8 +48,6 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         /// that returns an invalid one. Stopped instead of looping; the message says which.
         /// Renewals of tokens that reached their margin or their end never count.
         public static let excessiveRefresh = Code("excessiveRefresh")
-        /// No token, and the refresher has nothing to refresh from.
-        public static let noToken = Code("noToken")
     }
 
     public var code: Code

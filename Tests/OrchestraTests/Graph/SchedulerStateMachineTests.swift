@@ -14,7 +14,7 @@ struct SchedulerStateMachineTests {
     }
 
     /// The seed: "op1 after op and op3, op2 independent, at most 5 at once".
-    @Test func theSeedsDependencyGraph() throws {
+    @Test func theOperationsDependencyGraph() throws {
         let graph = try blueprint([node("op"), node("op1", "op", "op3"), node("op2"), node("op3")])
         var machine = Machine(graph, limit: 5)
         #expect(machine.start().launch.map { graph.ids[$0] }.sorted() == ["op", "op2", "op3"])
@@ -114,13 +114,6 @@ struct SchedulerStateMachineTests {
         #expect(machine.finish(0, .succeeded).launch.isEmpty)
         #expect(machine.isFinished)
         #expect(machine.states == [.succeeded, .cancelled, .cancelled])
-    }
-
-    @Test func raisingTheLimitStartsReadyNodesAtOnce() throws {
-        let graph = try blueprint([node("a"), node("b"), node("c")])
-        var machine = Machine(graph, limit: 1)
-        #expect(machine.start().launch.count == 1)
-        #expect(machine.setLimit(3).launch.count == 2)
     }
 
     /// Random DAGs with random failures and afterOutcomesOf nodes: every edge is respected, the
