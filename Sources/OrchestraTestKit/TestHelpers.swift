@@ -57,7 +57,9 @@ public struct NeverHappened: Error, CustomStringConvertible {
     public var description: String { "never happened: \(what)" }
 }
 
-/// Waits (without a clock) until `condition` holds, re-checking after each yield.
+/// Waits (without a clock) until `condition` holds: re-checked after each yield at first
+/// (most conditions hold within a few), then every millisecond, so a condition that never
+/// holds does not keep a core busy until the guard.
 ///
 /// Bounded by a real-time guard so a broken test fails with ``NeverHappened`` instead of
 /// hanging CI; this is not a timing assertion (the guard is far longer than any correct run).
@@ -71,9 +73,15 @@ public func waitUntil(
 ) async throws {
     do {
         try await withTimeout(limit) {
+            var checks = 0
             while !condition() {
                 try Task.checkCancellation()
-                await Task.yield()
+                checks += 1
+                if checks < 1_000 {
+                    await Task.yield()
+                } else {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
             }
         }
     } catch is TimeoutError {

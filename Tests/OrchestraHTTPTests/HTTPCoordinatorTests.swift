@@ -165,6 +165,43 @@ struct HTTPCoordinatorTests {
         #expect(plain.status == .notFound && plain.attempts == 1, "a 404 is an answer, not a transient failure")
     }
 
+    /// Every transient outcome, for every kind of request: a POST without an
+    /// `Idempotency-Key` is sent once (a retried order may be placed twice); a keyed POST, PUT,
+    /// DELETE and GET are retried up to the policy's attempts.
+    @Test(arguments: ["408", "429", "500", "502", "503 Retry-After", "504", "connection lost"])
+    func everyTransientFailureIsRetriedOnlyForIdempotentRequests(_ outcome: String) async throws {
+        for (kind, expectedAttempts) in [("POST", 1), ("POST with Idempotency-Key", 3), ("PUT", 3), ("DELETE", 3), ("GET", 3)] {
+            let transport = ScriptedHTTPTransport { _, _ in
+                switch outcome {
+                case "connection lost":
+                    throw HTTPTransportError(code: .connectionLost, message: "connection lost", host: "a.test")
+                case "503 Retry-After":
+                    return (HTTPResponse(status: .serviceUnavailable, headerFields: [.retryAfter: "0"]), Data())
+                default:
+                    return (HTTPResponse(status: .init(code: Int(outcome)!)), Data())
+                }
+            }
+            let api = HTTPCoordinator(transport: transport, configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))
+            var request = HTTPRequest(method: .get, scheme: "https", authority: "a.test", path: "/orders/1")
+            switch kind {
+            case "GET": break
+            case "PUT": request.method = .put
+            case "DELETE": request.method = .delete
+            default:
+                request.method = .post
+                if kind.hasSuffix("Key") { request.headerFields[HTTPField.Name("Idempotency-Key")!] = "order-1" }
+            }
+            let body: Data? = request.method == .get || request.method == .delete ? nil : Data("{}".utf8)
+            if outcome == "connection lost" {
+                await #expect(throws: HTTPTransportError.self, "\(kind), \(outcome)") { try await api.data(for: request, body: body) }
+            } else {
+                let result = try await api.data(for: request, body: body)
+                #expect(result.attempts == expectedAttempts, "\(kind), \(outcome)")
+            }
+            #expect(transport.requests.count == expectedAttempts, "\(kind), \(outcome): requests sent")
+        }
+    }
+
     @Test func aRequestThatNeverGetsAnAnswerTimesOut() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { _, _ in

@@ -131,7 +131,7 @@ struct TokenRefresherTests {
         }
         let rejected = SignedToken(value: "t0", version: 0)
         let errors = try await withHangGuard {
-            await withTaskGroup(of: AuthenticationError?.self) { group in
+            try await withThrowingTaskGroup(of: AuthenticationError?.self) { group in
                 for _ in 0..<50 {
                     group.addTask {
                         do {
@@ -142,9 +142,10 @@ struct TokenRefresherTests {
                         }
                     }
                 }
-                try? await waitUntil("the refresh started") { attempts.count == 1 }
+                // A refresh that never starts fails the test here (NeverHappened), not later.
+                try await waitUntil("the refresh started") { attempts.count == 1 }
                 release.signal()
-                return await group.reduce(into: [AuthenticationError?]()) { $0.append($1) }
+                return try await group.reduce(into: [AuthenticationError?]()) { $0.append($1) }
             }
         }
         #expect(errors.count == 50)

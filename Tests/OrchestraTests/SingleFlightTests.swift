@@ -50,11 +50,22 @@ struct SingleFlightTests {
         #expect(work.runs == 1)
     }
 
+    /// Key 2 runs its own work while key 1's is still in flight: merged keys would run once
+    /// and give both callers key 1's value, or make key 2 wait for key 1.
     @Test func differentKeysRunSeparately() async throws {
-        let flight = SingleFlight<Int, Int>()
-        async let a = flight.run(key: 1) { 10 }
-        async let b = flight.run(key: 2) { 20 }
-        #expect(try await [a, b] == [10, 20])
+        let flight = SingleFlight<String, String>()
+        let first = Work()
+        let second = Work()
+        try await withHangGuard {
+            let one = Task { try await flight.run(key: "1") { try await first.run(.success("one")) } }
+            try await waitUntil("key 1 in flight") { first.runs == 1 }
+            second.release.signal()
+            #expect(try await flight.run(key: "2") { try await second.run(.success("two")) } == "two", "key 2 did not wait for key 1")
+            #expect(flight.waiterCount(for: "1") == 1, "key 1 still in flight")
+            first.release.signal()
+            #expect(try await one.value == "one")
+        }
+        #expect(first.runs == 1 && second.runs == 1)
     }
 
     @Test func aCancelledCallerLeavesWhileTheOthersKeepTheWork() async throws {
