@@ -4,12 +4,13 @@ import Orchestra
 import OrchestraDemoServer
 import OrchestraHTTP
 
-/// `orchestra demo`: the seed articles' scenarios, played with Orchestra against a real HTTP
+/// `orchestra demo`: everyday coordination patterns (batches, limits, chains, a dependency
+/// graph, token refresh, failures), played with Orchestra against a real HTTP
 /// server started on 127.0.0.1.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Play the seed articles' scenarios with Orchestra against a local HTTP server.",
+        abstract: "Play everyday async coordination patterns with Orchestra against a local HTTP server.",
         discussion: """
             Starts the demo server on 127.0.0.1 (a free port; no network needed) and plays each \
             scenario against it: the hand-rolled pattern it replaces (dispatch_group, \
@@ -119,7 +120,7 @@ struct DemoCommand: AsyncParsableCommand {
                         )
                         console.line(
                             console.paint("Orchestra demo", .bold)
-                                + " · \(Format.count(scenarios.count, "scenario")) from the seed articles · demo server on \(server.baseURL.absoluteString)"
+                                + " · \(Format.count(scenarios.count, "scenario")) · demo server on \(server.baseURL.absoluteString)"
                                 + (speed == 1 ? "" : " · latencies ÷ \(Format.factor(speed))")
                         )
                         var results: [ScenarioPlayer.Result] = []

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import OrchestraWorkflow
 
-/// The `orchestra` command. `swift run orchestra demo` plays the seed articles' scenarios.
+/// The `orchestra` command. `swift run orchestra demo` plays the coordination scenarios.
 @main
 struct OrchestraCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

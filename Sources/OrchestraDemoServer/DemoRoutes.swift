@@ -87,7 +87,7 @@ enum DemoRoutes {
             let images = DemoServer.images.enumerated().map { index, image in
                 "{\"index\":\(index),\"path\":\"/images/\(index)\",\"bytes\":\(image.bytes)}"
             }
-            return json("{\"title\":\"Seeds\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
+            return json("{\"title\":\"Gallery\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
         }
         router.get("/list/:count") { _, context -> Response in
             let count = try context.parameters.require("count", as: Int.self)

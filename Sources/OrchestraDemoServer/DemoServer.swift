@@ -4,13 +4,13 @@ import Orchestra
 import ServiceLifecycle
 
 /// A real HTTP server on 127.0.0.1 for the demo and the tests: payloads of any size and
-/// latency (the seeds' eight images), a login/refresh pair whose tokens expire, a protected
+/// latency (eight images of a photo gallery), a login/refresh pair whose tokens expire, a protected
 /// endpoint, a flaky endpoint, one that never answers, and counters (requests in flight and
 /// their peak, refresh calls, arrivals per path).
 ///
 /// Endpoints (all `GET` unless said):
 /// - `/payload/{bytes}?latency_ms=N` — `bytes` bytes after `N` ms.
-/// - `/images/{0…7}?latency_ms=N` — the seeds' eight images: sizes and latencies from
+/// - `/images/{0…7}?latency_ms=N` — eight gallery images: sizes and latencies from
 ///   ``DemoServer/images`` (`latency_ms` overrides the latency).
 /// - `POST /login`, `POST /refresh` — `{"access_token": "…", "expires_in": seconds}`; a
 ///   refresh invalidates the previous token. `/refresh` answers 500 when
@@ -71,7 +71,7 @@ public final class DemoServer: Sendable {
         }
     }
 
-    /// The seeds' eight images: some large and slow.
+    /// The gallery's eight images, as an app downloads them: some large and slow.
     public static let images: [(bytes: Int, latency: Duration)] = [
         (48_000, .milliseconds(120)), (1_200_000, .milliseconds(900)), (64_000, .milliseconds(200)),
         (32_000, .milliseconds(80)), (2_400_000, .milliseconds(1_400)), (96_000, .milliseconds(300)),

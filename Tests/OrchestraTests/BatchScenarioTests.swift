@@ -2,16 +2,16 @@ import Orchestra
 import OrchestraTestKit
 import Testing
 
-/// The seeds' scenarios, eight simulated downloads with different latencies on a manual clock.
+/// The batch scenarios: eight simulated downloads with different latencies on a manual clock.
 /// Each test checks the exact start times against the reference schedule, the order results
 /// are handled in, and the largest number of downloads that ran at once.
-@Suite("Batch scenarios from the seeds", .timeLimit(.minutes(1)))
+@Suite("Batch scenarios: eight downloads", .timeLimit(.minutes(1)))
 struct BatchScenarioTests {
     let network = SimulatedNetwork(clock: ManualClock())
 
     func expectStarts(_ reference: ReferenceSchedule, sourceLocation: SourceLocation = #_sourceLocation) {
         let starts = network.starts
-        for index in Seeds.latencies.indices {
+        for index in Gallery.latencies.indices {
             #expect(starts[index] == reference.starts[index], "download \(index)", sourceLocation: sourceLocation)
         }
         #expect(network.probe.maximum == reference.maxConcurrency, "most downloads at once", sourceLocation: sourceLocation)
@@ -20,26 +20,26 @@ struct BatchScenarioTests {
 
     /// dispatch_group enter/leave + notify: all in parallel, one final callback.
     @Test func allInParallelWithOneFinalCallback() async throws {
-        let reference = ReferenceSchedule(latencies: Seeds.latencies, limit: 8, order: .completion)
+        let reference = ReferenceSchedule(latencies: Gallery.latencies, limit: 8, order: .completion)
         let batch = Task { [network] in
-            try await Seeds.urls.indices.concurrentMap(limit: 8) { try await network.fetch($0) }
+            try await Gallery.urls.indices.concurrentMap(limit: 8) { try await network.fetch($0) }
         }
         try await network.drive(totalWakeups: 8, expectedSleepers: reference.sleepers(at:))
         let images = try await batch.value
-        #expect(images == Seeds.urls.indices.map { "image \($0)" }, "results in input order")
-        #expect(network.clock.now.offset == .milliseconds(Seeds.latencies.max()!), "done when the slowest is done")
+        #expect(images == Gallery.urls.indices.map { "image \($0)" }, "results in input order")
+        #expect(network.clock.now.offset == .milliseconds(Gallery.latencies.max()!), "done when the slowest is done")
         expectStarts(reference)
         #expect(reference.maxConcurrency == 8)
     }
 
     /// Parallel, each result handled as it arrives (out of order).
     @Test func outOfOrderCompletions() async throws {
-        let reference = ReferenceSchedule(latencies: Seeds.latencies, limit: 3, order: .completion)
+        let reference = ReferenceSchedule(latencies: Gallery.latencies, limit: 3, order: .completion)
         // Two downloads ending at the same instant could be handled in either order.
         try #require(Set(reference.ends).count == reference.ends.count, "the latencies must not tie at limit 3")
         let handled = EventLog<Int>()
         let batch = Task { [network] in
-            for await (index, result) in Seeds.urls.indices.completions(limit: 3, { try await network.fetch($0) }) {
+            for await (index, result) in Gallery.urls.indices.completions(limit: 3, { try await network.fetch($0) }) {
                 #expect((try? result.get()) == "image \(index)")
                 handled.append(index)
             }
@@ -55,11 +55,11 @@ struct BatchScenarioTests {
 
     /// NSConditionLock: parallel requests, results handled in input order.
     @Test func orderedHandling() async throws {
-        let reference = ReferenceSchedule(latencies: Seeds.latencies, limit: 3, order: .input)
+        let reference = ReferenceSchedule(latencies: Gallery.latencies, limit: 3, order: .input)
         let handled = EventLog<Int>()
         let batch = Task { [network] in
             var index = 0
-            for await result in Seeds.urls.indices.orderedResults(limit: 3, { try await network.fetch($0) }) {
+            for await result in Gallery.urls.indices.orderedResults(limit: 3, { try await network.fetch($0) }) {
                 #expect((try? result.get()) == "image \(index)")
                 handled.append(index)
                 index += 1
@@ -78,16 +78,16 @@ struct BatchScenarioTests {
 
     /// One after another: the next starts only after the previous returned.
     @Test func serial() async throws {
-        let reference = ReferenceSchedule(latencies: Seeds.latencies, limit: 1, order: .completion)
+        let reference = ReferenceSchedule(latencies: Gallery.latencies, limit: 1, order: .completion)
         let batch = Task { [network] in
-            try await Seeds.urls.indices.concurrentMap(limit: 1) { try await network.fetch($0) }
+            try await Gallery.urls.indices.concurrentMap(limit: 1) { try await network.fetch($0) }
         }
         try await network.drive(totalWakeups: 8, expectedSleepers: reference.sleepers(at:))
         _ = try await batch.value
         expectStarts(reference)
         #expect(network.probe.maximum == 1)
         var elapsed = 0
-        for (index, latency) in Seeds.latencies.enumerated() {
+        for (index, latency) in Gallery.latencies.enumerated() {
             #expect(network.starts[index] == .milliseconds(elapsed))
             elapsed += latency
         }
@@ -95,9 +95,9 @@ struct BatchScenarioTests {
 
     /// dispatch_semaphore(2): at most two at once, without blocking a thread.
     @Test func atMostTwoAtOnce() async throws {
-        let reference = ReferenceSchedule(latencies: Seeds.latencies, limit: 2, order: .completion)
+        let reference = ReferenceSchedule(latencies: Gallery.latencies, limit: 2, order: .completion)
         let batch = Task { [network] in
-            try await Seeds.urls.indices.concurrentMap(limit: 2) { try await network.fetch($0) }
+            try await Gallery.urls.indices.concurrentMap(limit: 2) { try await network.fetch($0) }
         }
         try await network.drive(totalWakeups: 8, expectedSleepers: reference.sleepers(at:))
         _ = try await batch.value
@@ -110,7 +110,7 @@ struct BatchScenarioTests {
         let limiter = ConcurrencyLimiter(limit: 2)
         let maxBeforeRaise = Locked(0)
         let batch = Task { [network] in
-            try await Seeds.urls.indices.concurrentMap(limit: 8) { index in
+            try await Gallery.urls.indices.concurrentMap(limit: 8) { index in
                 try await limiter.withPermit { try await network.fetch(index) }
             }
         }

@@ -2,7 +2,7 @@ import Dispatch
 import Orchestra
 import Testing
 
-/// A stand-in for a completion-handler API such as the seeds' AFNetworking call.
+/// A stand-in for a completion-handler API such as a networking library's request call.
 final class LegacyAPI: Sendable {
     private let pending = Locked<[@Sendable (Result<String, any Error>) -> Void]>([])
     private let cancellations = Locked(0)

@@ -15,7 +15,7 @@ struct WorkflowFuzzTests {
     static let budget: Duration = .seconds(15)
     static let maxInputs = 20_000
 
-    static let seeds: [String] = {
+    static let corpus: [String] = {
         let examples = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../Examples")
         let files = (try? FileManager.default.contentsOfDirectory(at: examples, includingPropertiesForKeys: nil)) ?? []
         let texts = files.filter { $0.pathExtension == "yaml" }.sorted { $0.path < $1.path }.compactMap { try? String(contentsOf: $0, encoding: .utf8) }
@@ -41,7 +41,7 @@ struct WorkflowFuzzTests {
         while inputs < Self.maxInputs, clock.now - start < Self.budget {
             let seed = base &+ UInt64(inputs)
             var generator = SplitMix64(seed: seed)
-            let text = Self.mutated(Self.seeds.randomElement(using: &generator)!, using: &generator)
+            let text = Self.mutated(Self.corpus.randomElement(using: &generator)!, using: &generator)
             inputs += 1
             let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count
             do {
@@ -74,7 +74,7 @@ struct WorkflowFuzzTests {
         while inputs < Self.maxInputs, clock.now - start < .seconds(5) {
             let seed = 7_000 &+ UInt64(inputs)
             var generator = SplitMix64(seed: seed)
-            let text = Self.mutated(Self.seeds.randomElement(using: &generator)!, using: &generator)
+            let text = Self.mutated(Self.corpus.randomElement(using: &generator)!, using: &generator)
             inputs += 1
             let expected = Result { try Yams.compose(yaml: text, .basic) }
             switch (YAMLComposer.compose(text), expected) {

@@ -10,7 +10,7 @@ import Orchestra
 /// one `ThrowingTaskGroup` is the baseline: it is what `concurrentMap(limit:)` replaces, and the
 /// target is `concurrentMap` within 1.3x of it. `completions(limit:)` is measured alongside as
 /// the streaming alternative; `OperationQueue` and `DispatchGroup` + `DispatchSemaphore` are the
-/// patterns the seeds used before Orchestra.
+/// patterns hand-written code uses without Orchestra.
 enum BatchWorkload {
     /// Jobs per measured iteration; `ratios.py` (`OPS_PER_ITERATION["Batch"]`) uses the same figure.
     static let jobCount = 100_000
@@ -55,7 +55,7 @@ func registerBatchBenchmarks() {
         }
     }
 
-    // The seeds' NSOperationQueue version: every job queued up front, the queue admits 8 at once.
+    // The NSOperationQueue version: every job queued up front, the queue admits 8 at once.
     Benchmark("Batch/OperationQueue", configuration: configuration) { _ in
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = limit
@@ -65,7 +65,7 @@ func registerBatchBenchmarks() {
         queue.waitUntilAllOperationsAreFinished()
     }
 
-    // The seeds' GCD version: a semaphore of 8 throttles submission to a concurrent queue and a
+    // The GCD version: a semaphore of 8 throttles submission to a concurrent queue and a
     // group waits for the last job.
     Benchmark("Batch/DispatchGroup + DispatchSemaphore", configuration: configuration) { _ in
         let queue = DispatchQueue(label: "orchestra.benchmarks.batch", attributes: .concurrent)

@@ -2,7 +2,7 @@ extension Sequence where Self: Sendable, Element: Sendable {
     /// Transforms the elements concurrently, at most `limit` at once, and delivers each
     /// outcome as soon as it is ready, in completion order.
     ///
-    /// The seeds' "parallel, out of order, then one final callback":
+    /// Parallel, each result handled as it arrives, then one final callback:
     ///
     /// ```swift
     /// for await (index, result) in urls.completions(limit: 4, { try await download($0) }) {

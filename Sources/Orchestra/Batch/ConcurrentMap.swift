@@ -2,7 +2,8 @@ extension Sequence where Element: Sendable {
     /// Transforms every element concurrently, at most `limit` at once, and returns the results
     /// in input order once all are done.
     ///
-    /// The seeds' "run N requests in parallel, then act when all are done":
+    /// Run N requests in parallel, then act when all are done (`DispatchGroup` enter/leave and
+    /// `notify`, without a group to balance):
     ///
     /// ```swift
     /// let images = try await urls.concurrentMap(limit: 4) { url in

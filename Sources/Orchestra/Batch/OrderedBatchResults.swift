@@ -2,7 +2,7 @@ extension Sequence where Self: Sendable, Element: Sendable {
     /// Transforms the elements concurrently, at most `limit` at once, and delivers the outcomes
     /// in input order, each as soon as it and every earlier one are done.
     ///
-    /// The seeds' "parallel requests, ordered handling" (built there with `NSConditionLock`):
+    /// Parallel requests handled in order (what `NSConditionLock` ordering is hand-written for):
     ///
     /// ```swift
     /// for await result in pages.orderedResults(limit: 3, { try await fetch($0) }) {

@@ -95,7 +95,7 @@ extension Completion where Value == Void {
 /// - The await ends with the first call of the completion. Later calls are ignored and reported
 ///   to `diagnostics` as ``OrchestraDiagnostic/Kind/doubleCompletion``.
 /// - If the legacy code releases the completion without calling it, the await ends with
-///   ``CallbackError/abandoned`` (the seeds' `dispatch_group_leave` that never comes would hang
+///   ``CallbackError/abandoned`` (a hand-written `dispatch_group_leave` that never comes hangs
 ///   forever).
 /// - If `body` throws, the await ends with that error.
 ///

@@ -1,6 +1,6 @@
 /// A one-shot event: tasks wait until it is signalled; after that every wait returns at once.
 ///
-/// The seeds' "continue when the other callback has fired", without a blocked thread:
+/// "Continue when the other callback has fired", without a blocked thread or a semaphore:
 ///
 /// ```swift
 /// let loaded = AsyncEvent()

@@ -1,6 +1,6 @@
 /// A gate that tasks pass while it is open and wait at while it is closed.
 ///
-/// The seeds' barrier, and "every request waits while the token is being refreshed":
+/// A barrier, and "every request waits while the token is being refreshed":
 ///
 /// ```swift
 /// let auth = AsyncGate()                 // open

@@ -120,8 +120,8 @@ public final class TaskGraph: Sendable {
         ))
     }
 
-    /// Adds a node whose work is a completion-handler API (the seeds' `complete(YES)` /
-    /// `finishOperation()`), with ``withCallback(isolation:diagnostics:onCancel:fileID:line:_:)``'s
+    /// Adds a node whose work is a completion-handler API (a `complete(true)` or
+    /// `finishOperation()` call when it is done), with ``withCallback(isolation:diagnostics:onCancel:fileID:line:_:)``'s
     /// guarantees: a second call is ignored and reported, a dropped completion ends the node with
     /// ``CallbackError/abandoned``, and cancellation ends it at once.
     ///
@@ -159,7 +159,7 @@ public final class TaskGraph: Sendable {
         ))
     }
 
-    /// Adds a node by id, for graphs built from data (the seeds' API managers). Dependencies may
+    /// Adds a node by id, for graphs built from data (API managers that depend on each other). Dependencies may
     /// name nodes added later; ``validate()`` and every run check them.
     ///
     /// - Parameters:

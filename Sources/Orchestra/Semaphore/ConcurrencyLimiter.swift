@@ -1,6 +1,6 @@
 /// Admits at most ``limit`` concurrent pieces of work; the limit can change while work runs.
 ///
-/// The seeds' "set how many downloads run at once, dynamically": raise the limit and waiting
+/// "Set how many downloads run at once, dynamically": raise the limit and waiting
 /// work is admitted at once; lower it and running work finishes undisturbed while nothing new
 /// starts until the number running is below the new limit.
 ///

@@ -1,4 +1,4 @@
-/// One scenario from the seed articles, played with Orchestra against the demo server.
+/// One hand-rolled coordination pattern, played with Orchestra against the demo server.
 struct Scenario: Sendable {
     /// The name given to `--scenario`.
     let name: String
@@ -6,7 +6,7 @@ struct Scenario: Sendable {
     let title: String
     /// A few words for the `--help` catalog.
     let summary: String
-    /// The hand-rolled pattern from the seed articles that this scenario replaces.
+    /// The hand-rolled pattern this scenario replaces (`DispatchGroup`, a semaphore…).
     let replaces: String
     /// The Orchestra call that replaces it.
     let orchestra: String
@@ -47,8 +47,8 @@ struct Scenario: Sendable {
         images.map { LaneSpec.download($0.name) }
     }
 
-    /// Every scenario, in the order the demo plays them: the seven of the seed articles, then
-    /// what happens when things go wrong.
+    /// Every scenario, in the order the demo plays them: seven everyday patterns, then what
+    /// happens when things go wrong.
     static let all: [Scenario] = [
         .outOfOrder, .ordered, .serial, .limitTwo, .graph, .chain, .tokenRefresh, .failures,
     ]
@@ -59,7 +59,8 @@ struct Scenario: Sendable {
         return all.first { $0.name == name.lowercased() }
     }
 
-    /// ` 1  all-at-once    8 at once, one callback when all are done` lines, for `--help`.
+    /// ` 1  out-of-order  8 at once, handled as they arrive, one final "all done"` lines, for
+    /// `--help`.
     static var catalog: String {
         let width = all.map(\.name.count).max() ?? 0
         return all.enumerated().map { offset, scenario in

@@ -1,8 +1,8 @@
 import Foundation
 import OrchestraDemoServer
 
-/// One of the eight downloads scenarios 1–4 work on: the seed articles' list of image URLs
-/// (some of them "大图, 加载慢": big and slow), served by the demo server — or the user's own
+/// One of the eight downloads scenarios 1–4 work on: a gallery's image URLs (some of them
+/// big and slow), served by the demo server — or the user's own
 /// URLs with `--url`.
 struct DemoImage: Sendable, Hashable {
     /// 1-based, as the timeline shows it.

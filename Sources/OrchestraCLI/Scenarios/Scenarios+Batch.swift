@@ -1,6 +1,6 @@
 import Orchestra
 
-// The seed articles' three batch shapes: all at once with each result handled as it arrives
+// Three batch shapes: all at once with each result handled as it arrives
 // and one final "all done", the same in input order, and one after another.
 
 extension Scenario {
@@ -8,7 +8,7 @@ extension Scenario {
         name: "out-of-order",
         title: "8 downloads at once, each handled as it arrives (out of order), then one \"all done\"",
         summary: "8 at once, handled as they arrive, one final \"all done\"",
-        replaces: "dispatch_group_enter / dispatch_group_leave per request + dispatch_group_notify (同时发起请求, 乱序返回)",
+        replaces: "dispatch_group_enter / dispatch_group_leave per request + dispatch_group_notify",
         orchestra: "for await (index, result) in urls.completions(limit: 8, download) { show(try result.get()) }",
         limit: 8,
         usesImages: true,
@@ -30,7 +30,7 @@ extension Scenario {
         name: "ordered",
         title: "8 downloads at once, results handled in input order as soon as each may be",
         summary: "8 at once, handled in input order",
-        replaces: "NSConditionLock: lockWhenCondition:i … unlockWithCondition:i+1 (有序返回)",
+        replaces: "NSConditionLock: lockWhenCondition:i … unlockWithCondition:i+1",
         orchestra: "for await result in urls.orderedResults(limit: 8, download) { append(try result.get()) }",
         limit: 8,
         usesImages: true,
@@ -55,7 +55,7 @@ extension Scenario {
         name: "serial",
         title: "One after another: each request starts when the previous one returned",
         summary: "one after another",
-        replaces: "serial queue + dispatch_semaphore_wait after each async request (逐一发起请求)",
+        replaces: "serial queue + dispatch_semaphore_wait after each async request",
         orchestra: "let images = try await urls.concurrentMap(limit: 1) { try await download($0) }",
         limit: 1,
         usesImages: true,

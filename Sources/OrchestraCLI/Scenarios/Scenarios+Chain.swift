@@ -2,7 +2,7 @@ import Foundation
 import Orchestra
 import OrchestraDemoServer
 
-// The seeds' "request B needs A's response" (an async NSOperation per request, then
+// "Request B needs A's response" (an async NSOperation per request, then
 // addDependency, or B nested inside A's completion block): with async/await it is two lines.
 
 /// `GET /album`'s answer.

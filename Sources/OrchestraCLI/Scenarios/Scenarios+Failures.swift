@@ -4,7 +4,7 @@ import HTTPTypes
 import Orchestra
 import OrchestraHTTP
 
-// What the seeds' hand-rolled code does when something goes wrong — waits forever: a
+// What hand-rolled coordination does when something goes wrong — waits forever: a
 // dispatch_group whose leave never comes, a semaphore never signalled, an NSOperation that never
 // sets isFinished. With Orchestra every job ends, and says why.
 
@@ -74,7 +74,7 @@ extension Scenario {
     }
 }
 
-/// A completion-block API in the style of the seeds' AFNetworking wrappers, with their classic
+/// A completion-block API in the style of a networking wrapper, with the classic
 /// bug: on a "cache hit" it returns early and never calls `completed` — the
 /// `dispatch_group_leave` that never comes. The block is released when the work ends.
 struct LegacyImageAPI: Sendable {

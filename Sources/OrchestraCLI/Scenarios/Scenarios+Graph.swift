@@ -1,7 +1,7 @@
 import HTTPTypes
 import Orchestra
 
-// The seeds' operations that depend on each other ("op1 after op and op3, op2 independent, at
+// Operations that depend on each other ("op1 after op and op3, op2 independent, at
 // most 5 at once": NSOperationQueue + addDependency), as a TaskGraph of requests.
 
 extension Scenario {

@@ -3,7 +3,7 @@ import HTTPTypes
 import Orchestra
 import OrchestraHTTP
 
-// The seeds' TokenRefresher singleton: when the access token expires under many concurrent
+// A token refresher: when the access token expires under many concurrent
 // requests, every request waits while ONE refresh runs, then is re-sent with the new token.
 
 extension Scenario {

@@ -14,7 +14,7 @@ public struct HTTPBatchProgress: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension HTTPCoordinator {
-    /// Sends a batch (the seeds' `YTKBatchRequest`) and returns the responses in input order,
+    /// Sends a batch (what a hand-written batch-request class does) and returns the responses in input order,
     /// or throws the first error: the others are then cancelled (fail-fast).
     ///
     /// The coordinator's limits apply across the batch and every other request; the batch

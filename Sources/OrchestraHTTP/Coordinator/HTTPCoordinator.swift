@@ -2,8 +2,8 @@ import Foundation
 public import HTTPTypes
 import Orchestra
 
-/// Sends HTTP requests with limits, priorities, timeouts, retries and token refresh: the
-/// seeds' API managers and batch requests, written once.
+/// Sends HTTP requests with limits, priorities, timeouts, retries and token refresh: what
+/// hand-written API managers and batch-request classes each do, written once.
 ///
 /// ```swift
 /// let api = HTTPCoordinator(transport: URLSessionTransport(), configuration: .init(

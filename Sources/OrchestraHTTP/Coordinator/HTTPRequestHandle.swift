@@ -2,7 +2,7 @@ import Foundation
 public import HTTPTypes
 import Orchestra
 
-/// A request started on its own (the seeds' API managers), which other requests can declare
+/// A request started on its own (as an API manager starts one), which other requests can declare
 /// as a dependency and any code can await.
 ///
 /// ```swift

@@ -6,8 +6,9 @@ import Foundation
 import Orchestra
 
 /// An asynchronous operation made from a closure that starts the work and calls
-/// ``AsyncOperation/finish()`` on the operation it is given when the work is done: the seeds'
-/// `BFBlockOperation` / `MLAsyncOperation`, done right.
+/// ``AsyncOperation/finish()`` on the operation it is given when the work is done: the
+/// hand-written asynchronous block operation, with its `isExecuting`/`isFinished` notifications
+/// done right.
 ///
 /// ```swift
 /// let download = AsyncBlockOperation { operation in

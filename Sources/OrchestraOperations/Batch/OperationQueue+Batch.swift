@@ -7,7 +7,7 @@ import Orchestra
 
 extension OperationQueue {
     /// Adds operations and calls `completion` once, when every one of them has finished, with
-    /// each one's outcome in the order given: the seeds' `dispatch_group_notify`, for
+    /// each one's outcome in the order given: `dispatch_group_notify`, for
     /// operations.
     ///
     /// ```swift

@@ -60,7 +60,7 @@ struct GraphRunTests {
         #expect(result[last].attempts == 0)
     }
 
-    /// The seeds' request chains: a step adds its follow-up once it knows it is needed.
+    /// Request chains: a step adds its follow-up once it knows it is needed.
     @Test func aNodeAddsItsFollowUpFromInside() async throws {
         let graph = TaskGraph()
         graph.add("page 1") { () async throws -> Int in

@@ -2,8 +2,8 @@ import Orchestra
 import OrchestraTestKit
 import Testing
 
-/// The seeds' scenario: eight image URLs whose downloads take different times.
-enum Seeds {
+/// A photo gallery: eight image URLs whose downloads take different times.
+enum Gallery {
     /// Download times in milliseconds; chosen so no two downloads end at the same instant in
     /// the scenarios below.
     static let latencies: [Int] = [310, 820, 530, 1270, 440, 770, 690, 1030]
@@ -27,7 +27,7 @@ final class SimulatedNetwork: Sendable {
     func fetch(_ index: Int) async throws -> String {
         try await probe.measure {
             log.withLock { $0[index] = clock.now.offset }
-            try await clock.sleep(for: .milliseconds(Seeds.latencies[index]))
+            try await clock.sleep(for: .milliseconds(Gallery.latencies[index]))
             return "image \(index)"
         }
     }
