@@ -87,7 +87,8 @@ let package = Package(
             ]
         ),
         // Request workflows from YAML/JSON files (`orchestra run`): parsing with line numbers,
-        // validation, templates, captures and the runner. Yams stays out of the libraries.
+        // validation, templates, captures and the runner. Yams stays out of the libraries. Not a
+        // product: its API is `package` (the command and the tests use it).
         .target(
             name: "OrchestraWorkflow",
             dependencies: [

@@ -2,7 +2,7 @@ import Foundation
 
 extension Workflow {
     /// The formats of ``graph(format:)``.
-    public enum GraphFormat: String, Sendable, CaseIterable {
+    package enum GraphFormat: String, Sendable, CaseIterable {
         /// Graphviz: `dot -Tsvg`.
         case dot
         /// A Mermaid flowchart (GitHub renders it in Markdown).
@@ -12,7 +12,7 @@ extension Workflow {
     /// The steps and their dependencies as a diagram: each step labelled with its id, method
     /// and path (and `for each STEP.CAPTURE` for a fan-out); `needs` as solid arrows, dependencies that come from a template
     /// (`{{login.token}}`) as dashed arrows labelled with the capture.
-    public func graph(format: GraphFormat) -> String {
+    package func graph(format: GraphFormat) -> String {
         switch format {
         case .dot: dot()
         case .mermaid: mermaid()

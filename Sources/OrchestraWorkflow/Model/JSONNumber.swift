@@ -16,13 +16,13 @@
 /// JSONNumber("1e400")!.doubleValue    // +infinity
 /// JSONNumber("01")                    // nil: not a JSON number
 /// ```
-public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
+package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// The number's JSON text, as written.
-    public let text: String
+    package let text: String
 
     /// `text` if it is a JSON number (RFC 8259: an optional `-`, an integer part without
     /// leading zeros, an optional fraction, an optional exponent), or `nil`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let bytes = Array(text.utf8)
         guard (try? JSONNumber.scan(bytes, from: 0)) == bytes.count else { return nil }
         self.text = text
@@ -30,13 +30,13 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     /// `value` as Swift writes it, the shortest text that reads back as the same `Double`
     /// (`0.5`, `1.0`, `1e+20`); `nil` for NaN and the infinities, which JSON cannot write.
-    public init?(_ value: Double) {
+    package init?(_ value: Double) {
         guard value.isFinite else { return nil }
         self.text = value.description
     }
 
     /// `value` written in decimal.
-    public init(_ value: Int) {
+    package init(_ value: Int) {
         self.text = String(value)
     }
 
@@ -46,23 +46,23 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether it is written without a fraction or an exponent.
-    public var isInteger: Bool {
+    package var isInteger: Bool {
         !text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
     }
 
     /// Its value if it is written as a whole number (``isInteger``) that `Int` holds, or `nil`.
-    public var intValue: Int? {
+    package var intValue: Int? {
         isInteger ? Int(text) : nil
     }
 
     /// The nearest `Double`: it may have fewer digits than ``text``, and a number beyond
     /// `Double`'s range is an infinity (`1e400`) or a zero (`1e-400`).
-    public var doubleValue: Double {
+    package var doubleValue: Double {
         // Always a number: the text was checked.
         Double(text) ?? .nan
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// The end of the JSON number that starts at `start` in `bytes` (where the number's text
     /// stops; the caller checks what follows).

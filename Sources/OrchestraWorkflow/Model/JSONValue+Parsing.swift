@@ -13,26 +13,26 @@ extension JSONValue {
     /// - Throws: ``JSONSyntaxError`` when `data` is not one JSON value (with nothing but
     ///   whitespace around it), is not UTF-8, has a lone surrogate escape such as `"\ud800"`,
     ///   or nests deeper than ``maxDepth``; the message says what and at which byte.
-    public init(parsing data: Data) throws(JSONSyntaxError) {
+    package init(parsing data: Data) throws(JSONSyntaxError) {
         var parser = JSONParser(bytes: [UInt8](data))
         self = try parser.document()
     }
 }
 
 /// Why some text is not JSON, and where.
-public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong: `expected ',' or ']' after an array element`.
-    public var reason: String
+    package var reason: String
     /// The byte offset in the text where it was found, from 0.
-    public var offset: Int
+    package var offset: Int
 
-    public init(_ reason: String, offset: Int) {
+    package init(_ reason: String, offset: Int) {
         self.reason = reason
         self.offset = offset
     }
 
     /// The reason and the offset: `expected ':' after an object key at byte 7`.
-    public var description: String { "\(reason) at byte \(offset)" }
+    package var description: String { "\(reason) at byte \(offset)" }
 }
 
 /// A JSON parser over bytes with an explicit stack of open arrays and objects.

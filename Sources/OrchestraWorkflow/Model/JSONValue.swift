@@ -14,7 +14,7 @@ import Orchestra
 /// value["id"]?.text     // "12345678901234567890"
 /// value.text            // {"id":12345678901234567890,"n":60,"r":1.0}
 /// ```
-public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
+package enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     case null
     case bool(Bool)
     /// A whole number that `Int` holds, written as Swift writes it (`42`, `-7`).
@@ -27,11 +27,11 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     case object([Member])
 
     /// One member of an object.
-    public struct Member: Sendable, Hashable {
-        public var key: String
-        public var value: JSONValue
+    package struct Member: Sendable, Hashable {
+        package var key: String
+        package var value: JSONValue
 
-        public init(_ key: String, _ value: JSONValue) {
+        package init(_ key: String, _ value: JSONValue) {
             self.key = key
             self.value = value
         }
@@ -40,23 +40,23 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     /// The deepest nesting of arrays and objects that ``init(parsing:)`` and workflow bodies
     /// accept. Why: values are compared, copied and freed level by level, so a limit keeps a
     /// hostile response from exhausting the stack; beyond it, parsing fails with a message.
-    public static let maxDepth = 512
+    package static let maxDepth = 512
 
     /// An object from `(key, value)` pairs, in that order.
-    public static func object(_ pairs: KeyValuePairs<String, JSONValue>) -> JSONValue {
+    package static func object(_ pairs: KeyValuePairs<String, JSONValue>) -> JSONValue {
         .object(pairs.map { Member($0.key, $0.value) })
     }
 
     /// The number `value`, written as Swift writes a `Double` (`0.5`, `1.0`, `1e+20`); `null`
     /// for NaN and the infinities, which JSON cannot write.
-    public static func number(_ value: Double) -> JSONValue {
+    package static func number(_ value: Double) -> JSONValue {
         JSONNumber(value).map(JSONValue.number) ?? .null
     }
 
     /// The number whose JSON text is `text`, as the parser reads it: ``integer(_:)`` when
     /// `Int` holds it and Swift writes it the same way, `number(_:)` otherwise;
     /// `nil` if `text` is not a JSON number.
-    public init?(numberText text: String) {
+    package init?(numberText text: String) {
         guard let number = JSONNumber(text) else { return nil }
         self = JSONValue(number)
     }
@@ -71,13 +71,13 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The member `key` of an object (the first one, if the key is repeated), or `nil`.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
     /// The element at `index` of an array, or `nil`.
-    public subscript(index: Int) -> JSONValue? {
+    package subscript(index: Int) -> JSONValue? {
         guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
         return elements[index]
     }
@@ -85,23 +85,23 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     /// Compact JSON text. Numbers are written as they were read.
     ///
     /// Complexity: linear in the size of the text; iterative, whatever the nesting.
-    public var text: String {
+    package var text: String {
         JSONWriter.text(of: self, indent: nil)
     }
 
     /// JSON text indented by two spaces per level.
-    public var prettyText: String {
+    package var prettyText: String {
         JSONWriter.text(of: self, indent: "  ")
     }
 
     /// The value as it reads inside a URL, a header or a text body: a string as itself,
     /// anything else as its JSON text (`42`, `1.0`, `true`, `null`, `[1,2]`).
-    public var interpolated: String {
+    package var interpolated: String {
         if case .string(let string) = self { return string }
         return text
     }
 
-    public var description: String { text }
+    package var description: String { text }
 }
 
 /// Writes JSON text with an explicit stack: no recursion over the value's nesting.

@@ -1,5 +1,5 @@
 import Foundation
-public import HTTPTypes
+import HTTPTypes
 import OrchestraHTTP
 
 /// A workflow of HTTP requests read from a YAML or JSON file: steps that depend on each other,
@@ -14,39 +14,39 @@ import OrchestraHTTP
 ///
 /// Every element remembers where it was written, so that errors found later (a cycle, a bad
 /// URL) can name the line.
-public struct Workflow: Sendable {
+package struct Workflow: Sendable {
     /// The file it was read from, as given (used in messages).
-    public var file: String?
+    package var file: String?
     /// `name:`, if given.
-    public var name: String?
+    package var name: String?
     /// `vars:` merged with the overrides given when loading.
-    public var variables: [String: String]
+    package var variables: [String: String]
     /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
     /// slot holds none); 8 by default.
-    public var limit: Int
+    package var limit: Int
     /// `hosts:`: at most this many requests at once to a host, on top of ``limit``.
-    public var hostLimits: [HostLimit]
+    package var hostLimits: [HostLimit]
     /// `failure:`.
-    public var failurePolicy: WorkflowFailurePolicy
+    package var failurePolicy: WorkflowFailurePolicy
     /// `follow_redirects:`: whether a step follows redirects (at most
     /// ``maxRedirects`` in a row) unless it says otherwise; `true` by default.
-    public var followRedirects: Bool = true
+    package var followRedirects: Bool = true
     /// `auth:`, if given.
-    public var auth: WorkflowAuth?
+    package var auth: WorkflowAuth?
     /// `steps:`, in file order.
-    public var steps: [WorkflowStep] {
+    package var steps: [WorkflowStep] {
         didSet { stepIndex = Self.index(of: steps) }
     }
     /// The position of each step by id (the first, if two share one), kept with ``steps``.
     private var stepIndex: [String: Int]
     /// The variables the file's templates use (`{{vars.NAME}}`): a `--var` of any other name
     /// changes nothing.
-    public internal(set) var usedVariables: Set<String> = []
+    package internal(set) var usedVariables: Set<String> = []
 
     /// The default of ``limit``.
-    public static let defaultLimit = 8
+    package static let defaultLimit = 8
     /// The most redirects one request follows.
-    public static let maxRedirects = 10
+    package static let maxRedirects = 10
 
     init(
         file: String?, name: String?, variables: [String: String], limit: Int, hostLimits: [HostLimit],
@@ -65,14 +65,14 @@ public struct Workflow: Sendable {
 
     /// The used variable (``usedVariables``) spelt most like `name`, if one is close: for a
     /// "did you mean" hint.
-    public func usedVariable(closestTo name: String) -> String? {
+    package func usedVariable(closestTo name: String) -> String? {
         NodeReader.closest(to: name, in: usedVariables.sorted())
     }
 
     /// The step with `id` (the first, if two share it).
     ///
     /// Complexity: O(1).
-    public func step(_ id: String) -> WorkflowStep? {
+    package func step(_ id: String) -> WorkflowStep? {
         stepIndex[id].map { steps[$0] }
     }
 
@@ -93,7 +93,7 @@ public struct Workflow: Sendable {
 }
 
 /// What a failed step does to the others.
-public enum WorkflowFailurePolicy: String, Sendable, Hashable, CaseIterable {
+package enum WorkflowFailurePolicy: String, Sendable, Hashable, CaseIterable {
     /// Dependents of a failed step are skipped, naming it; independent steps go on.
     case `continue`
     /// The first failure cancels the running steps and skips the rest.
@@ -102,12 +102,12 @@ public enum WorkflowFailurePolicy: String, Sendable, Hashable, CaseIterable {
 
 /// `hosts:` entry: a limit for one authority (`127.0.0.1:8080`) or one host name on any port
 /// (`127.0.0.1`).
-public struct HostLimit: Sendable, Hashable {
-    public var host: String
-    public var limit: Int
-    public var location: SourceLocation?
+package struct HostLimit: Sendable, Hashable {
+    package var host: String
+    package var limit: Int
+    package var location: SourceLocation?
 
-    public init(host: String, limit: Int, location: SourceLocation? = nil) {
+    package init(host: String, limit: Int, location: SourceLocation? = nil) {
         self.host = host
         self.limit = limit
         self.location = location
@@ -115,7 +115,7 @@ public struct HostLimit: Sendable, Hashable {
 
     /// Whether a request to `authority` (`host:port` or `host`) is limited by this entry (the
     /// coordinator prefers an entry naming the whole `host:port` over one naming the host).
-    public func matches(authority: String) -> Bool {
+    package func matches(authority: String) -> Bool {
         if host.lowercased() == authority.lowercased() { return true }
         guard !host.contains(":") || host.hasPrefix("[") && host.hasSuffix("]") else { return false }
         return Self.hostName(of: authority).lowercased() == host.lowercased()
@@ -128,16 +128,16 @@ public struct HostLimit: Sendable, Hashable {
 }
 
 /// One HTTP request as written: method, URL, headers and body, all with templates.
-public struct RequestTemplate: Sendable, Hashable {
-    public var method: HTTPRequest.Method
-    public var url: Template
+package struct RequestTemplate: Sendable, Hashable {
+    package var method: HTTPRequest.Method
+    package var url: Template
     /// Header names and values, in file order.
-    public var headers: [(name: String, value: Template)]
-    public var body: RequestBody?
+    package var headers: [(name: String, value: Template)]
+    package var body: RequestBody?
     /// Where the `url` field is, for messages.
-    public var urlLocation: SourceLocation?
+    package var urlLocation: SourceLocation?
 
-    public init(method: HTTPRequest.Method = .get, url: Template, headers: [(name: String, value: Template)] = [], body: RequestBody? = nil, urlLocation: SourceLocation? = nil) {
+    package init(method: HTTPRequest.Method = .get, url: Template, headers: [(name: String, value: Template)] = [], body: RequestBody? = nil, urlLocation: SourceLocation? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -146,16 +146,16 @@ public struct RequestTemplate: Sendable, Hashable {
     }
 
     /// Every template of the request: URL, header values, body.
-    public var templates: [Template] {
+    package var templates: [Template] {
         [url] + headers.map(\.value) + (body?.templates ?? [])
     }
 
-    public static func == (lhs: RequestTemplate, rhs: RequestTemplate) -> Bool {
+    package static func == (lhs: RequestTemplate, rhs: RequestTemplate) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(method)
         hasher.combine(url)
         hasher.combine(body)
@@ -163,14 +163,14 @@ public struct RequestTemplate: Sendable, Hashable {
 }
 
 /// A request body: text sent as is, or JSON.
-public enum RequestBody: Sendable, Hashable {
+package enum RequestBody: Sendable, Hashable {
     /// `body: "…"`: the text, templates inserted as is.
     case text(Template)
     /// `body:` a mapping or a list: JSON, sent with `Content-Type: application/json` unless a
     /// header says otherwise.
     case json(JSONTemplate)
 
-    public var templates: [Template] {
+    package var templates: [Template] {
         switch self {
         case .text(let template): [template]
         case .json(let json): json.templates
@@ -179,16 +179,16 @@ public enum RequestBody: Sendable, Hashable {
 }
 
 /// A capture: a name and where its value is in the step's response.
-public struct Capture: Sendable, Hashable {
+package struct Capture: Sendable, Hashable {
     /// Where a captured value is read.
-    public enum Source: Sendable, Hashable, CustomStringConvertible {
+    package enum Source: Sendable, Hashable, CustomStringConvertible {
         /// `$.a.b[0]`: a path into the JSON body.
         case body(CapturePath)
         /// `{ header: Location }`: a response header's value, as text (several values of one
         /// header joined with `, `).
         case header(HTTPField.Name)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .body(let path): path.description
             case .header(let name): "header \(name.rawName)"
@@ -196,16 +196,16 @@ public struct Capture: Sendable, Hashable {
         }
     }
 
-    public var name: String
-    public var source: Source
-    public var location: SourceLocation?
+    package var name: String
+    package var source: Source
+    package var location: SourceLocation?
 
     /// Whether the value is read from the JSON body (which must then parse).
-    public var readsBody: Bool {
+    package var readsBody: Bool {
         if case .body = source { true } else { false }
     }
 
-    public init(name: String, source: Source, location: SourceLocation? = nil) {
+    package init(name: String, source: Source, location: SourceLocation? = nil) {
         self.name = name
         self.source = source
         self.location = location
@@ -213,18 +213,18 @@ public struct Capture: Sendable, Hashable {
 }
 
 /// `retry:` of a step.
-public struct RetrySettings: Sendable, Hashable {
+package struct RetrySettings: Sendable, Hashable {
     /// Attempts in all, the first included; 1 means no retry.
-    public var attempts: Int
+    package var attempts: Int
     /// The delay before the second attempt; it doubles after each further failure (no jitter,
     /// at most ``maximumBackoff``). A `Retry-After` from the server replaces it.
-    public var backoff: Duration
+    package var backoff: Duration
 
     /// The longest delay between two attempts, and so the largest `backoff` a file may give:
     /// 30 s.
-    public static let maximumBackoff: Duration = .seconds(30)
+    package static let maximumBackoff: Duration = .seconds(30)
 
-    public init(attempts: Int = 1, backoff: Duration = .milliseconds(200)) {
+    package init(attempts: Int = 1, backoff: Duration = .milliseconds(200)) {
         self.attempts = attempts
         self.backoff = backoff
     }

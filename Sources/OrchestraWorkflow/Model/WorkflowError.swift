@@ -1,15 +1,15 @@
 /// A place in a workflow file: 1-based line and column (counted in Unicode scalars, as
 /// libyaml counts).
-public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
-    public var line: Int
-    public var column: Int
+package struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
+    package var line: Int
+    package var column: Int
 
-    public init(line: Int, column: Int) {
+    package init(line: Int, column: Int) {
         self.line = line
         self.column = column
     }
 
-    public var description: String { "\(line):\(column)" }
+    package var description: String { "\(line):\(column)" }
 }
 
 /// One problem in a workflow file, naming the file, the line, the step and the field:
@@ -20,53 +20,53 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
 ///     for error in errors.errors where error.code == .unknownField { … }
 /// }
 /// ```
-public struct WorkflowError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct WorkflowError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of problem, comparable with `==`; more codes may be added.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let description: String
         private init(_ description: String) { self.description = description }
 
         /// The file could not be read.
-        public static let unreadable = Code("unreadable")
+        package static let unreadable = Code("unreadable")
         /// Not YAML or JSON (Yams' scanner or parser refused it), or a key given twice.
-        public static let syntax = Code("syntax")
+        package static let syntax = Code("syntax")
         /// A key the format does not have.
-        public static let unknownField = Code("unknownField")
+        package static let unknownField = Code("unknownField")
         /// A required field is missing.
-        public static let missingField = Code("missingField")
+        package static let missingField = Code("missingField")
         /// A field of the wrong type or out of range.
-        public static let invalidValue = Code("invalidValue")
+        package static let invalidValue = Code("invalidValue")
         /// Two steps with one id, or an id that is not allowed.
-        public static let duplicateStep = Code("duplicateStep")
+        package static let duplicateStep = Code("duplicateStep")
         /// `needs` or a template names a step that does not exist.
-        public static let unknownStep = Code("unknownStep")
+        package static let unknownStep = Code("unknownStep")
         /// A template uses a capture its step does not define.
-        public static let unknownCapture = Code("unknownCapture")
+        package static let unknownCapture = Code("unknownCapture")
         /// A template uses a variable that is not defined.
-        public static let unknownVariable = Code("unknownVariable")
+        package static let unknownVariable = Code("unknownVariable")
         /// A template that cannot be read (`{{…}}` unbalanced, not `step.name`, unquoted).
-        public static let invalidTemplate = Code("invalidTemplate")
+        package static let invalidTemplate = Code("invalidTemplate")
         /// The steps depend on each other in a cycle.
-        public static let cycle = Code("cycle")
+        package static let cycle = Code("cycle")
         /// A URL without an http(s) scheme or a host.
-        public static let invalidURL = Code("invalidURL")
+        package static let invalidURL = Code("invalidURL")
         /// A capture path that cannot be read.
-        public static let invalidCapturePath = Code("invalidCapturePath")
+        package static let invalidCapturePath = Code("invalidCapturePath")
     }
 
-    public var code: Code
+    package var code: Code
     /// The file, as given on the command line; `nil` for text parsed without a file.
-    public var file: String?
+    package var file: String?
     /// Where in the file, when known.
-    public var location: SourceLocation?
+    package var location: SourceLocation?
     /// The step involved, if any.
-    public var step: String?
+    package var step: String?
     /// The field involved, as a path (`retry.attempts`, `auth.login.url`), if any.
-    public var field: String?
+    package var field: String?
     /// What is wrong, naming the value and what was expected.
-    public var message: String
+    package var message: String
 
-    public init(
+    package init(
         _ code: Code, _ message: String, file: String? = nil, location: SourceLocation? = nil,
         step: String? = nil, field: String? = nil
     ) {
@@ -81,7 +81,7 @@ public struct WorkflowError: Error, Sendable, Hashable, CustomStringConvertible 
     /// `FILE:LINE:COLUMN: error: step 'ID', field 'FIELD': message`, without the parts that do
     /// not apply. A file, step or field longer than 200 characters is shortened (a 50 MB id is
     /// shown as its start and its length).
-    public var description: String {
+    package var description: String {
         var place = file.map { MessageValue.shortened($0) } ?? ""
         if let location { place += (place.isEmpty ? "" : ":") + "\(location.line):\(location.column)" }
         var subject: [String] = []
@@ -94,17 +94,17 @@ public struct WorkflowError: Error, Sendable, Hashable, CustomStringConvertible 
 
 /// Every problem found in a workflow file, in file order. Thrown by ``Workflow/load(contentsOf:variables:)``
 /// and ``Workflow/parse(_:file:variables:)``; nothing is sent when a file has any.
-public struct WorkflowErrors: Error, Sendable, CustomStringConvertible {
-    public var errors: [WorkflowError]
+package struct WorkflowErrors: Error, Sendable, CustomStringConvertible {
+    package var errors: [WorkflowError]
 
-    public init(_ errors: [WorkflowError]) {
+    package init(_ errors: [WorkflowError]) {
         self.errors = errors.sorted { lhs, rhs in
             (lhs.location?.line ?? 0, lhs.location?.column ?? 0) < (rhs.location?.line ?? 0, rhs.location?.column ?? 0)
         }
     }
 
     /// One problem per line.
-    public var description: String {
+    package var description: String {
         errors.map(\.description).joined(separator: "\n")
     }
 }

@@ -1,35 +1,35 @@
 /// One step of a workflow: a request, what it needs, what it captures and what it expects.
-public struct WorkflowStep: Sendable, Hashable {
+package struct WorkflowStep: Sendable, Hashable {
     /// Unique in the workflow; letters, digits, `_` and `-`.
-    public var id: String
-    public var request: RequestTemplate
+    package var id: String
+    package var request: RequestTemplate
     /// `needs:`, as written.
-    public var needs: [String]
-    public var captures: [Capture]
+    package var needs: [String]
+    package var captures: [Capture]
     /// Accepted statuses; empty means any 2xx.
-    public var expect: [Int]
+    package var expect: [Int]
     /// The time limit of each attempt; 30 s by default.
-    public var timeout: Duration
-    public var retry: RetrySettings
+    package var timeout: Duration
+    package var retry: RetrySettings
     /// Whether the workflow's `auth:` signs this step's request (`auth: false` turns it off).
-    public var usesAuth: Bool
+    package var usesAuth: Bool
     /// `follow_redirects:` of the step; `nil` follows the workflow's
     /// ``Workflow/followRedirects``.
-    public var followRedirects: Bool?
+    package var followRedirects: Bool?
     /// `for_each: "{{STEP.CAPTURE}}"`: the captured JSON array whose elements are each sent as
     /// one request (`{{item}}` and `{{index}}` in the request); `nil` for a single request.
-    public var forEach: Template.Reference?
+    package var forEach: Template.Reference?
     /// Where the `for_each` field is, for messages.
-    public var forEachLocation: SourceLocation?
+    package var forEachLocation: SourceLocation?
     /// Where the step begins.
-    public var location: SourceLocation?
+    package var location: SourceLocation?
 
     /// The default of ``timeout``.
-    public static let defaultTimeout: Duration = .seconds(30)
+    package static let defaultTimeout: Duration = .seconds(30)
     /// The largest `timeout` a file may give: 24 h.
-    public static let maximumTimeout: Duration = .seconds(24 * 3_600)
+    package static let maximumTimeout: Duration = .seconds(24 * 3_600)
 
-    public init(
+    package init(
         id: String, request: RequestTemplate, needs: [String] = [], captures: [Capture] = [], expect: [Int] = [],
         timeout: Duration = WorkflowStep.defaultTimeout, retry: RetrySettings = RetrySettings(), usesAuth: Bool = true,
         forEach: Template.Reference? = nil, location: SourceLocation? = nil
@@ -48,7 +48,7 @@ public struct WorkflowStep: Sendable, Hashable {
 
     /// The steps whose captures the step uses (`{{login.token}}` → `login`, its `for_each`
     /// first), in order of first use: dependencies even when `needs` does not list them.
-    public var implicitNeeds: [String] {
+    package var implicitNeeds: [String] {
         let references = captureReferences
         guard !references.isEmpty else { return [] }
         var seen = Set(needs)
@@ -56,7 +56,7 @@ public struct WorkflowStep: Sendable, Hashable {
     }
 
     /// Every `{{STEP.CAPTURE}}` of the step: its `for_each`, then its request's.
-    public var captureReferences: [Template.Reference] {
+    package var captureReferences: [Template.Reference] {
         // A loop, not `request.templates.flatMap…`: the checks read this for every step, and
         // most steps have no capture to find.
         var references = forEach.map { [$0] } ?? []
@@ -70,18 +70,18 @@ public struct WorkflowStep: Sendable, Hashable {
     }
 
     /// ``needs`` followed by ``implicitNeeds``: every step that must succeed first.
-    public var dependencies: [String] {
+    package var dependencies: [String] {
         let implicit = implicitNeeds
         return implicit.isEmpty ? needs : needs + implicit
     }
 
     /// Whether `status` is what the step expects.
-    public func accepts(status: Int) -> Bool {
+    package func accepts(status: Int) -> Bool {
         expect.isEmpty ? (200...299).contains(status) : expect.contains(status)
     }
 
     /// `200`, `200 or 201`, `2xx`.
-    public var expectationText: String {
+    package var expectationText: String {
         switch expect.count {
         case 0: "2xx"
         case 1: "\(expect[0])"
@@ -92,37 +92,37 @@ public struct WorkflowStep: Sendable, Hashable {
 
 /// `auth:`: how to get a token, how to refresh it, how to sign requests with it and what counts
 /// as a refusal.
-public struct WorkflowAuth: Sendable, Hashable {
+package struct WorkflowAuth: Sendable, Hashable {
     /// The login request (templates may use only `{{vars.…}}`).
-    public var login: TokenRequest
+    package var login: TokenRequest
     /// The refresh request; `nil` logs in again.
-    public var refresh: TokenRequest?
+    package var refresh: TokenRequest?
     /// The header that carries the token; `Authorization` by default.
-    public var header: String
+    package var header: String
     /// Put before the token in the header, with a space; `Bearer` by default, empty for none.
-    public var scheme: String
+    package var scheme: String
     /// Statuses that mean the token was refused; `[401]` by default (empty with
     /// ``failureBodyContains`` set: any status).
-    public var failureStatuses: [Int]
+    package var failureStatuses: [Int]
     /// Text whose presence in the body means the token was refused (a server that answers 200
     /// with `{"error":"token_expired"}`).
-    public var failureBodyContains: String?
-    public var location: SourceLocation?
+    package var failureBodyContains: String?
+    package var location: SourceLocation?
 
     /// Whether a response with `status` and `body` means the token was refused. `body` is
     /// read only when the status matches and the rule looks at the body.
-    public func isFailure(status: Int, body: @autoclosure () -> String) -> Bool {
+    package func isFailure(status: Int, body: @autoclosure () -> String) -> Bool {
         guard failureStatuses.isEmpty || failureStatuses.contains(status) else { return false }
         return failureBodyContains.map { body().contains($0) } ?? true
     }
 }
 
 /// A request that returns a token (the login or the refresh).
-public struct TokenRequest: Sendable, Hashable {
-    public var request: RequestTemplate
+package struct TokenRequest: Sendable, Hashable {
+    package var request: RequestTemplate
     /// Where the token is in the response (`$.access_token`, `{ header: X-Auth-Token }`).
-    public var token: Capture.Source
+    package var token: Capture.Source
     /// Where its lifetime in seconds is, if the response says (`$.expires_in`).
-    public var expiresIn: Capture.Source?
-    public var location: SourceLocation?
+    package var expiresIn: Capture.Source?
+    package var location: SourceLocation?
 }

@@ -12,7 +12,7 @@ extension Workflow {
     ///   - variables: Overrides of `vars:` (`--var base=http://…`); they may add variables.
     /// - Throws: ``WorkflowErrors`` listing every problem found, each with the file, line,
     ///   step and field.
-    public static func load(contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
+    package static func load(contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
         let file = name ?? url.path
         let text = try readText(at: url.path, file: file)
         return try parse(text, file: file, variables: variables)
@@ -52,7 +52,7 @@ extension Workflow {
     /// `other`.
     ///
     /// - Throws: ``WorkflowErrors`` listing every problem found, in file order.
-    public static func parse(_ text: String, file: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
+    package static func parse(_ text: String, file: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
         var parser = WorkflowParser(file: file, overrides: variables)
         guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
             throw WorkflowErrors(parser.reader.errors)

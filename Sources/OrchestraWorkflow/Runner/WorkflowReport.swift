@@ -1,18 +1,18 @@
-public import OrchestraHTTP
+import OrchestraHTTP
 
 /// How one step of a run ended: what was sent, what came back, when, and why it failed.
-public struct StepReport: Sendable, Hashable {
+package struct StepReport: Sendable, Hashable {
     /// How the elements of a `for_each` step ended.
-    public struct ItemCounts: Sendable, Hashable {
+    package struct ItemCounts: Sendable, Hashable {
         /// Elements in the list.
-        public var total = 0
+        package var total = 0
         /// Elements whose request was sent at least once.
-        public var sent = 0
-        public var succeeded = 0
-        public var failed = 0
-        public var cancelled = 0
+        package var sent = 0
+        package var succeeded = 0
+        package var failed = 0
+        package var cancelled = 0
 
-        public init() {}
+        package init() {}
 
         mutating func add(_ item: StepReport) {
             total += 1
@@ -27,50 +27,50 @@ public struct StepReport: Sendable, Hashable {
     }
 
     /// How a step ended.
-    public enum State: String, Sendable, Hashable {
+    package enum State: String, Sendable, Hashable {
         case succeeded, failed, skipped, cancelled
     }
 
-    public var id: String
-    public var state: State
+    package var id: String
+    package var state: State
     /// The method sent (or that would have been).
-    public var method: String
+    package var method: String
     /// The final URL, templates substituted; the URL as written if the step was never sent.
     /// For a `for_each` step: the URL with its variables substituted and `{{item…}}` left as
     /// written (each element's report has its own URL).
-    public var url: String
+    package var url: String
     /// The status of the last response, if one came.
-    public var status: Int?
+    package var status: Int?
     /// Attempts made: 1 plus the retries (a redirect followed is not an attempt of its own);
     /// 0 if never sent.
-    public var attempts: Int
+    package var attempts: Int
     /// When the step started (its request rendered), from the run's start.
-    public var started: Duration?
+    package var started: Duration?
     /// When its first attempt was sent (after any wait for a host slot or a token).
-    public var firstSent: Duration?
+    package var firstSent: Duration?
     /// When it ended: for a request, when its last attempt ended (taken while the attempt
     /// still held its slot).
-    public var ended: Duration?
+    package var ended: Duration?
     /// The redirects its request followed, in order (for a `for_each` step, each element
     /// lists its own).
-    public var redirects: [HTTPRedirect] = []
+    package var redirects: [HTTPRedirect] = []
     /// Why it failed, was skipped or was cancelled.
-    public var error: String?
+    package var error: String?
     /// For a skipped or cancelled step: the step whose failure caused it.
-    public var cause: String?
+    package var cause: String?
     /// The values captured, in the order the step defines them (for a `for_each` step, each
     /// an array with one value per element).
-    public var captures: [JSONValue.Member]
+    package var captures: [JSONValue.Member]
     /// For a `for_each` step: one report per element, in element order, with ids `STEP[0]`,
     /// `STEP[1]`… (empty if the list was empty or never read); `nil` for other steps. The
     /// step's ``attempts`` is then their sum, its ``firstSent`` the earliest, its ``status``
     /// `nil`. A runner that does not keep item reports lists only the elements that did not
     /// succeed (``itemCounts`` has the totals either way).
-    public var items: [StepReport]?
+    package var items: [StepReport]?
     /// For a `for_each` step whose list was read: how its elements ended.
-    public var itemCounts: ItemCounts?
+    package var itemCounts: ItemCounts?
 
-    public init(
+    package init(
         id: String, state: State, method: String, url: String, status: Int? = nil, attempts: Int = 0,
         started: Duration? = nil, firstSent: Duration? = nil, ended: Duration? = nil, error: String? = nil,
         cause: String? = nil, captures: [JSONValue.Member] = [], items: [StepReport]? = nil
@@ -91,14 +91,14 @@ public struct StepReport: Sendable, Hashable {
     }
 
     /// From the first send to the end, if it was sent.
-    public var duration: Duration? {
+    package var duration: Duration? {
         guard let from = firstSent ?? started, let ended else { return nil }
         return ended - from
     }
 }
 
 /// Something that happened during a run, delivered as it happens.
-public enum WorkflowEvent: Sendable {
+package enum WorkflowEvent: Sendable {
     /// A step started (its dependencies succeeded).
     case started(step: String)
     /// A step ended, however it ended.
@@ -109,16 +109,16 @@ public enum WorkflowEvent: Sendable {
 }
 
 /// Every step's report, in file order, and the run's totals.
-public struct WorkflowReport: Sendable {
-    public var workflow: String?
-    public var steps: [StepReport]
+package struct WorkflowReport: Sendable {
+    package var workflow: String?
+    package var steps: [StepReport]
     /// From the run's start to its last step's end.
-    public var duration: Duration
+    package var duration: Duration
     /// Logins and refreshes the auth block made.
-    public var logins: Int
-    public var refreshes: Int
+    package var logins: Int
+    package var refreshes: Int
 
-    public init(workflow: String?, steps: [StepReport], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
+    package init(workflow: String?, steps: [StepReport], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
         self.workflow = workflow
         self.steps = steps
         self.duration = duration
@@ -126,17 +126,17 @@ public struct WorkflowReport: Sendable {
         self.refreshes = refreshes
     }
 
-    public func count(_ state: StepReport.State) -> Int {
+    package func count(_ state: StepReport.State) -> Int {
         steps.count { $0.state == state }
     }
 
     /// Whether every step succeeded (the command's exit status 0).
-    public var allSucceeded: Bool {
+    package var allSucceeded: Bool {
         steps.allSatisfy { $0.state == .succeeded }
     }
 
     /// The report of step `id`.
-    public subscript(id: String) -> StepReport? {
+    package subscript(id: String) -> StepReport? {
         steps.first { $0.id == id }
     }
 }

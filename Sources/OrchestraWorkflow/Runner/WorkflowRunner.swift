@@ -1,6 +1,6 @@
 import Foundation
 import Orchestra
-public import OrchestraHTTP
+import OrchestraHTTP
 
 /// Runs a checked ``Workflow``: every step is a node of a `TaskGraph` (its dependencies are
 /// its `needs` and the steps whose captures it uses), independent steps in parallel, and every
@@ -26,8 +26,8 @@ public import OrchestraHTTP
 ///
 /// Cancellation: cancelling the calling task cancels the running steps (reported cancelled)
 /// and starts no more; `run` still returns a report.
-public struct WorkflowRunner: Sendable {
-    public let workflow: Workflow
+package struct WorkflowRunner: Sendable {
+    package let workflow: Workflow
     private let transport: any HTTPTransport
     private let userAgent: String?
     private let keepsItemReports: Bool
@@ -42,7 +42,7 @@ public struct WorkflowRunner: Sendable {
     ///     JSON reports and traces), or only the elements that did not succeed, so that memory
     ///     stays flat however long the list; its ``StepReport/itemCounts`` counts them all
     ///     either way.
-    public init(
+    package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
         keepsItemReports: Bool = true
     ) {
@@ -59,7 +59,7 @@ public struct WorkflowRunner: Sendable {
     ///   - onEvent: Called as each step starts and ends, and as each element of a `for_each`
     ///     step ends: one call at a time, in the order they happened, all of them before `run`
     ///     returns.
-    public func run<C: Clock>(
+    package func run<C: Clock>(
         clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
     ) async -> WorkflowReport where C.Duration == Duration {
         // Events come from the graph's loop and from every for_each step; one task hands them
@@ -143,7 +143,7 @@ public struct WorkflowRunner: Sendable {
     /// token) in a workflow whose `limit:` is `limit` and that has no `hosts:` limits: four times
     /// `limit`, and at least `limit` + 16. Other ready steps wait, unstarted, in the order the
     /// graph schedules them.
-    public static func graphLimit(for limit: Int) -> Int {
+    package static func graphLimit(for limit: Int) -> Int {
         limit > Int.max / 4 ? Int.max : max(limit * 4, limit + 16)
     }
 

@@ -7,20 +7,20 @@ import Foundation
 /// let path = try CapturePath(parsing: "$.images[0].path")
 /// path.evaluate(in: album)           // .string("/images/0")
 /// ```
-public struct CapturePath: Sendable, Hashable, CustomStringConvertible {
+package struct CapturePath: Sendable, Hashable, CustomStringConvertible {
     /// One step down the document.
-    public enum Component: Sendable, Hashable {
+    package enum Component: Sendable, Hashable {
         case key(String)
         case index(Int)
     }
 
-    public let source: String
-    public let components: [Component]
+    package let source: String
+    package let components: [Component]
 
     /// Parses `source`.
     ///
     /// - Throws: ``CapturePathError`` naming what is wrong and where.
-    public init(parsing source: String) throws(CapturePathError) {
+    package init(parsing source: String) throws(CapturePathError) {
         self.source = source
         var characters = Substring(source.trimmingCharacters(in: .whitespaces))
         guard characters.first == "$" else {
@@ -58,7 +58,7 @@ public struct CapturePath: Sendable, Hashable, CustomStringConvertible {
     static let whole = try! CapturePath(parsing: "$")
 
     /// The value at the path, or `nil` if a key or index is not there.
-    public func evaluate(in document: JSONValue) -> JSONValue? {
+    package func evaluate(in document: JSONValue) -> JSONValue? {
         var current = document
         for component in components {
             switch component {
@@ -73,11 +73,11 @@ public struct CapturePath: Sendable, Hashable, CustomStringConvertible {
         return current
     }
 
-    public var description: String { source }
+    package var description: String { source }
 }
 
 /// A capture path that cannot be read.
-public struct CapturePathError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct CapturePathError: Error, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }

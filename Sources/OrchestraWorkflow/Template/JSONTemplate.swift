@@ -11,7 +11,7 @@
 /// // body: { user: "{{me.id}}", note: "hello {{me.name}}" }
 /// try body.render(with: values).text      // {"user":42,"note":"hello Ada \"the\" Countess"}
 /// ```
-public indirect enum JSONTemplate: Sendable, Hashable {
+package indirect enum JSONTemplate: Sendable, Hashable {
     case null
     case bool(Bool)
     /// A whole number that `Int` holds, written as Swift writes it.
@@ -25,7 +25,7 @@ public indirect enum JSONTemplate: Sendable, Hashable {
     /// The body as JSON, with every reference replaced.
     ///
     /// - Throws: ``TemplateValues/Missing`` if a value is missing (validation prevents it).
-    public func render(with values: TemplateValues) throws(TemplateValues.Missing) -> JSONValue {
+    package func render(with values: TemplateValues) throws(TemplateValues.Missing) -> JSONValue {
         switch self {
         case .null: return .null
         case .bool(let value): return .bool(value)
@@ -46,7 +46,7 @@ public indirect enum JSONTemplate: Sendable, Hashable {
     }
 
     /// Every template in the body, in order.
-    public var templates: [Template] {
+    package var templates: [Template] {
         switch self {
         case .null, .bool, .integer, .number: []
         case .string(let template): [template]
@@ -55,7 +55,7 @@ public indirect enum JSONTemplate: Sendable, Hashable {
         }
     }
 
-    public static func == (lhs: JSONTemplate, rhs: JSONTemplate) -> Bool {
+    package static func == (lhs: JSONTemplate, rhs: JSONTemplate) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -68,7 +68,7 @@ public indirect enum JSONTemplate: Sendable, Hashable {
         }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)

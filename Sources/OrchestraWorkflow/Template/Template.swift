@@ -10,26 +10,26 @@ import Foundation
 ///
 /// How a value is inserted depends on where the template is (see ``render(for:with:)``):
 /// percent-encoded in URLs, as is in headers and text bodies, JSON-escaped in JSON bodies.
-public struct Template: Sendable, Hashable, CustomStringConvertible {
+package struct Template: Sendable, Hashable, CustomStringConvertible {
     /// A piece of a template.
-    public enum Segment: Sendable, Hashable {
+    package enum Segment: Sendable, Hashable {
         case literal(String)
         case reference(Reference)
     }
 
     /// `{{namespace.name}}`: `namespace` is `vars` or a step id; or `{{item…}}` / `{{index}}`
     /// in a `for_each` step (namespace `item` or `index`).
-    public struct Reference: Sendable, Hashable, CustomStringConvertible {
-        public var namespace: String
+    package struct Reference: Sendable, Hashable, CustomStringConvertible {
+        package var namespace: String
         /// The variable or capture name; for `{{item.a[0]}}` the path after `item` (`.a[0]`,
         /// empty for `{{item}}`); empty for `{{index}}`.
-        public var name: String
+        package var name: String
         /// `| raw`: inserted into a URL as is.
-        public var isRaw: Bool
+        package var isRaw: Bool
         /// For `{{item…}}`: where the value is in the current element.
-        public var itemPath: CapturePath?
+        package var itemPath: CapturePath?
 
-        public init(namespace: String, name: String, isRaw: Bool = false, itemPath: CapturePath? = nil) {
+        package init(namespace: String, name: String, isRaw: Bool = false, itemPath: CapturePath? = nil) {
             self.namespace = namespace
             self.name = name
             self.isRaw = isRaw
@@ -37,22 +37,22 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         }
 
         /// Whether it names a variable rather than a capture.
-        public var isVariable: Bool { namespace == Template.variablesNamespace }
+        package var isVariable: Bool { namespace == Template.variablesNamespace }
 
         /// Whether it is `{{item…}}` or `{{index}}`: the element of a `for_each` step.
-        public var isElement: Bool { namespace == Template.itemNamespace || namespace == Template.indexNamespace }
+        package var isElement: Bool { namespace == Template.itemNamespace || namespace == Template.indexNamespace }
 
         /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
-        public var isCapture: Bool { !isVariable && !isElement }
+        package var isCapture: Bool { !isVariable && !isElement }
 
-        public var description: String {
+        package var description: String {
             let path = isElement ? namespace + name : "\(namespace).\(name)"
             return "{{\(path)\(isRaw ? " | raw" : "")}}"
         }
     }
 
     /// Where a rendered template goes, which decides how values are escaped.
-    public enum Context: Sendable {
+    package enum Context: Sendable {
         /// Percent-encoded as a URL component value, except a reference that starts the URL
         /// (a base URL such as `{{vars.base}}`) or one marked `| raw`. Those, like the
         /// literal text, are escaped with the whole URL when it is sent: only characters the
@@ -63,20 +63,20 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The namespace of variables: `{{vars.base}}`.
-    public static let variablesNamespace = "vars"
+    package static let variablesNamespace = "vars"
     /// The current element of a `for_each` step: `{{item}}`, `{{item.path}}`.
-    public static let itemNamespace = "item"
+    package static let itemNamespace = "item"
     /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
-    public static let indexNamespace = "index"
+    package static let indexNamespace = "index"
 
-    public let source: String
-    public let segments: [Segment]
+    package let source: String
+    package let segments: [Segment]
 
     /// Parses `source`.
     ///
     /// - Throws: ``TemplateSyntaxError`` for a `{{` without `}}`, an empty reference, a
     ///   reference that is not `namespace.name`, or an unknown filter.
-    public init(parsing source: String) throws(TemplateSyntaxError) {
+    package init(parsing source: String) throws(TemplateSyntaxError) {
         self.source = source
         var segments: [Segment] = []
         var rest = Substring(source)
@@ -106,29 +106,29 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The references, in order.
-    public var references: [Reference] {
+    package var references: [Reference] {
         segments.compactMap { if case .reference(let reference) = $0 { reference } else { nil } }
     }
 
     /// Whether the template is exactly one reference and nothing else.
-    public var soleReference: Reference? {
+    package var soleReference: Reference? {
         if segments.count == 1, case .reference(let reference) = segments[0] { return reference }
         return nil
     }
 
-    public var description: String { source }
+    package var description: String { source }
 
     /// The text with every reference replaced by its value, escaped for `context`.
     ///
     /// - Throws: ``TemplateValues/Missing`` if a value is missing (validation prevents it).
-    public func render(for context: Context, with values: TemplateValues) throws(TemplateValues.Missing) -> String {
+    package func render(for context: Context, with values: TemplateValues) throws(TemplateValues.Missing) -> String {
         try rendered(for: context) { reference throws(TemplateValues.Missing) in try values.value(of: reference).interpolated }
     }
 
     /// The text with its variables replaced (escaped for `context`) and every other reference
     /// left as written: how the URL of a `for_each` step, sent once per element, reads in
     /// reports (`http://127.0.0.1:8080{{item.path | raw}}`).
-    public func substitutingVariables(_ variables: [String: String], for context: Context) -> String {
+    package func substitutingVariables(_ variables: [String: String], for context: Context) -> String {
         rendered(for: context) { reference in reference.isVariable ? variables[reference.name] : nil }
     }
 
@@ -158,7 +158,7 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
 
     /// `value` percent-encoded as a URL component: everything but the unreserved characters of
     /// RFC 3986 (`A–Z a–z 0–9 - . _ ~`).
-    public static func percentEncoded(_ value: String) -> String {
+    package static func percentEncoded(_ value: String) -> String {
         value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 
@@ -199,26 +199,26 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A template that cannot be read; the parser adds the file, line, step and field.
-public struct TemplateSyntaxError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct TemplateSyntaxError: Error, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }
 
 /// What references resolve to while a workflow runs: the variables and the captures of the
 /// steps that have succeeded.
-public struct TemplateValues: Sendable {
-    public var variables: [String: String]
+package struct TemplateValues: Sendable {
+    package var variables: [String: String]
     /// Captures by step id, then by capture name.
-    public var captures: [String: [String: JSONValue]]
+    package var captures: [String: [String: JSONValue]]
     /// In a `for_each` step: the current element (`{{item}}`).
-    public var item: JSONValue?
+    package var item: JSONValue?
     /// In a `for_each` step: the current element's 0-based position (`{{index}}`).
-    public var index: Int?
+    package var index: Int?
     /// For checking a URL before the run: every capture and element reference stands for
     /// `x` (`/x` when raw).
     var placeholders = false
 
-    public init(variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil, index: Int? = nil) {
+    package init(variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil, index: Int? = nil) {
         self.variables = variables
         self.captures = captures
         self.item = item
@@ -226,16 +226,16 @@ public struct TemplateValues: Sendable {
     }
 
     /// A reference whose value is not there.
-    public struct Missing: Error, Sendable, CustomStringConvertible {
-        public var reference: Template.Reference
-        public var description: String {
+    package struct Missing: Error, Sendable, CustomStringConvertible {
+        package var reference: Template.Reference
+        package var description: String {
             reference.namespace == Template.itemNamespace ? "\(short: reference): the element has no '\(short: reference.name)'" : "no value for \(short: reference)"
         }
     }
 
     /// The value `reference` names: a variable as a string, a capture as captured, the
     /// element (or the value at its path) and its index as they are.
-    public func value(of reference: Template.Reference) throws(Missing) -> JSONValue {
+    package func value(of reference: Template.Reference) throws(Missing) -> JSONValue {
         if reference.isVariable {
             guard let value = variables[reference.name] else { throw Missing(reference: reference) }
             return .string(value)
