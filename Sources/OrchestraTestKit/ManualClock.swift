@@ -22,22 +22,27 @@ public final class ManualClock: Clock, Sendable {
         /// The time since the clock's start.
         public var offset: Duration
 
+        /// The instant `offset` after the clock's start.
         public init(offset: Duration) {
             self.offset = offset
         }
 
+        /// The instant `duration` later.
         public func advanced(by duration: Duration) -> Instant {
             Instant(offset: offset + duration)
         }
 
+        /// How long from this instant to `other`.
         public func duration(to other: Instant) -> Duration {
             other.offset - offset
         }
 
+        /// Whether `lhs` comes before `rhs`.
         public static func < (lhs: Instant, rhs: Instant) -> Bool {
             lhs.offset < rhs.offset
         }
 
+        /// `t+1.5 seconds`.
         public var description: String { "t+\(offset)" }
     }
 
@@ -82,12 +87,15 @@ public final class ManualClock: Clock, Sendable {
 
     private let state = Locked(State())
 
+    /// A clock at its start (offset zero), with no sleepers.
     public init() {}
 
+    /// The current instant; it moves only when ``advance(by:)`` is called.
     public var now: Instant {
         state.withLock { $0.now }
     }
 
+    /// Zero: a manual clock is exact.
     public var minimumResolution: Duration { .zero }
 
     /// Suspends until the clock has been advanced to `deadline`.
@@ -202,10 +210,14 @@ public final class ManualClock: Clock, Sendable {
 /// Thrown by ``ManualClock/waitForSleepers(_:timeout:)`` when the expected sleepers never
 /// registered: the code under test did not reach the point where it sleeps.
 public struct ManualClockError: Error, CustomStringConvertible {
+    /// How many sleepers the test waited for.
     public var expectedSleepers: Int
+    /// How many were sleeping when the wait gave up.
     public var foundSleepers: Int
+    /// How long the wait lasted.
     public var timeout: Duration
 
+    /// Says how many sleepers were expected and found.
     public var description: String {
         "ManualClock: waited \(timeout) (real time) for \(expectedSleepers) sleeper(s), found \(foundSleepers)"
     }

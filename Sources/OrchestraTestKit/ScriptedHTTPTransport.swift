@@ -21,6 +21,7 @@ public import OrchestraHTTP
 /// Cancellation: the handler runs in the sending task; a handler that waits should wait
 /// cancellably, as a real transport does.
 public final class ScriptedHTTPTransport: HTTPTransport {
+    /// Answers one request: the response and body to return, or an error to throw (a transport failure).
     public typealias Handler = @Sendable (HTTPRequest, Data?) async throws -> (HTTPResponse, Data)
 
     private struct State {
@@ -33,13 +34,16 @@ public final class ScriptedHTTPTransport: HTTPTransport {
 
     private let handler: Handler
     private let state = Locked(State())
+    /// What the transport reports as its connection limit (1,000 by default: no limit in tests).
     public let maximumConnectionsPerHost: Int
 
+    /// A transport that answers every request with `handler` and records it.
     public init(maximumConnectionsPerHost: Int = 1_000, handler: @escaping Handler) {
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.handler = handler
     }
 
+    /// Records `request`, counts it in flight while `handler` answers, and returns the answer.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let host = request.authority ?? ""
         state.withLock { state in

@@ -5,8 +5,10 @@ import Orchestra
 public final class EventLog<Event: Sendable>: Sendable {
     private let storage = Locked<[Event]>([])
 
+    /// An empty log.
     public init() {}
 
+    /// Records `event`, from any task.
     public func append(_ event: Event) {
         storage.withLock { $0.append(event) }
     }
@@ -16,6 +18,7 @@ public final class EventLog<Event: Sendable>: Sendable {
         storage.withLock { $0 }
     }
 
+    /// How many events were recorded.
     public var count: Int {
         storage.withLock { $0.count }
     }
@@ -26,8 +29,10 @@ public final class EventLog<Event: Sendable>: Sendable {
 public final class ConcurrencyProbe: Sendable {
     private let storage = Locked((current: 0, maximum: 0))
 
+    /// A counter at zero.
     public init() {}
 
+    /// Counts one more in progress and updates the maximum.
     public func enter() {
         storage.withLock {
             $0.current += 1
@@ -35,11 +40,14 @@ public final class ConcurrencyProbe: Sendable {
         }
     }
 
+    /// Counts one fewer in progress.
     public func leave() {
         storage.withLock { $0.current -= 1 }
     }
 
+    /// How many are in progress now.
     public var current: Int { storage.withLock { $0.current } }
+    /// The most that were in progress at once.
     public var maximum: Int { storage.withLock { $0.maximum } }
 
     /// Runs `body` counted as one piece of work.
@@ -54,6 +62,7 @@ public final class ConcurrencyProbe: Sendable {
 public struct NeverHappened: Error, CustomStringConvertible {
     /// What the test waited for.
     public var what: String
+    /// `never happened: …`.
     public var description: String { "never happened: \(what)" }
 }
 

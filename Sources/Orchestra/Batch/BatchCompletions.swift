@@ -38,21 +38,26 @@ public struct BatchCompletions<Base: Sequence & Sendable, Output: Sendable>: Asy
 where Base.Element: Sendable {
     /// The position of the element in the input, and its outcome.
     public typealias Element = (index: Int, result: Result<Output, any Error>)
+    /// The sequence never throws: each element carries its own result.
     public typealias Failure = Never
 
     let source: BatchStreamSource<Base, Output>
 
+    /// Starts the work (at most `limit` at once) on first use.
     public func makeAsyncIterator() -> Iterator {
         Iterator(cursor: BatchStreamCursor(source, order: .completion))
     }
 
+    /// Delivers the results as they arrive.
     public struct Iterator: AsyncIteratorProtocol {
         let cursor: BatchStreamCursor<Base, Output>
 
+        /// The next result to arrive, or `nil` when every one has been delivered.
         public mutating func next() async -> Element? {
             await next(isolation: nil)
         }
 
+        /// The next result to arrive, on `actor`, or `nil` when every one has been delivered.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
             guard let item = await cursor.next(isolation: actor) else { return nil }
             return (item.index, item.result)

@@ -35,22 +35,28 @@ extension Sequence where Self: Sendable, Element: Sendable {
 /// The outcomes of a batch in input order; see ``Swift/Sequence/orderedResults(limit:buffer:_:)``.
 public struct OrderedBatchResults<Base: Sequence & Sendable, Output: Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
+    /// Each input's result, in input order.
     public typealias Element = Result<Output, any Error>
+    /// The sequence never throws: each element carries its own result.
     public typealias Failure = Never
 
     let source: BatchStreamSource<Base, Output>
 
+    /// Starts the work (at most `limit` at once) on first use.
     public func makeAsyncIterator() -> Iterator {
         Iterator(cursor: BatchStreamCursor(source, order: .input))
     }
 
+    /// Delivers the results in input order.
     public struct Iterator: AsyncIteratorProtocol {
         let cursor: BatchStreamCursor<Base, Output>
 
+        /// The next result in input order, or `nil` after the last.
         public mutating func next() async -> Element? {
             await next(isolation: nil)
         }
 
+        /// The next result in input order, on `actor`, or `nil` after the last.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
             await cursor.next(isolation: actor)?.result
         }

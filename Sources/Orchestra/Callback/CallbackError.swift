@@ -8,6 +8,7 @@
 public struct CallbackError: Error, Sendable, CustomStringConvertible {
     /// The reason, comparable with `==`; more codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
         public let description: String
         private init(_ description: String) { self.description = description }
 
@@ -20,6 +21,7 @@ public struct CallbackError: Error, Sendable, CustomStringConvertible {
     /// A sentence naming the call site and what happened.
     public var message: String
 
+    /// An error with its `code` and a `message`.
     public init(code: Code, message: String) {
         self.code = code
         self.message = message
@@ -31,6 +33,7 @@ public struct CallbackError: Error, Sendable, CustomStringConvertible {
         message: "the completion handler was released without being called"
     )
 
+    /// `CallbackError.code: message`.
     public var description: String { "CallbackError.\(code): \(message)" }
 
     /// Matches any error whose code equals the pattern's code.

@@ -16,6 +16,7 @@ import Android
 public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
     /// What kind of misuse was seen.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name.
         public let description: String
         private init(_ description: String) { self.description = description }
 
@@ -40,6 +41,8 @@ public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
     /// "cancelled" error (URLSession does). ``DiagnosticsHandler/standardError`` skips these.
     public var isExpected: Bool
 
+    /// A diagnostic of `kind` about the code at `location`; `isExpected` marks the normal echo
+    /// of something Orchestra asked for (see ``isExpected``).
     public init(kind: Kind, message: String, location: String, isExpected: Bool = false) {
         self.kind = kind
         self.message = message
@@ -47,6 +50,7 @@ public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
         self.isExpected = isExpected
     }
 
+    /// `location: kind: message`.
     public var description: String { "\(location): \(kind): \(message)" }
 }
 
@@ -66,6 +70,7 @@ public struct OrchestraDiagnostic: Sendable, CustomStringConvertible {
 public struct DiagnosticsHandler: Sendable {
     private let handle: @Sendable (OrchestraDiagnostic) -> Void
 
+    /// Diagnostics delivered to `handle`, on the task that produced them; keep it short.
     public init(_ handle: @escaping @Sendable (OrchestraDiagnostic) -> Void) {
         self.handle = handle
     }

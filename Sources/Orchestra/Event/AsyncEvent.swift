@@ -14,6 +14,7 @@
 public final class AsyncEvent: Sendable {
     private let storage: Locked<GateStateMachine>
 
+    /// An event not yet signalled.
     public init() {
         storage = Locked(GateStateMachine(isOpen: false))
     }

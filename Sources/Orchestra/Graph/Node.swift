@@ -4,10 +4,12 @@ public struct Node<Value: Sendable>: Hashable, Sendable, CustomStringConvertible
     /// The node's id, unique in its graph.
     public let id: String
 
+    /// The node with `id`.
     public init(id: String) {
         self.id = id
     }
 
+    /// `Node("id")`.
     public var description: String { "Node(\"\(id)\")" }
 }
 
@@ -24,6 +26,7 @@ public struct NodeOptions: Sendable {
     /// Named resources the node uses while it runs, each limited by the run's `resourceLimits`.
     public var resources: [String]
 
+    /// Options; each parameter is described by the property of the same name.
     public init(cost: Double = 1, priority: Int = 0, timeout: Duration? = nil, retry: RetryPolicy = .never, resources: [String] = []) {
         self.cost = cost
         self.priority = priority

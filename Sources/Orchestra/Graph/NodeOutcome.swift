@@ -14,6 +14,7 @@ public struct NodeOutcome<Value: Sendable>: Sendable, CustomStringConvertible {
         /// The node or the whole run was cancelled before the node finished.
         case cancelled
 
+        /// `succeeded`, `failed: …`, `skipped because …`.
         public var description: String {
             switch self {
             case .succeeded: "succeeded"
@@ -34,6 +35,7 @@ public struct NodeOutcome<Value: Sendable>: Sendable, CustomStringConvertible {
     /// When the node ended, from the run's start.
     public var ended: Duration?
 
+    /// An outcome; each parameter is described by the property of the same name.
     public init(state: State, attempts: Int, started: Duration?, ended: Duration?) {
         self.state = state
         self.attempts = attempts
@@ -56,8 +58,10 @@ public struct NodeOutcome<Value: Sendable>: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the node succeeded (it has a value).
     public var succeeded: Bool { value != nil }
 
+    /// The state's description.
     public var description: String { state.description }
 
     func map<Other: Sendable>(_ transform: (Value) -> Other) -> NodeOutcome<Other> {

@@ -14,10 +14,14 @@ public enum ScheduleSimulation {
 
     /// One task: its id, duration and dependencies (by id).
     public struct Task: Sendable {
+        /// The task's id.
         public var id: String
+        /// How long it runs, in any unit.
         public var duration: Double
+        /// The ids of the tasks that must end first.
         public var dependencies: [String]
 
+        /// A task of `duration` after its `dependencies`.
         public init(id: String, duration: Double, dependencies: [String]) {
             self.id = id
             self.duration = duration

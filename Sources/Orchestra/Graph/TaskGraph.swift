@@ -52,6 +52,7 @@ public final class TaskGraph: Sendable {
 
     private let storage = Locked(Storage())
 
+    /// An empty graph.
     public init() {}
 
     /// The ids of the nodes, in insertion order.

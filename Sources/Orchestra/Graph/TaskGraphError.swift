@@ -9,6 +9,7 @@
 public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
     /// The kind of problem, comparable with `==`; more codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as messages show it.
         public let description: String
         private init(_ description: String) { self.description = description }
 
@@ -47,6 +48,7 @@ public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
     /// The error of the node involved, when there is one (a failed node under fail-fast).
     public var underlying: (any Error)?
 
+    /// An error with its `code`, a `message`, the nodes of a cycle (`path`) and the error that caused it, if any.
     public init(code: Code, message: String, path: [String] = [], underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
@@ -54,5 +56,6 @@ public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// `TaskGraphError.code: message`.
     public var description: String { "TaskGraphError.\(code): \(message)" }
 }

@@ -17,6 +17,7 @@
 public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let storage = Locked(SingleFlightStateMachine<Key, Value>())
 
+    /// A single-flight with nothing in flight.
     public init() {}
 
     /// Returns the result of `operation` for `key`, running it only if no execution for `key`

@@ -7,6 +7,7 @@ public struct AuthToken: Sendable, Hashable, CustomStringConvertible {
     /// margin before it ends, at most half of it (see ``TokenRefresher``).
     public var lifetime: Duration?
 
+    /// A token `value`, valid for `lifetime` from when the refresher receives it (`nil`: unknown).
     public init(_ value: String, lifetime: Duration? = nil) {
         self.value = value
         self.lifetime = lifetime
@@ -21,21 +22,26 @@ public struct AuthToken: Sendable, Hashable, CustomStringConvertible {
 /// A token as handed to one request: its value and the version of the token it is, so that a
 /// rejection can say which token was rejected (``TokenRefresher/token(replacing:)``).
 public struct SignedToken: Sendable, Hashable, CustomStringConvertible {
+    /// The credential (what goes into the `Authorization` header).
     public let value: String
     /// 0 for the initial token, then one more for each refresh.
     public let version: Int
 
+    /// A token `value` and its `version` (0 for the initial token).
     public init(value: String, version: Int) {
         self.value = value
         self.version = version
     }
 
+    /// Names the version only; never prints the credential.
     public var description: String { "SignedToken(version \(version))" }
 }
 
 /// Why a token refresher could not give a token.
 public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, comparable with `==`; more codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as messages show it.
         public let description: String
         private init(_ description: String) { self.description = description }
 
@@ -50,16 +56,20 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         public static let excessiveRefresh = Code("excessiveRefresh")
     }
 
+    /// What went wrong.
     public var code: Code
+    /// What happened, in words.
     public var message: String
     /// The refresh's own error, for `.refreshFailed`.
     public var underlying: (any Error)?
 
+    /// An error with its `code`, a `message`, and the error that caused it, if any.
     public init(code: Code, message: String, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
+    /// `AuthenticationError(code): message`.
     public var description: String { "AuthenticationError(\(code)): \(message)" }
 }

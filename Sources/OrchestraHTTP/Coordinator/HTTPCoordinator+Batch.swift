@@ -9,7 +9,9 @@ public struct HTTPBatchProgress: Sendable, Equatable, CustomStringConvertible {
     /// Requests in the batch.
     public var total: Int
 
+    /// `completed / total`; 1 for an empty batch.
     public var fractionCompleted: Double { total == 0 ? 1 : Double(completed) / Double(total) }
+    /// `completed/total`.
     public var description: String { "\(completed)/\(total)" }
 }
 

@@ -30,6 +30,7 @@ extension HTTPCoordinator {
         /// ``HTTPRedirectPolicy`` for the rules).
         public var redirects: HTTPRedirectPolicy
 
+        /// A configuration; every parameter is described by the property of the same name.
         public init(
             maxConcurrentRequests: Int = 16,
             maxConcurrentRequestsPerHost: Int = 6,
@@ -62,6 +63,7 @@ extension HTTPCoordinator {
         /// How many times one request may be re-sent with a refreshed token; 2 by default.
         public var maxResends: Int
 
+        /// Signs requests with `refresher`'s token and refreshes it when a response says it was refused (`isAuthenticationFailure`); each parameter is described by the property of the same name.
         public init(
             refresher: TokenRefresher,
             maxResends: Int = 2,
@@ -82,7 +84,9 @@ extension HTTPCoordinator {
 
 /// A response and its body.
 public struct HTTPResult: Sendable {
+    /// The status and header fields.
     public var response: HTTPResponse
+    /// The whole body.
     public var body: Data
     /// Attempts made, including retries, redirects followed and re-sends after a token
     /// refresh.
@@ -90,6 +94,7 @@ public struct HTTPResult: Sendable {
     /// The redirects followed to get this response, in order (empty if none).
     public var redirects: [HTTPRedirect]
 
+    /// A result; `attempts` and `redirects` say how it was obtained.
     public init(response: HTTPResponse, body: Data, attempts: Int = 1, redirects: [HTTPRedirect] = []) {
         self.response = response
         self.body = body
@@ -97,6 +102,7 @@ public struct HTTPResult: Sendable {
         self.redirects = redirects
     }
 
+    /// The response's status.
     public var status: HTTPResponse.Status { response.status }
 }
 

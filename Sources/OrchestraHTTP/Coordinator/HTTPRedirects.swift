@@ -26,26 +26,31 @@ public struct HTTPRedirectPolicy: Sendable, Hashable, CustomStringConvertible {
     /// Follows no redirect: a 3xx is returned like any other response.
     public static let never = HTTPRedirectPolicy(maxHops: 0)
 
+    /// Follows at most `maxHops` redirects in a row (0: none). Traps if `maxHops` is negative.
     public init(maxHops: Int) {
         checkArgument(maxHops >= 0, "HTTPRedirectPolicy(maxHops:): must not be negative, got \(maxHops)")
         self.maxHops = maxHops
     }
 
+    /// `follow up to N redirects`, or `no redirects`.
     public var description: String { maxHops == 0 ? "no redirects" : "follow up to \(maxHops) redirects" }
 }
 
 /// One redirect a request followed: the status that redirected it and the absolute URL it went
 /// to.
 public struct HTTPRedirect: Sendable, Hashable, CustomStringConvertible {
+    /// The 3xx status that redirected the request.
     public var status: Int
     /// The `Location`, resolved against the URL that answered.
     public var location: String
 
+    /// A redirect by `status` to the absolute URL `location`.
     public init(status: Int, location: String) {
         self.status = status
         self.location = location
     }
 
+    /// `302 → https://…`.
     public var description: String { "\(status) → \(location)" }
 }
 
@@ -61,6 +66,7 @@ public struct HTTPRedirectError: Error, Sendable, CustomStringConvertible {
         /// A `Location` that is not an http or https URL.
         public static let invalidLocation = Code(value: .invalidLocation)
 
+        /// The code's name.
         public var description: String {
             switch value {
             case .tooManyRedirects: "tooManyRedirects"
@@ -69,11 +75,14 @@ public struct HTTPRedirectError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// What went wrong.
     public var code: Code
     /// The redirects followed before this one failed, in order.
     public var hops: [HTTPRedirect]
+    /// What happened, naming the URL and the limit.
     public var message: String
 
+    /// The message.
     public var description: String { message }
 }
 

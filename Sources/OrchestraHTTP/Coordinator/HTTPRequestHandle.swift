@@ -70,8 +70,10 @@ public final class HTTPRequestHandle: Sendable {
 public struct HTTPDependencyError: Error, Sendable, CustomStringConvertible {
     /// The dependency's method and path.
     public var dependency: String
+    /// The dependency's error.
     public var underlying: any Error
 
+    /// Says which dependency failed and why.
     public var description: String { "not sent: the request it depends on (\(dependency)) failed: \(underlying)" }
 }
 

@@ -35,6 +35,7 @@ public struct HTTPRequestOptions: Sendable {
     /// sends the request; keep it short.
     public var onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)?
 
+    /// Options; each parameter is described by the property of the same name (`nil`: the coordinator's configuration).
     public init(
         priority: Int = 0, retry: HTTPRetry? = nil, timeout: Duration? = nil, redirects: HTTPRedirectPolicy? = nil,
         isAuthenticated: Bool = true, onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)? = nil
@@ -67,11 +68,13 @@ public struct HTTPRetry: Sendable {
     public var policy: RetryPolicy
     /// Statuses worth another attempt; 408, 429, 500, 502, 503 and 504 by default.
     public var statuses: Set<Int>
+    /// Which methods are retried; only idempotent ones by default (a keyed POST counts).
     public var methods: Methods
 
     /// The statuses retried by default.
     public static let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
 
+    /// Retries with `policy` the responses whose status is in `statuses`, for `methods`.
     public init(policy: RetryPolicy, statuses: Set<Int> = HTTPRetry.transientStatuses, methods: Methods = .idempotent) {
         self.policy = policy
         self.statuses = statuses

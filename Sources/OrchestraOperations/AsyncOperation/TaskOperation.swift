@@ -24,6 +24,7 @@ public final class TaskOperation<Success: Sendable>: ResultOperation<Success>, @
     private let work: @Sendable () async throws -> Success
     private let task = Locked<Task<Void, Never>?>(nil)
 
+    /// An operation that runs `work` in a task when the queue starts it, and finishes when `work` returns or throws.
     public init(_ work: @escaping @Sendable () async throws -> Success) {
         self.work = work
         super.init()

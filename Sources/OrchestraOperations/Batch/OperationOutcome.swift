@@ -7,6 +7,7 @@ import Orchestra
 
 /// How one operation ended.
 public struct OperationOutcome: Sendable, CustomStringConvertible {
+    /// How the operation ended.
     public enum State: Sendable, CustomStringConvertible {
         /// It finished without an error (for a ``ResultOperation``, with a value).
         case succeeded
@@ -16,6 +17,7 @@ public struct OperationOutcome: Sendable, CustomStringConvertible {
         /// It was cancelled.
         case cancelled
 
+        /// `succeeded`, `failed: …` or `cancelled`.
         public var description: String {
             switch self {
             case .succeeded: "succeeded"
@@ -46,6 +48,7 @@ public struct OperationOutcome: Sendable, CustomStringConvertible {
         return false
     }
 
+    /// The operation's name and how it ended.
     public var description: String {
         "\(OperationDependencyCheck.name(of: operation)): \(state)"
     }
