@@ -2,7 +2,7 @@ import Foundation
 public import OrchestraHTTP
 import Orchestra
 
-/// The checks an ``OrchestraHTTP/HTTPTransport`` must pass for an `HTTPCoordinator` to work
+/// The checks an `HTTPTransport` (OrchestraHTTP) must pass for an `HTTPCoordinator` to work
 /// over it: every response returned as it is (statuses, 3xx, 401), bodies and headers byte for
 /// byte, `CancellationError`, progress, no hidden connection limit, errors with codes.
 ///

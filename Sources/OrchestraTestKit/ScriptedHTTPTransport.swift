@@ -3,7 +3,7 @@ public import HTTPTypes
 import Orchestra
 public import OrchestraHTTP
 
-/// An ``OrchestraHTTP/HTTPTransport`` that answers from a closure, in memory: for testing
+/// An `HTTPTransport` (OrchestraHTTP) that answers from a closure, in memory: for testing
 /// code that uses an `HTTPCoordinator` without a network.
 ///
 /// It records every request in arrival order and counts the requests in flight (overall and

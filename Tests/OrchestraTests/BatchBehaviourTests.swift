@@ -181,10 +181,12 @@ struct BatchBehaviourTests {
     }
 
     /// Random work (a random number of yields per item) must never break order or the limit.
+    /// 600 items per seed: 2,000 took most of the suite's minute per case under ThreadSanitizer
+    /// on two busy cores, and the orderings that matter show up in the first hundreds.
     @Test(arguments: [7 as UInt64, 2024, 31337])
     func randomWorkKeepsOrderAndLimit(seed: UInt64) async throws {
         var generator = SplitMix64(seed: seed)
-        let count = 2_000
+        let count = 600
         let limit = Int.random(in: 1...16, using: &generator)
         let yields = (0..<count).map { _ in Int.random(in: 0...5, using: &generator) }
         let probe = ConcurrencyProbe()
