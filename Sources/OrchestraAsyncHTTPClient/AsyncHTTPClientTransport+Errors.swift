@@ -6,7 +6,7 @@ import NIOPosix
 import OrchestraHTTP
 
 /// AsyncHTTPClient's and SwiftNIO's errors in words: a cancelled request becomes
-/// `CancellationError`, every other error an ``OrchestraHTTP/HTTPTransportError`` with the
+/// `CancellationError`, every other error an `HTTPTransportError` with the
 /// client's error kept as its underlying error.
 extension AsyncHTTPClientTransport {
     static func mapped(_ error: any Error, authority: String?) -> any Error {

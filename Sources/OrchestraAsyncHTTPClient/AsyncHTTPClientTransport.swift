@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 public import OrchestraHTTP
 
-/// An ``OrchestraHTTP/HTTPTransport`` over AsyncHTTPClient (SwiftNIO), for servers. In its own
+/// An `HTTPTransport` over AsyncHTTPClient (SwiftNIO), for servers. In its own
 /// product so that app targets using `OrchestraHTTP` never pull in SwiftNIO.
 ///
 /// An `HTTPClient` must be shut down before it is released. Use the scoped form, which makes
@@ -28,7 +28,7 @@ public import OrchestraHTTP
 /// `Transfer-Encoding`); a body is sent with any method, `GET` included.
 ///
 /// A cancelled task's request is cancelled and ends with `CancellationError`. When no response
-/// comes back, it throws an ``OrchestraHTTP/HTTPTransportError`` whose code says why, with the
+/// comes back, it throws an `HTTPTransportError` whose code says why, with the
 /// client's error as its underlying error. Bodies are collected in memory, up to
 /// `maximumBodySize`.
 public final class AsyncHTTPClientTransport: HTTPTransport {
@@ -51,7 +51,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///   - client: The client that sends the requests.
     ///   - maximumConnectionsPerHost: The connections per host `client` allows.
     ///   - maximumBodySize: The largest response body accepted; a larger one throws
-    ///     ``OrchestraHTTP/HTTPTransportError`` with code `.responseTooLarge`.
+    ///     `HTTPTransportError` with code `.responseTooLarge`.
     public init(client: HTTPClient, maximumConnectionsPerHost: Int, maximumBodySize: Int = 64 << 20) {
         self.client = client
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
@@ -99,7 +99,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// Cancellation: cancelling the calling task cancels the request, which throws
     /// `CancellationError`.
     ///
-    /// - Throws: `CancellationError`; ``OrchestraHTTP/HTTPTransportError`` when no response
+    /// - Throws: `CancellationError`; `HTTPTransportError` when no response
     ///   came back, the request cannot be sent as it is, or the body is larger than
     ///   `maximumBodySize`.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
@@ -141,7 +141,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// The client's request for `request` and `body`.
     ///
-    /// - Throws: ``OrchestraHTTP/HTTPTransportError`` (`.invalidRequest`) for a request with
+    /// - Throws: `HTTPTransportError` (`.invalidRequest`) for a request with
     ///   no scheme or authority, or a header value whose bytes are not UTF-8 (the client
     ///   takes values as strings).
     static func clientRequest(for request: HTTPRequest, body: Data?) throws -> HTTPClientRequest {
