@@ -121,10 +121,8 @@ package struct WorkflowRunner: Sendable {
             if let report = finished[step.id] { return report }
             if var report = executor.records.withLock({ $0[step.id] }) {
                 // It had started.
-                report.state = .cancelled
+                report.markCancelled(stoppedBy: stoppedBy)
                 report.ended = report.ended ?? ended
-                report.cause = stoppedBy
-                report.error = stoppedBy.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
                 return report
             }
             return StepReport(
@@ -159,10 +157,7 @@ package struct WorkflowRunner: Sendable {
             report.state = .succeeded
         case .failed(is CancellationError), .cancelled:
             // Cancelled by `failure: stop` after a failure, or with the run.
-            let stoppedBy = workflow.failurePolicy == .stop ? firstFailure : nil
-            report.state = .cancelled
-            report.cause = stoppedBy
-            report.error = stoppedBy.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
+            report.markCancelled(stoppedBy: workflow.failurePolicy == .stop ? firstFailure : nil)
         case .failed(let error):
             report.state = .failed
             report.error = report.error ?? "\(error)"
@@ -180,5 +175,15 @@ package struct WorkflowRunner: Sendable {
         }
         report.ended = report.ended ?? executor.elapsed()
         return report
+    }
+}
+
+extension StepReport {
+    /// Marks a step that was running as cancelled: because `stoppedBy` failed under
+    /// `failure: stop`, or (`nil`) with the run.
+    mutating func markCancelled(stoppedBy: String?) {
+        state = .cancelled
+        cause = stoppedBy
+        error = stoppedBy.map { "cancelled because '\(short: $0)' failed (failure: stop)" } ?? "cancelled"
     }
 }
