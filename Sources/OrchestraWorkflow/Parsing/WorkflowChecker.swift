@@ -65,14 +65,10 @@ struct WorkflowChecker {
 
     /// ASCII letters, digits, `_` and `-` only: most ids, checked without reading characters.
     private static func isPlainID(_ id: String) -> Bool {
-        id.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "_"), UInt8(ascii: "-"): true
-            default: false
-            }
-        }
+        id.utf8.allSatisfy(plainIDCharacters.contains)
     }
+
+    private static let plainIDCharacters = URLCheck.ASCIISet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
     private mutating func checkNeeds() {
         for site in needSites {
