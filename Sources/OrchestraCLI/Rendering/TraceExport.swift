@@ -48,24 +48,22 @@ struct TraceExport: Sendable {
         return spans.map(\.lane).filter { seen.insert($0).inserted }
     }
 
-    /// Chrome Trace Event JSON: a `thread_name` metadata event per lane, then one complete
-    /// (`"X"`) event per span with `tid` = the lane's number, `ts`/`dur` in microseconds.
+    /// Chrome Trace Event JSON: each lane named and numbered in order of first appearance,
+    /// one complete event per span on its lane, the title as `otherData`.
     func chromeJSON() -> String {
-        let lanes = lanes
-        let number = Dictionary(uniqueKeysWithValues: lanes.enumerated().map { ($0.element, $0.offset + 1) })
-        var events = lanes.enumerated().map { offset, lane in
-            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":\(offset + 1),\"args\":{\"name\":\(jsonQuoted(lane))}}"
+        var trace = ChromeTraceWriter()
+        var number: [String: Int] = [:]
+        for (offset, lane) in lanes.enumerated() {
+            number[lane] = offset + 1
+            trace.nameLane(offset + 1, lane)
         }
-        for span in spans.sorted(by: { ($0.start, $0.end) < ($1.start, $1.end) }) {
-            let args = span.args.map { "\(jsonQuoted($0.key)):\(jsonQuoted($0.value))" }.joined(separator: ",")
-            events.append(
-                "{\"name\":\(jsonQuoted(span.name)),\"cat\":\(jsonQuoted(span.category)),\"ph\":\"X\",\"pid\":1,"
-                    + "\"tid\":\(number[span.lane]!),\"ts\":\(jsonMicroseconds(span.start)),"
-                    + "\"dur\":\(jsonMicroseconds(span.end - span.start)),\"args\":{\(args)}}"
+        for span in spans {
+            trace.job(
+                span.name, category: span.category, lane: number[span.lane]!, start: span.start, end: span.end,
+                args: span.args.map { ($0.key, .text($0.value)) }
             )
         }
-        return "{\"traceEvents\":[\n" + events.joined(separator: ",\n") + "\n],\"displayTimeUnit\":\"ms\","
-            + "\"otherData\":{\"title\":\(jsonQuoted(title))}}\n"
+        return trace.render(title: title)
     }
 
     /// A page with one row per lane and a bar per span, positioned in percent of the run's

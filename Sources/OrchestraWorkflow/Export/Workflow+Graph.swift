@@ -1,4 +1,5 @@
 import Foundation
+import Orchestra
 
 extension Workflow {
     /// The formats of ``graph(format:)``.
@@ -14,8 +15,8 @@ extension Workflow {
     /// (`{{login.token}}`) as dashed arrows labelled with the capture.
     package func graph(format: GraphFormat) -> String {
         switch format {
-        case .dot: dot()
-        case .mermaid: mermaid()
+        case .dot: draw(on: DOTWriter(name: name ?? "workflow"))
+        case .mermaid: draw(on: MermaidWriter())
         }
     }
 
@@ -50,44 +51,18 @@ extension Workflow {
         }
     }
 
-    private func dot() -> String {
-        var lines = ["digraph \(dotQuoted(name ?? "workflow")) {", "  rankdir=LR;", "  node [shape=box, style=rounded, fontname=\"Helvetica\"];"]
+    /// Every step with its label, then every edge: `needs` solid, template dependencies dashed
+    /// and labelled with their captures.
+    private func draw(on writer: some DiagramWriter) -> String {
+        var writer = writer
         for step in steps {
-            lines.append("  \(dotQuoted(step.id)) [label=\(dotQuoted(labelLines(step).joined(separator: "\n")))];")
+            writer.node(step.id, label: labelLines(step))
         }
         for edge in edges {
-            let attributes = edge.captures.isEmpty ? "" : " [style=dashed, label=\(dotQuoted(edge.captures.joined(separator: ", ")))]"
-            lines.append("  \(dotQuoted(edge.from)) -> \(dotQuoted(edge.to))\(attributes);")
+            let captures = edge.captures.isEmpty ? nil : edge.captures.joined(separator: ", ")
+            writer.edge(from: edge.from, to: edge.to, dashed: captures != nil, label: captures)
         }
-        lines.append("}")
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    private func mermaid() -> String {
-        var lines = ["flowchart LR"]
-        let names = Dictionary(uniqueKeysWithValues: steps.enumerated().map { ($0.element.id, "s\($0.offset)") })
-        for step in steps {
-            lines.append("  \(names[step.id]!)[\"\(labelLines(step).map(mermaidEscaped).joined(separator: "<br/>"))\"]")
-        }
-        for edge in edges {
-            guard let from = names[edge.from], let to = names[edge.to] else { continue }
-            if edge.captures.isEmpty {
-                lines.append("  \(from) --> \(to)")
-            } else {
-                lines.append("  \(from) -. \"\(mermaidEscaped(edge.captures.joined(separator: ", ")))\" .-> \(to)")
-            }
-        }
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    private func dotQuoted(_ text: String) -> String {
-        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n") + "\""
-    }
-
-    private func mermaidEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\"", with: "#quot;")
-            .replacingOccurrences(of: "<", with: "#lt;").replacingOccurrences(of: ">", with: "#gt;")
+        return writer.render()
     }
 }
 

@@ -15,7 +15,7 @@ struct TaskGraphExportTests {
 
     @Test func dotListsNodesAndEdgesInWorkOrder() {
         let dot = sampleGraph().dot()
-        #expect(dot.hasPrefix("digraph TaskGraph {"))
+        #expect(dot.hasPrefix("digraph \"TaskGraph\" {"))
         #expect(dot.contains("\"login\" -> \"say \\\"hi\\\"\";"))
         #expect(dot.contains("\"say \\\"hi\\\"\" -> \"report\" [style=dashed];"))
     }
