@@ -55,17 +55,13 @@ package struct WorkflowStep: Sendable, Hashable {
         return references.map(\.namespace).filter { seen.insert($0).inserted }
     }
 
-    /// Every `{{STEP.CAPTURE}}` of the step: its `for_each`, then its request's.
+    /// Every `{{STEP.CAPTURE}}` of the step, from the fields that hold templates (``fields``):
+    /// its `for_each`, then its request's.
     package var captureReferences: [Template.Reference] {
-        // A loop, not `request.templates.flatMap…`: the checks read this for every step, and
-        // most steps have no capture to find.
-        var references = forEach.map { [$0] } ?? []
-        func add(_ template: Template) {
-            for case .reference(let reference) in template.segments where reference.isCapture { references.append(reference) }
+        var references: [Template.Reference] = []
+        for field in Self.referenceFields {
+            field(self) { if $0.isCapture { references.append($0) } }
         }
-        add(request.url)
-        for header in request.headers { add(header.value) }
-        if let body = request.body { body.templates.forEach(add) }
         return references
     }
 

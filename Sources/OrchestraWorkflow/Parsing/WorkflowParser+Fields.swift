@@ -238,7 +238,7 @@ extension WorkflowParser {
 
     private mutating func tokenRequest(_ node: Node, field: String) -> TokenRequest? {
         guard let fields = reader.entries(node, allowed: Self.tokenRequestFields, step: nil, field: field) else { return nil }
-        guard let urlNode = fields.first(where: { $0.key == "url" })?.node else {
+        guard fields.contains(where: { $0.key == "url" }) else {
             reader.fail(.missingField, "missing 'url'", at: node, field: "\(field).url")
             return nil
         }
@@ -246,7 +246,7 @@ extension WorkflowParser {
             reader.fail(.missingField, "missing 'token': where the token is in the response, as in $.access_token or { header: X-Auth-Token }", at: node, field: "\(field).token")
             return nil
         }
-        guard var request = request(fields, urlNode: urlNode, step: nil, prefix: field + ".", variablesOnly: true),
+        guard var request = request(fields, context: FieldContext(step: nil, prefix: field + ".", variablesOnly: true)),
               let token = captureSource(tokenNode, step: nil, field: "\(field).token")
         else { return nil }
         if !fields.contains(where: { $0.key == "method" }) { request.method = .post }

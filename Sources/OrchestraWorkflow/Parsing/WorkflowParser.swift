@@ -64,9 +64,9 @@ extension Workflow {
 /// Walks the node tree of a workflow file (``YAMLComposer``) into a ``Workflow``.
 struct WorkflowParser {
     static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "follow_redirects", "auth", "steps"]
-    static let stepFields = ["id", "method", "url", "headers", "body", "needs", "captures", "expect", "timeout", "retry", "auth", "follow_redirects", "for_each"]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
-    static let tokenRequestFields = ["method", "url", "headers", "body", "token", "expires_in"]
+    /// The fields of the auth block's login and refresh: a request's, and where the token is.
+    static let tokenRequestFields = RequestTemplate.fields.map(\.name) + ["token", "expires_in"]
 
     var reader: NodeReader
     let overrides: [String: String]
@@ -268,7 +268,8 @@ struct WorkflowParser {
         }
         let id = idNode.flatMap(reader.scalarText)
         if let id, hasForEach { forEachSteps.insert(id) }
-        guard let fields = reader.entries(node, allowed: Self.stepFields, step: id, field: id == nil ? "steps[\(number - 1)]" : nil) else { return nil }
+        guard let fields = reader.entries(node, allowed: WorkflowStep.fields.map(\.name), step: id, field: id == nil ? "steps[\(number - 1)]" : nil)
+        else { return nil }
         if let idNode, id == nil {
             // `id: [a]` or `id: {a: 1}`: the id is there, but not as text.
             _ = reader.string(idNode, step: nil, field: "steps[\(number - 1)].id")
@@ -278,78 +279,76 @@ struct WorkflowParser {
             reader.fail(.missingField, "step \(number) has no 'id' (every step needs a unique id)", at: node, field: "id")
             return nil
         }
-        guard let urlNode = fields.first(where: { $0.key == "url" })?.node else {
+        guard fields.contains(where: { $0.key == "url" }) else {
             reader.fail(.missingField, "missing 'url'", at: node, step: id, field: "url")
             brokenSteps.insert(id)
             return nil
         }
-        guard let request = request(fields, urlNode: urlNode, step: id, prefix: "", variablesOnly: false) else {
+        let (sitesBefore, errorsBefore) = (sites.count, reader.errors.count)
+        var step = WorkflowStep(id: id, request: RequestTemplate(url: .empty), location: NodeReader.location(node))
+        var usable = true
+        for (key, value) in fields {
+            usable = WorkflowStep.fieldsByName[key]!.read(&self, value, &step, FieldContext(step: id)) && usable
+        }
+        guard usable else {
             brokenSteps.insert(id)
             return nil
         }
-        var step = WorkflowStep(id: id, request: request, location: NodeReader.location(node))
-        for (key, value) in fields {
-            switch key {
-            case "needs":
-                for element in reader.list(value) {
-                    guard let name = reader.string(element, step: id, field: key) else { continue }
-                    step.needs.append(name)
-                    needSites.append(NeedSite(step: id, need: name, location: NodeReader.location(element)))
-                }
-            case "captures":
-                step.captures = captures(value, step: id)
-            case "expect":
-                step.expect = reader.list(value).compactMap { statusCode($0, step: id, field: key) }
-            case "timeout":
-                step.timeout = reader.duration(value, step: id, field: key, maximum: WorkflowStep.maximumTimeout) ?? step.timeout
-            case "retry":
-                step.retry = retry(value, step: id) ?? step.retry
-            case "auth":
-                step.usesAuth = reader.bool(value, step: id, field: key) ?? step.usesAuth
-            case "follow_redirects":
-                step.followRedirects = reader.bool(value, step: id, field: key)
-            case "for_each":
-                step.forEach = forEach(value, step: id)
-                step.forEachLocation = NodeReader.location(value)
-            default: break
-            }
-        }
+        assert(
+            reader.errors.count > errorsBefore || sites[sitesBefore...].flatMap(\.template.references).count(where: \.isCapture)
+                == step.captureReferences.count,
+            "step '\(id)': a field read a {{STEP.CAPTURE}} that WorkflowStep.fields does not list in its references"
+        )
         return step
     }
 
-    /// The request fields shared by steps and the auth block: method, url, headers, body.
-    mutating func request(
-        _ fields: [(key: String, node: Node)], urlNode: Node, step: String?, prefix: String, variablesOnly: Bool
-    ) -> RequestTemplate? {
-        guard let url = site(urlNode, step: step, field: prefix + "url", variablesOnly: variablesOnly) else { return nil }
-        var request = RequestTemplate(url: url, urlLocation: NodeReader.location(urlNode))
+    /// A request's fields (the auth block's login or refresh): method, url, headers, body.
+    mutating func request(_ fields: [(key: String, node: Node)], context: FieldContext) -> RequestTemplate? {
+        var request = RequestTemplate(url: .empty)
+        var usable = true
         for (key, value) in fields {
-            let field = prefix + key
-            switch key {
-            case "method":
-                guard let text = reader.string(value, step: step, field: field) else { break }
-                if let method = HTTPRequest.Method(text.uppercased()) {
-                    request.method = method
-                } else {
-                    reader.fail(.invalidValue, "'\(short: text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)", at: value, step: step, field: field)
-                }
-            case "headers":
-                guard let entries = reader.freeEntries(value, step: step, field: field) else { break }
-                for (name, keyNode, valueNode) in entries {
-                    guard HTTPField.Name(name) != nil else {
-                        reader.fail(.invalidValue, "'\(short: name)' is not a valid header name", at: keyNode, step: step, field: field)
-                        continue
-                    }
-                    if let template = site(valueNode, step: step, field: "\(field).\(name)", variablesOnly: variablesOnly) {
-                        request.headers.append((name, template))
-                    }
-                }
-            case "body":
-                request.body = body(value, step: step, field: field, variablesOnly: variablesOnly)
-            default: break
+            guard let field = RequestTemplate.fields.first(where: { $0.name == key }) else { continue }
+            usable = field.read(&self, value, &request, context) && usable
+        }
+        return usable ? request : nil
+    }
+
+    /// `method:`, upper-cased.
+    mutating func method(_ node: Node, field: String, step: String?) -> HTTPRequest.Method? {
+        guard let text = reader.string(node, step: step, field: field) else { return nil }
+        guard let method = HTTPRequest.Method(text.uppercased()) else {
+            reader.fail(.invalidValue, "'\(short: text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)", at: node, step: step, field: field)
+            return nil
+        }
+        return method
+    }
+
+    /// `headers:`: names and templates, in file order.
+    mutating func headers(_ node: Node, context: FieldContext) -> [(name: String, value: Template)] {
+        let field = context.name("headers")
+        guard let entries = reader.freeEntries(node, step: context.step, field: field) else { return [] }
+        var headers: [(name: String, value: Template)] = []
+        for (name, keyNode, valueNode) in entries {
+            guard HTTPField.Name(name) != nil else {
+                reader.fail(.invalidValue, "'\(short: name)' is not a valid header name", at: keyNode, step: context.step, field: field)
+                continue
+            }
+            if let template = site(valueNode, step: context.step, field: "\(field).\(name)", variablesOnly: context.variablesOnly) {
+                headers.append((name, template))
             }
         }
-        return request
+        return headers
+    }
+
+    /// `needs:`: step ids, each remembered with where it was written.
+    mutating func needs(_ node: Node, step: String) -> [String] {
+        var needs: [String] = []
+        for element in reader.list(node) {
+            guard let name = reader.string(element, step: step, field: "needs") else { continue }
+            needs.append(name)
+            needSites.append(NeedSite(step: step, need: name, location: NodeReader.location(element)))
+        }
+        return needs
     }
 
     /// A template, remembered with where it was written for the reference checks.
@@ -359,7 +358,7 @@ struct WorkflowParser {
         return template
     }
 
-    private mutating func body(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> RequestBody? {
+    mutating func body(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> RequestBody? {
         switch node {
         case .scalar where node.tagName == .null: return nil
         case .scalar: return site(node, step: step, field: field, variablesOnly: variablesOnly).map(RequestBody.text)

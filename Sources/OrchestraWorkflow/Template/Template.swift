@@ -72,6 +72,14 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     package let source: String
     package let segments: [Segment]
 
+    /// The empty template: no text, no reference (a request's URL before its field is read).
+    package static let empty = Template()
+
+    private init() {
+        source = ""
+        segments = []
+    }
+
     /// Parses `source`.
     ///
     /// - Throws: ``TemplateSyntaxError`` for a `{{` without `}}`, an empty reference, a

@@ -1,0 +1,139 @@
+import HTTPTypes
+
+/// Where a field is being read: the step it belongs to (`nil` in the `auth:` block), the
+/// prefix of its name in messages (`auth.login.`), and whether its templates may use only
+/// `{{vars.…}}`.
+struct FieldContext {
+    var step: String?
+    var prefix = ""
+    var variablesOnly = false
+
+    /// The field's name as messages show it: `url`, `auth.login.url`.
+    func name(_ field: String) -> String { prefix + field }
+}
+
+/// One field a workflow file may give a step (or a request), in one place: its name, how its
+/// node is read into the value, and the template references it holds.
+///
+/// The tables ``WorkflowStep/fields`` and ``RequestTemplate/fields`` are the only list of
+/// fields: the parser accepts exactly their names and reads each with its reader, and a
+/// step's dependencies (``WorkflowStep/captureReferences``) come from their `references`. So a
+/// new field is added in one place. The parser checks, in debug builds, that every
+/// `{{STEP.CAPTURE}}` it read for a step is among the step's references, so a template field
+/// whose `references` were left out fails the first test that uses it instead of silently
+/// creating no dependency.
+struct WorkflowField<Value>: Sendable {
+    /// Reads `node` into the value; `false` when the value cannot be used at all (a `url`
+    /// that is not a template). Problems are recorded in the parser's reader.
+    typealias Reader = @Sendable (inout WorkflowParser, Node, inout Value, FieldContext) -> Bool
+    /// Calls its second argument with every template reference the field holds in the value.
+    typealias References = @Sendable (Value, (Template.Reference) -> Void) -> Void
+
+    let name: String
+    let read: Reader
+    /// `nil` for a field that holds no template; required, so a new field states it.
+    let references: References?
+
+    init(_ name: String, references: References?, read: @escaping Reader) {
+        self.name = name
+        self.references = references
+        self.read = read
+    }
+
+    /// The same field on a value that holds this one at `path` (a step's request).
+    func lifted<Outer>(to path: WritableKeyPath<Outer, Value> & Sendable) -> WorkflowField<Outer> {
+        let read = self.read
+        var lifted: WorkflowField<Outer>.References?
+        if let references = self.references {
+            lifted = { outer, body in references(outer[keyPath: path], body) }
+        }
+        return WorkflowField<Outer>(
+            name, references: lifted,
+            read: { parser, node, outer, context in read(&parser, node, &outer[keyPath: path], context) }
+        )
+    }
+}
+
+/// Every reference in `template`.
+private func visit(_ template: Template, _ body: (Template.Reference) -> Void) {
+    for case .reference(let reference) in template.segments { body(reference) }
+}
+
+extension RequestTemplate {
+    /// The request fields, shared by steps and the `auth:` block's login and refresh.
+    static let fields: [WorkflowField<RequestTemplate>] = [
+        WorkflowField("method", references: nil) { parser, node, request, context in
+            if let method = parser.method(node, field: context.name("method"), step: context.step) {
+                request.method = method
+            }
+            return true
+        },
+        WorkflowField("url", references: { request, body in visit(request.url, body) }) { parser, node, request, context in
+            guard let url = parser.site(node, step: context.step, field: context.name("url"), variablesOnly: context.variablesOnly)
+            else { return false }
+            request.url = url
+            request.urlLocation = NodeReader.location(node)
+            return true
+        },
+        WorkflowField("headers", references: { request, body in request.headers.forEach { visit($0.value, body) } }) {
+            parser, node, request, context in
+            request.headers = parser.headers(node, context: context)
+            return true
+        },
+        WorkflowField("body", references: { request, body in request.body?.templates.forEach { visit($0, body) } }) {
+            parser, node, request, context in
+            request.body = parser.body(node, step: context.step, field: context.name("body"), variablesOnly: context.variablesOnly)
+            return true
+        },
+    ]
+}
+
+extension WorkflowStep {
+    /// Every field of a step, in the order its references are listed: `for_each` first, then
+    /// the request's.
+    static let fields: [WorkflowField<WorkflowStep>] =
+        [
+            WorkflowField("id", references: nil) { _, _, _, _ in true },  // read first, by the parser
+            WorkflowField("for_each", references: { step, body in step.forEach.map(body) }) { parser, node, step, _ in
+                step.forEach = parser.forEach(node, step: step.id)
+                step.forEachLocation = NodeReader.location(node)
+                return true
+            },
+        ] + RequestTemplate.fields.map { $0.lifted(to: \WorkflowStep.request) } + [
+            WorkflowField("needs", references: nil) { parser, node, step, _ in
+                step.needs = parser.needs(node, step: step.id)
+                return true
+            },
+            WorkflowField("captures", references: nil) { parser, node, step, _ in
+                step.captures = parser.captures(node, step: step.id)
+                return true
+            },
+            WorkflowField("expect", references: nil) { parser, node, step, _ in
+                step.expect = parser.reader.list(node).compactMap { parser.statusCode($0, step: step.id, field: "expect") }
+                return true
+            },
+            WorkflowField("timeout", references: nil) { parser, node, step, _ in
+                step.timeout =
+                    parser.reader.duration(node, step: step.id, field: "timeout", maximum: WorkflowStep.maximumTimeout)
+                    ?? step.timeout
+                return true
+            },
+            WorkflowField("retry", references: nil) { parser, node, step, _ in
+                step.retry = parser.retry(node, step: step.id) ?? step.retry
+                return true
+            },
+            WorkflowField("auth", references: nil) { parser, node, step, _ in
+                step.usesAuth = parser.reader.bool(node, step: step.id, field: "auth") ?? step.usesAuth
+                return true
+            },
+            WorkflowField("follow_redirects", references: nil) { parser, node, step, _ in
+                step.followRedirects = parser.reader.bool(node, step: step.id, field: "follow_redirects")
+                return true
+            },
+        ]
+
+    /// The readers of ``fields`` by name.
+    static let fieldsByName = Dictionary(uniqueKeysWithValues: fields.map { ($0.name, $0) })
+    /// The fields that hold templates, for ``captureReferences``.
+    static let referenceFields = fields.compactMap(\.references)
+}
