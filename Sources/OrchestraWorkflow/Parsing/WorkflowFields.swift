@@ -62,29 +62,39 @@ private func visit(_ template: Template, _ body: (Template.Reference) -> Void) {
 extension RequestTemplate {
     /// The request fields, shared by steps and the `auth:` block's login and refresh.
     static let fields: [WorkflowField<RequestTemplate>] = [
-        WorkflowField("method", references: nil) { parser, node, request, context in
-            if let method = parser.method(node, field: context.name("method"), step: context.step) {
-                request.method = method
-            }
-            return true
-        },
-        WorkflowField("url", references: { request, body in visit(request.url, body) }) { parser, node, request, context in
-            guard let url = parser.site(node, step: context.step, field: context.name("url"), variablesOnly: context.variablesOnly)
-            else { return false }
-            request.url = url
-            request.urlLocation = NodeReader.location(node)
-            return true
-        },
-        WorkflowField("headers", references: { request, body in request.headers.forEach { visit($0.value, body) } }) {
-            parser, node, request, context in
-            request.headers = parser.headers(node, context: context)
-            return true
-        },
-        WorkflowField("body", references: { request, body in request.body?.templates.forEach { visit($0, body) } }) {
-            parser, node, request, context in
-            request.body = parser.body(node, step: context.step, field: context.name("body"), variablesOnly: context.variablesOnly)
-            return true
-        },
+        WorkflowField(
+            "method", references: nil,
+            read: { parser, node, request, context in
+                if let method = parser.method(node, field: context.name("method"), step: context.step) {
+                    request.method = method
+                }
+                return true
+            }),
+        WorkflowField(
+            "url", references: { request, body in visit(request.url, body) },
+            read: { parser, node, request, context in
+                guard
+                    let url = parser.site(
+                        node, step: context.step, field: context.name("url"), variablesOnly: context.variablesOnly)
+                else { return false }
+                request.url = url
+                request.urlLocation = NodeReader.location(node)
+                return true
+            }),
+        WorkflowField(
+            "headers", references: { request, body in for header in request.headers { visit(header.value, body) } },
+            read: { parser, node, request, context in
+                request.headers = parser.headers(node, context: context)
+                return true
+            }),
+        WorkflowField(
+            "body",
+            references: { request, body in for template in request.body?.templates ?? [] { visit(template, body) } },
+            read: { parser, node, request, context in
+                request.body = parser.body(
+                    node, step: context.step, field: context.name("body"), variablesOnly: context.variablesOnly)
+                return true
+            }),
     ]
 }
 
@@ -94,42 +104,61 @@ extension WorkflowStep {
     static let fields: [WorkflowField<WorkflowStep>] =
         [
             WorkflowField("id", references: nil) { _, _, _, _ in true },  // read first, by the parser
-            WorkflowField("for_each", references: { step, body in step.forEach.map(body) }) { parser, node, step, _ in
-                step.forEach = parser.forEach(node, step: step.id)
-                step.forEachLocation = NodeReader.location(node)
-                return true
-            },
+            WorkflowField(
+                "for_each", references: { step, body in step.forEach.map(body) },
+                read: { parser, node, step, _ in
+                    step.forEach = parser.forEach(node, step: step.id)
+                    step.forEachLocation = NodeReader.location(node)
+                    return true
+                }),
         ] + RequestTemplate.fields.map { $0.lifted(to: \WorkflowStep.request) } + [
-            WorkflowField("needs", references: nil) { parser, node, step, _ in
-                step.needs = parser.needs(node, step: step.id)
-                return true
-            },
-            WorkflowField("captures", references: nil) { parser, node, step, _ in
-                step.captures = parser.captures(node, step: step.id)
-                return true
-            },
-            WorkflowField("expect", references: nil) { parser, node, step, _ in
-                step.expect = parser.reader.list(node).compactMap { parser.statusCode($0, step: step.id, field: "expect") }
-                return true
-            },
-            WorkflowField("timeout", references: nil) { parser, node, step, _ in
-                step.timeout =
-                    parser.reader.duration(node, step: step.id, field: "timeout", maximum: WorkflowStep.maximumTimeout)
-                    ?? step.timeout
-                return true
-            },
-            WorkflowField("retry", references: nil) { parser, node, step, _ in
-                step.retry = parser.retry(node, step: step.id) ?? step.retry
-                return true
-            },
-            WorkflowField("auth", references: nil) { parser, node, step, _ in
-                step.usesAuth = parser.reader.bool(node, step: step.id, field: "auth") ?? step.usesAuth
-                return true
-            },
-            WorkflowField("follow_redirects", references: nil) { parser, node, step, _ in
-                step.followRedirects = parser.reader.bool(node, step: step.id, field: "follow_redirects")
-                return true
-            },
+            WorkflowField(
+                "needs", references: nil,
+                read: { parser, node, step, _ in
+                    step.needs = parser.needs(node, step: step.id)
+                    return true
+                }),
+            WorkflowField(
+                "captures", references: nil,
+                read: { parser, node, step, _ in
+                    step.captures = parser.captures(node, step: step.id)
+                    return true
+                }),
+            WorkflowField(
+                "expect", references: nil,
+                read: { parser, node, step, _ in
+                    step.expect = parser.reader.list(node).compactMap {
+                        parser.statusCode($0, step: step.id, field: "expect")
+                    }
+                    return true
+                }),
+            WorkflowField(
+                "timeout", references: nil,
+                read: { parser, node, step, _ in
+                    step.timeout =
+                        parser.reader.duration(
+                            node, step: step.id, field: "timeout", maximum: WorkflowStep.maximumTimeout)
+                        ?? step.timeout
+                    return true
+                }),
+            WorkflowField(
+                "retry", references: nil,
+                read: { parser, node, step, _ in
+                    step.retry = parser.retry(node, step: step.id) ?? step.retry
+                    return true
+                }),
+            WorkflowField(
+                "auth", references: nil,
+                read: { parser, node, step, _ in
+                    step.usesAuth = parser.reader.bool(node, step: step.id, field: "auth") ?? step.usesAuth
+                    return true
+                }),
+            WorkflowField(
+                "follow_redirects", references: nil,
+                read: { parser, node, step, _ in
+                    step.followRedirects = parser.reader.bool(node, step: step.id, field: "follow_redirects")
+                    return true
+                }),
         ]
 
     /// The readers of ``fields`` by name.
