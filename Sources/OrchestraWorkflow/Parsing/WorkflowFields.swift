@@ -39,18 +39,20 @@ struct WorkflowField<Value>: Sendable {
         self.references = references
         self.read = read
     }
+}
 
-    /// The same field on a value that holds this one at `path` (a step's request).
-    func lifted<Outer>(to path: WritableKeyPath<Outer, Value> & Sendable) -> WorkflowField<Outer> {
+extension WorkflowField where Value == RequestTemplate {
+    /// The same field on a step, read into and from its ``WorkflowStep/request`` (direct
+    /// property access: the checks read every step's references several times).
+    var onStep: WorkflowField<WorkflowStep> {
         let read = self.read
-        var lifted: WorkflowField<Outer>.References?
-        if let references = self.references {
-            lifted = { outer, body in references(outer[keyPath: path], body) }
+        var references: WorkflowField<WorkflowStep>.References?
+        if let onRequest = self.references {
+            references = { step, body in onRequest(step.request, body) }
         }
-        return WorkflowField<Outer>(
-            name, references: lifted,
-            read: { parser, node, outer, context in read(&parser, node, &outer[keyPath: path], context) }
-        )
+        return WorkflowField<WorkflowStep>(
+            name, references: references,
+            read: { parser, node, step, context in read(&parser, node, &step.request, context) })
     }
 }
 
@@ -111,7 +113,7 @@ extension WorkflowStep {
                     step.forEachLocation = NodeReader.location(node)
                     return true
                 }),
-        ] + RequestTemplate.fields.map { $0.lifted(to: \WorkflowStep.request) } + [
+        ] + RequestTemplate.fields.map(\.onStep) + [
             WorkflowField(
                 "needs", references: nil,
                 read: { parser, node, step, _ in
@@ -161,6 +163,8 @@ extension WorkflowStep {
                 }),
         ]
 
+    /// The names of ``fields``: what the parser accepts in a step.
+    static let fieldNames = fields.map(\.name)
     /// The readers of ``fields`` by name.
     static let fieldsByName = Dictionary(uniqueKeysWithValues: fields.map { ($0.name, $0) })
     /// The fields that hold templates, for ``captureReferences``.

@@ -268,7 +268,7 @@ struct WorkflowParser {
         }
         let id = idNode.flatMap(reader.scalarText)
         if let id, hasForEach { forEachSteps.insert(id) }
-        guard let fields = reader.entries(node, allowed: WorkflowStep.fields.map(\.name), step: id, field: id == nil ? "steps[\(number - 1)]" : nil)
+        guard let fields = reader.entries(node, allowed: WorkflowStep.fieldNames, step: id, field: id == nil ? "steps[\(number - 1)]" : nil)
         else { return nil }
         if let idNode, id == nil {
             // `id: [a]` or `id: {a: 1}`: the id is there, but not as text.
