@@ -95,4 +95,60 @@ struct ConcurrencyLimiterTests {
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("ConcurrencyLimiter(limit:): limit must be 0 or more, got -1"))
     }
+
+    @Test func waitersAreAdmittedFirstInFirstOut() async throws {
+        let limiter = ConcurrencyLimiter(limit: 1)
+        #expect(limiter.tryAcquire())
+        let admitted = EventLog<Int>()
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<8 {
+            waiters.append(Task {
+                try await limiter.acquire()
+                admitted.append(index)
+            })
+            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
+        }
+        for round in 0..<8 {
+            limiter.release()   // the slot held before, then each admitted waiter's in turn
+            try await waitUntil("waiter \(round) is admitted") { admitted.count == round + 1 }
+            #expect(limiter.running == 1)
+        }
+        for waiter in waiters { try await waiter.value }
+        #expect(admitted.events == Array(0..<8))
+    }
+
+    @Test func raisingTheLimitAdmitsTheLongestWaitingFirst() async throws {
+        let limiter = ConcurrencyLimiter(limit: 1)
+        #expect(limiter.tryAcquire())
+        let admitted = EventLog<Int>()
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<6 {
+            waiters.append(Task {
+                try await limiter.acquire()
+                admitted.append(index)
+            })
+            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
+        }
+        limiter.limit = 4
+        try await waitUntil("three admitted") { admitted.count == 3 }
+        #expect(Set(admitted.events) == [0, 1, 2])
+        #expect(limiter.waitingCount == 3)
+        limiter.limit = 7
+        for waiter in waiters { try await waiter.value }
+        #expect(Set(admitted.events.suffix(3)) == [3, 4, 5])
+    }
+
+    @Test func settingANegativeLimitIsAProgrammerErrorNamingTheValue() async {
+        let property = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let limiter = ConcurrencyLimiter(limit: 1)
+            limiter.limit = -2
+        }
+        let propertyMessage = String(decoding: property?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(propertyMessage.contains("ConcurrencyLimiter.limit must be 0 or more, got -2"), "\(propertyMessage)")
+        let method = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ConcurrencyLimiter(limit: 1).setLimit(-3)
+        }
+        let methodMessage = String(decoding: method?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(methodMessage.contains("ConcurrencyLimiter.limit must be 0 or more, got -3"), "\(methodMessage)")
+    }
 }
