@@ -215,6 +215,19 @@ struct TokenRefresherTests {
         #expect(try await withHangGuard { try await staying.value } == SignedToken(value: "t1", version: 1))
         #expect(refresher.refreshCount == 1)
     }
+
+    @Test func maxRefreshesBelowOneAndANegativeMarginAreProgrammerErrorsNamingTheValue() async {
+        let count = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = TokenRefresher(initial: nil, maxRefreshes: 0) { _ in AuthToken("never") }
+        }
+        let countMessage = String(decoding: count?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(countMessage.contains("TokenRefresher(maxRefreshes:) must be at least 1, got 0"), "\(countMessage)")
+        let margin = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = TokenRefresher(initial: nil, refreshMargin: .seconds(-1)) { _ in AuthToken("never") }
+        }
+        let marginMessage = String(decoding: margin?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(marginMessage.contains("TokenRefresher(refreshMargin:) must not be negative, got -1.0 seconds"), "\(marginMessage)")
+    }
 }
 
 /// A token lifetime of issue 13 with what the default 30 s margin becomes for it.
