@@ -118,4 +118,53 @@ struct TaskGraphOperationsTests {
         #expect(result.allSucceeded)
         #expect(log.events == ["fetch", "parse", "save"])
     }
+
+    @Test func addOperationsAddsNodesToAGraphThatAlreadyHasSome() async throws {
+        let graph = TaskGraph()
+        let log = EventLog<String>()
+        let native = graph.add("native") { log.append("native"); return 1 }
+        let fetch = BlockOperation { log.append("fetch") }
+        fetch.name = "fetch"
+        let parse = BlockOperation { log.append("parse") }
+        parse.name = "parse"
+        parse.addDependency(fetch)
+        try graph.addOperations([parse, fetch])
+        graph.add("report", afterOutcomesOf: native) { _ in log.append("report") }
+        #expect(graph.nodeIDs == ["native", "parse", "fetch", "report"])
+        let result = try await graph.run(limit: 1)
+        #expect(result.allSucceeded)
+        let order = log.events
+        #expect(order.count == 4)
+        #expect(try #require(order.firstIndex(of: "fetch")) < #require(order.firstIndex(of: "parse")))
+        #expect(fetch.isFinished && parse.isFinished)
+    }
+
+    @Test func anUnnamedOperationIsNamedByItsTypeAndAddress() throws {
+        let graph = TaskGraph()
+        let first = BlockOperation {}
+        let second = BlockOperation {}
+        let named = BlockOperation {}
+        named.name = "named"
+        try graph.addOperations([first, second, named])
+        let ids = graph.nodeIDs
+        #expect(ids.count == 3)
+        #expect(ids[0].hasPrefix("BlockOperation@") && ids[1].hasPrefix("BlockOperation@"), "\(ids)")
+        #expect(ids[0] != ids[1], "two unnamed operations are two nodes")
+        #expect(ids[2] == "named")
+    }
+
+    @Test func aRefusedBatchOfOperationsAddsNothing() throws {
+        let graph = TaskGraph()
+        graph.add("native") { 1 }
+        let fine = BlockOperation {}
+        fine.name = "fine"
+        let outside = BlockOperation {}
+        outside.name = "outside"
+        let inside = BlockOperation {}
+        inside.name = "inside"
+        inside.addDependency(outside)
+        let error = #expect(throws: TaskGraphError.self) { try graph.addOperations([fine, inside]) }
+        #expect(error?.code == .unknownDependency)
+        #expect(graph.nodeIDs == ["native"], "not even the operation before the bad one")
+    }
 }
