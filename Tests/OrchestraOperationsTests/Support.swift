@@ -29,15 +29,18 @@ final class DiagnosticsRecorder: Sendable {
     var handler: DiagnosticsHandler { DiagnosticsHandler { [log] in log.append($0) } }
 }
 
-/// Runs a blocking call on its own thread and resumes when it returns, so a test can await
-/// `waitUntilAllOperationsAreFinished()` under a hang guard.
-func onThread(_ work: @escaping @Sendable () -> Void) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        Thread.detachNewThread {
-            work()
-            continuation.resume()
-        }
+/// Waits until `queue.waitUntilAllOperationsAreFinished()` returns, called on its own thread,
+/// and gives up after `limit` (real time) with ``NeverHappened``: a queue that never drains
+/// fails the test in seconds. (The blocking call ignores cancellation, so a hang guard around
+/// it could never fire: the guard waits for its body.) A thread left blocked by a failure is
+/// leaked; the test has failed anyway.
+func waitUntilAllOperationsAreFinished(_ queue: OperationQueue, guard limit: Duration = .seconds(10)) async throws {
+    let returned = EventLog<Bool>()
+    Thread.detachNewThread {
+        queue.waitUntilAllOperationsAreFinished()
+        returned.append(true)
     }
+    try await waitUntil("the queue's operations all finished", guard: limit) { returned.count == 1 }
 }
 
 struct TestError: Error, Equatable {

@@ -54,4 +54,12 @@ struct ManualClockTests {
             try await clock.waitForSleepers(1, timeout: .milliseconds(50))
         }
     }
+
+    @Test func advancingByANegativeDurationIsAProgrammerErrorNamingIt() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = ManualClock().advance(by: .seconds(-1))
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("ManualClock.advance(by:): duration must not be negative, got -1.0 seconds"), "\(message)")
+    }
 }

@@ -1,7 +1,7 @@
 @testable import Orchestra
 import Testing
 
-@Suite("Graph validation")
+@Suite("Graph validation", .timeLimit(.minutes(1)))
 struct GraphValidationTests {
     func node(_ id: String, _ dependencies: String..., cost: Double = 1, resources: [String] = []) -> NodeSpec {
         NodeSpec(id: id, dependencies: dependencies, cost: cost, resources: resources)

@@ -1,7 +1,7 @@
 @_spi(Simulation) @testable import Orchestra
 import Testing
 
-@Suite("Scheduler state machine")
+@Suite("Scheduler state machine", .timeLimit(.minutes(1)))
 struct SchedulerStateMachineTests {
     typealias Machine = SchedulerStateMachine
 

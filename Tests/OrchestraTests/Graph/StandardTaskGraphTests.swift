@@ -11,7 +11,7 @@ import Testing
 /// fourth the best length known. Dividing by the lower bound there can only make a ratio look
 /// worse, so the targets are checked over all 720 cases that way, and the proven cases are
 /// also checked alone.
-@Suite("Standard Task Graph Set")
+@Suite("Standard Task Graph Set", .timeLimit(.minutes(1)))
 struct StandardTaskGraphTests {
     static let directory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -243,4 +243,12 @@ struct HTTPCoordinatorOptionsTests {
         let authorizations = transport.requests.map { $0.headerFields[.authorization] }
         #expect(authorizations == ["Bearer t0", nil])
     }
+
+    @Test func aNegativeRedirectLimitIsAProgrammerErrorNamingTheValue() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = HTTPRedirectPolicy(maxHops: -1)
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("HTTPRedirectPolicy(maxHops:): must not be negative, got -1"), "\(message)")
+    }
 }

@@ -282,6 +282,108 @@ struct HTTPCoordinatorTests {
         let served = transport.requests.filter { $0.path?.hasPrefix("/items/") == true }
         #expect(Set(served.map(\.path)).count == 200, "no request lost")
     }
+
+    @Test func raisingThePerHostLimitStartsWaitingRequestsToThatHostAtOnce() async throws {
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await gate.pass()
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 10, maxConcurrentRequestsPerHost: 1))
+        let tasks = (0..<4).map { index in Task { try await api.data(for: get("a.test", "/\(index)")) } }
+        try await waitUntil("one in flight, three waiting") { transport.inFlight == 1 && api.waitingCount == 3 }
+        api.setLimits(perHost: 3)
+        try await waitUntil("three in flight") { transport.inFlight(host: "a.test") == 3 && api.waitingCount == 1 }
+        gate.open()
+        for task in tasks { _ = try await task.value }
+        #expect(transport.peakInFlight(host: "a.test") == 3)
+    }
+
+    @Test func loweringThePerHostLimitLetsRequestsInFlightFinishAndStartsNothingUntilBelowIt() async throws {
+        // Each answer waits for one permit: the test ends requests one at a time.
+        let answers = AsyncSemaphore(value: 0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await answers.wait()
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 10, maxConcurrentRequestsPerHost: 3))
+        let tasks = (0..<5).map { index in Task { try await api.data(for: get("a.test", "/\(index)")) } }
+        try await waitUntil("three in flight, two waiting") { transport.inFlight == 3 && api.waitingCount == 2 }
+
+        api.setLimits(perHost: 1)
+        #expect(api.inFlight.now == 3, "nothing in flight is interrupted")
+        answers.signal()
+        try await waitUntil("one request ended") { api.inFlight.now == 2 }
+        #expect(api.waitingCount == 2, "two in flight, limit 1: nothing starts")
+        answers.signal()
+        try await waitUntil("another request ended") { api.inFlight.now == 1 }
+        #expect(api.waitingCount == 2, "one in flight, limit 1: nothing starts")
+        answers.signal()
+        try await waitUntil("the last of the three ended and one waiter started") { api.waitingCount == 1 && transport.inFlight == 1 }
+        #expect(api.inFlight.now == 1)
+        answers.signal()
+        try await waitUntil("the last waiter started") { api.waitingCount == 0 && transport.inFlight == 1 }
+        answers.signal()
+        for task in tasks { _ = try await task.value }
+        #expect(transport.requests.count == 5)
+    }
+
+    @Test func loweringTheTotalLimitWorksTheSameWay() async throws {
+        let answers = AsyncSemaphore(value: 0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            try await answers.wait()
+            return ok()
+        }
+        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 2, maxConcurrentRequestsPerHost: 5))
+        let tasks = (0..<3).map { index in Task { try await api.data(for: get(["a.test", "b.test", "c.test"][index])) } }
+        try await waitUntil("two in flight, one waiting") { transport.inFlight == 2 && api.waitingCount == 1 }
+        api.setLimits(total: 1)
+        answers.signal()
+        try await waitUntil("one request ended") { api.inFlight.now == 1 }
+        #expect(api.waitingCount == 1, "one in flight, total limit 1: nothing starts")
+        answers.signal()
+        try await waitUntil("the waiter started") { api.waitingCount == 0 && transport.inFlight == 1 }
+        answers.signal()
+        for task in tasks { _ = try await task.value }
+    }
+
+    // MARK: Argument traps (exit tests: each runs in a child process that must crash)
+
+    @Test func limitsBelowOneInTheConfigurationAreProgrammerErrorsNamingTheValue() async {
+        let total = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(maxConcurrentRequests: 0))
+        }
+        let totalMessage = String(decoding: total?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(totalMessage.contains("HTTPCoordinator: maxConcurrentRequests must be at least 1, got 0"), "\(totalMessage)")
+        let perHost = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(maxConcurrentRequestsPerHost: -1))
+        }
+        let perHostMessage = String(decoding: perHost?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(perHostMessage.contains("HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got -1"), "\(perHostMessage)")
+        let host = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(hostLimits: ["a.test": 0]))
+        }
+        let hostMessage = String(decoding: host?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got 0"), "\(hostMessage)")
+    }
+
+    @Test func setLimitsBelowOneIsAProgrammerErrorNamingTheValue() async {
+        let total = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(total: 0)
+        }
+        let totalMessage = String(decoding: total?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(totalMessage.contains("HTTPCoordinator.setLimits(total:): must be at least 1, got 0"), "\(totalMessage)")
+        let perHost = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(perHost: -2)
+        }
+        let perHostMessage = String(decoding: perHost?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(perHostMessage.contains("HTTPCoordinator.setLimits(perHost:): must be at least 1, got -2"), "\(perHostMessage)")
+        let host = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(hosts: ["a.test": -5])
+        }
+        let hostMessage = String(decoding: host?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got -5"), "\(hostMessage)")
+    }
 }
 
 @Suite("HTTPRequestHandle", .timeLimit(.minutes(1)))

@@ -17,7 +17,7 @@ func errors(_ text: String) -> [WorkflowError] {
     }
 }
 
-@Suite("Workflow files")
+@Suite("Workflow files", .timeLimit(.minutes(1)))
 struct WorkflowParserTests {
     @Test func defaults() throws {
         let workflow = try parse("steps:\n  - id: a\n    url: \"http://x.test/a\"\n")

@@ -6,7 +6,7 @@ import Yams
 
 /// Plain scalars are typed without Yams' regular expressions, by the same rules: every case
 /// and random text agree with `Resolver.default` (its timestamps and `<<`/`=` are text here).
-@Suite("YAML scalar types")
+@Suite("YAML scalar types", .timeLimit(.minutes(1)))
 struct YAMLScalarTypeTests {
     static func expected(_ text: String) -> Yams.Tag.Name {
         let tag = Resolver.default.resolveTag(of: Yams.Node(text))

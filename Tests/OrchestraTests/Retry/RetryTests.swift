@@ -128,4 +128,27 @@ struct RetryTests {
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("RetryPolicy(maxAttempts:): must be at least 1, got 0"))
     }
+
+    @Test func everyOtherInvalidParameterIsAProgrammerErrorNamingItAndTheValue() async {
+        let delay = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryPolicy(initialDelay: .seconds(-1))
+        }
+        let delayMessage = String(decoding: delay?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(delayMessage.contains("RetryPolicy(initialDelay:): must not be negative, got -1.0 seconds"), "\(delayMessage)")
+        let multiplier = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryPolicy(multiplier: 0.5)
+        }
+        let multiplierMessage = String(decoding: multiplier?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(multiplierMessage.contains("RetryPolicy(multiplier:): must be at least 1, got 0.5"), "\(multiplierMessage)")
+        let maxDelay = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryPolicy(maxDelay: .seconds(-2))
+        }
+        let maxDelayMessage = String(decoding: maxDelay?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(maxDelayMessage.contains("RetryPolicy(maxDelay:): must not be negative, got -2.0 seconds"), "\(maxDelayMessage)")
+        let jitter = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RetryPolicy(jitter: 1.5)
+        }
+        let jitterMessage = String(decoding: jitter?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(jitterMessage.contains("RetryPolicy(jitter:): must be between 0 and 1, got 1.5"), "\(jitterMessage)")
+    }
 }

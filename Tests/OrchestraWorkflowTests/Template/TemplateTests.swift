@@ -2,7 +2,7 @@ import Foundation
 import OrchestraWorkflow
 import Testing
 
-@Suite("Templates and capture paths")
+@Suite("Templates and capture paths", .timeLimit(.minutes(1)))
 struct TemplateTests {
     let values = TemplateValues(
         variables: ["base": "http://127.0.0.1:8080", "q": "a b&c=d/é"],

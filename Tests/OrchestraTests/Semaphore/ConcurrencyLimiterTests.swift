@@ -95,69 +95,60 @@ struct ConcurrencyLimiterTests {
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("ConcurrencyLimiter(limit:): limit must be 0 or more, got -1"))
     }
-}
 
-@Suite("AsyncEvent and AsyncGate", .timeLimit(.minutes(1)))
-struct EventAndGateTests {
-    @Test func anEventReleasesEveryWaiterAndLaterWaitsPassAtOnce() async throws {
-        let event = AsyncEvent()
-        let waiters = (0..<5).map { _ in Task { try await event.wait() } }
-        try await waitUntil("five waiters") { event.waitingCount == 5 }
-        #expect(!event.isSignalled)
-        event.signal()
+    @Test func waitersAreAdmittedFirstInFirstOut() async throws {
+        let limiter = ConcurrencyLimiter(limit: 1)
+        #expect(limiter.tryAcquire())
+        let admitted = EventLog<Int>()
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<8 {
+            waiters.append(Task {
+                try await limiter.acquire()
+                admitted.append(index)
+            })
+            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
+        }
+        for round in 0..<8 {
+            limiter.release()   // the slot held before, then each admitted waiter's in turn
+            try await waitUntil("waiter \(round) is admitted") { admitted.count == round + 1 }
+            #expect(limiter.running == 1)
+        }
         for waiter in waiters { try await waiter.value }
-        try await event.wait()
-        event.signal()
-        #expect(event.isSignalled)
+        #expect(admitted.events == Array(0..<8))
     }
 
-    @Test func aCancelledEventWaiterThrows() async throws {
-        let event = AsyncEvent()
-        let waiter = Task { try await event.wait() }
-        try await waitUntil("the waiter is queued") { event.waitingCount == 1 }
-        waiter.cancel()
-        await #expect(throws: CancellationError.self) { try await waiter.value }
-        #expect(event.waitingCount == 0)
-    }
-
-    @Test func aClosedGateHoldsTasksUntilItOpens() async throws {
-        let gate = AsyncGate(isOpen: false)
-        let passed = EventLog<Int>()
-        let tasks = (0..<3).map { index in
-            Task {
-                try await gate.pass()
-                passed.append(index)
-            }
+    @Test func raisingTheLimitAdmitsTheLongestWaitingFirst() async throws {
+        let limiter = ConcurrencyLimiter(limit: 1)
+        #expect(limiter.tryAcquire())
+        let admitted = EventLog<Int>()
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<6 {
+            waiters.append(Task {
+                try await limiter.acquire()
+                admitted.append(index)
+            })
+            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
         }
-        try await waitUntil("three tasks wait at the gate") { gate.waitingCount == 3 }
-        #expect(passed.count == 0)
-        gate.open()
-        for task in tasks { try await task.value }
-        #expect(Set(passed.events) == [0, 1, 2])
-
-        gate.close()
-        #expect(!gate.isOpen)
-        let late = Task { try await gate.pass() }
-        try await waitUntil("a task waits at the closed gate again") { gate.waitingCount == 1 }
-        gate.open()
-        try await late.value
+        limiter.limit = 4
+        try await waitUntil("three admitted") { admitted.count == 3 }
+        #expect(Set(admitted.events) == [0, 1, 2])
+        #expect(limiter.waitingCount == 3)
+        limiter.limit = 7
+        for waiter in waiters { try await waiter.value }
+        #expect(Set(admitted.events.suffix(3)) == [3, 4, 5])
     }
 
-    @Test func anOpenGateLetsEvenACancelledTaskPass() async throws {
-        let gate = AsyncGate()
-        let task = Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            try await gate.pass()
+    @Test func settingANegativeLimitIsAProgrammerErrorNamingTheValue() async {
+        let property = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let limiter = ConcurrencyLimiter(limit: 1)
+            limiter.limit = -2
         }
-        try await task.value
-    }
-
-    @Test func aCancelledTaskLeavesTheClosedGate() async throws {
-        let gate = AsyncGate(isOpen: false)
-        let waiter = Task { try await gate.pass() }
-        try await waitUntil("the waiter is queued") { gate.waitingCount == 1 }
-        waiter.cancel()
-        await #expect(throws: CancellationError.self) { try await waiter.value }
-        #expect(gate.waitingCount == 0)
+        let propertyMessage = String(decoding: property?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(propertyMessage.contains("ConcurrencyLimiter.limit must be 0 or more, got -2"), "\(propertyMessage)")
+        let method = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ConcurrencyLimiter(limit: 1).setLimit(-3)
+        }
+        let methodMessage = String(decoding: method?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(methodMessage.contains("ConcurrencyLimiter.limit must be 0 or more, got -3"), "\(methodMessage)")
     }
 }

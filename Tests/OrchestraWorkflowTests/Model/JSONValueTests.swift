@@ -4,7 +4,7 @@ import Testing
 
 /// JSON text read and written back exactly: numbers as written, members in order, errors
 /// that say what and where.
-@Suite("JSON values")
+@Suite("JSON values", .timeLimit(.minutes(1)))
 struct JSONValueTests {
     static func parsed(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try JSONValue(parsing: Data(text.utf8))

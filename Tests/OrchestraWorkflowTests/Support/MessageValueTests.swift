@@ -2,7 +2,7 @@ import Foundation
 import OrchestraWorkflow
 import Testing
 
-@Suite("Values quoted in messages")
+@Suite("Values quoted in messages", .timeLimit(.minutes(1)))
 struct MessageValueTests {
     @Test("text of at most 200 characters is kept; longer text keeps its first 200 and says its length")
     func shortening() {

@@ -4,53 +4,8 @@ import Orchestra
 import OrchestraTestKit
 import Testing
 
-@Suite("Operation batches and the TaskGraph bridge", .timeLimit(.minutes(1)))
-struct BatchAndGraphTests {
-    @Test func oneCompletionReceivesEveryOutcomeInOrder() async throws {
-        let log = EventLog<String>()
-        let slow = ManualOperation("slow", log: log)
-        let failing = AsyncBlockOperation { $0.finish(throwing: TestError("boom")) }
-        let cancelled = BlockOperation {}
-        cancelled.cancel()
-        let plain = BlockOperation { log.append("plain") }
-        plain.completionBlock = { log.append("plain's own completion") }
-        let queue = OperationQueue()
-        let delivered = EventLog<[OperationOutcome]>()
-        let onMain = EventLog<Bool>()
-        let target = DispatchQueue(label: "batch completion")
-        let key = DispatchSpecificKey<Bool>()
-        target.setSpecific(key: key, value: true)
-        queue.addOperations([slow, failing, cancelled, plain], completionQueue: target) { outcomes in
-            onMain.append(DispatchQueue.getSpecific(key: key) == true)
-            delivered.append(outcomes)
-        }
-        try await waitUntil("the others finished") { failing.isFinished && plain.isFinished && cancelled.isFinished }
-        #expect(delivered.count == 0, "not before every operation finished")
-        slow.complete()
-        try await waitUntil("delivered") { delivered.count == 1 }
-        let outcomes = delivered.events[0]
-        #expect(outcomes.map { $0.operation } == [slow, failing, cancelled, plain])
-        #expect(outcomes.map(\.state.description) == ["succeeded", "failed: TestError(name: \"boom\")", "cancelled", "succeeded"])
-        #expect(onMain.events == [true])
-        try await waitUntil("the chained block ran") { log.events.contains("plain's own completion") }
-    }
-
-    @Test func anEmptyBatchCompletesAtOnce() async throws {
-        let outcomes = await OperationQueue().addOperationsAndWait([])
-        #expect(outcomes.isEmpty)
-    }
-
-    @Test func awaitingABatchAndCancellingTheWaitCancelsItsOperations() async throws {
-        let log = EventLog<String>()
-        let operations = (0..<3).map { ManualOperation("op\($0)", log: log) }
-        let queue = OperationQueue()
-        let waiter = Task { await queue.addOperationsAndWait(operations) }
-        try await waitUntil("all started") { operations.allSatisfy(\.isExecuting) }
-        waiter.cancel()
-        let outcomes = try await withHangGuard { await waiter.value }
-        #expect(outcomes.map(\.state.description) == ["cancelled", "cancelled", "cancelled"])
-    }
-
+@Suite("Operations in a TaskGraph", .timeLimit(.minutes(1)))
+struct TaskGraphOperationsTests {
     @Test func operationsRunAsAGraphWithItsLimitAndOrder() async throws {
         let probe = ConcurrencyProbe()
         let log = EventLog<String>()
@@ -162,5 +117,54 @@ struct BatchAndGraphTests {
         let result = try await TaskGraph(operations: [save, parse, fetch]).run(limit: 3)
         #expect(result.allSucceeded)
         #expect(log.events == ["fetch", "parse", "save"])
+    }
+
+    @Test func addOperationsAddsNodesToAGraphThatAlreadyHasSome() async throws {
+        let graph = TaskGraph()
+        let log = EventLog<String>()
+        let native = graph.add("native") { log.append("native"); return 1 }
+        let fetch = BlockOperation { log.append("fetch") }
+        fetch.name = "fetch"
+        let parse = BlockOperation { log.append("parse") }
+        parse.name = "parse"
+        parse.addDependency(fetch)
+        try graph.addOperations([parse, fetch])
+        graph.add("report", afterOutcomesOf: native) { _ in log.append("report") }
+        #expect(graph.nodeIDs == ["native", "parse", "fetch", "report"])
+        let result = try await graph.run(limit: 1)
+        #expect(result.allSucceeded)
+        let order = log.events
+        #expect(order.count == 4)
+        #expect(try #require(order.firstIndex(of: "fetch")) < #require(order.firstIndex(of: "parse")))
+        #expect(fetch.isFinished && parse.isFinished)
+    }
+
+    @Test func anUnnamedOperationIsNamedByItsTypeAndAddress() throws {
+        let graph = TaskGraph()
+        let first = BlockOperation {}
+        let second = BlockOperation {}
+        let named = BlockOperation {}
+        named.name = "named"
+        try graph.addOperations([first, second, named])
+        let ids = graph.nodeIDs
+        #expect(ids.count == 3)
+        #expect(ids[0].hasPrefix("BlockOperation@") && ids[1].hasPrefix("BlockOperation@"), "\(ids)")
+        #expect(ids[0] != ids[1], "two unnamed operations are two nodes")
+        #expect(ids[2] == "named")
+    }
+
+    @Test func aRefusedBatchOfOperationsAddsNothing() throws {
+        let graph = TaskGraph()
+        graph.add("native") { 1 }
+        let fine = BlockOperation {}
+        fine.name = "fine"
+        let outside = BlockOperation {}
+        outside.name = "outside"
+        let inside = BlockOperation {}
+        inside.name = "inside"
+        inside.addDependency(outside)
+        let error = #expect(throws: TaskGraphError.self) { try graph.addOperations([fine, inside]) }
+        #expect(error?.code == .unknownDependency)
+        #expect(graph.nodeIDs == ["native"], "not even the operation before the bad one")
     }
 }

@@ -222,6 +222,14 @@ struct BatchBehaviourTests {
         let streamMessage = String(decoding: stream?.standardErrorContent ?? [], as: UTF8.self)
         #expect(streamMessage.contains("orderedResults(limit:_:): limit must be at least 1, got -3"))
     }
+
+    @Test func aNegativeBufferIsAProgrammerErrorNamingTheValue() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = [1, 2].completions(limit: 1, buffer: -1) { $0 }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("completions(limit:_:): buffer must be 0 or more, got -1"), "\(message)")
+    }
 }
 
 extension Result {

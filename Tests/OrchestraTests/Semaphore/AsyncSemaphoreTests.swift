@@ -128,4 +128,12 @@ struct AsyncSemaphoreTests {
         #expect(semaphore.waitingCount == 0)
         #expect(acquired >= waiterCount / 2, "the waiters never cancelled must all get a permit")
     }
+
+    @Test func aNegativeValueIsAProgrammerErrorNamingTheValue() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = AsyncSemaphore(value: -1)
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("AsyncSemaphore(value:): value must be 0 or more, got -1"))
+    }
 }

@@ -21,7 +21,7 @@ struct AsyncOperationTests {
         download.complete()
         try await waitUntil("parse ran") { parse.isFinished }
         #expect(log.events == ["start download", "finish download", "parse"])
-        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        try await waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test func maxConcurrentOperationCountCountsAsyncOperationsUntilTheyFinish() async throws {
@@ -42,7 +42,7 @@ struct AsyncOperationTests {
             let done = finished
             try await waitUntil("\(done) finished") { operations.filter(\.isFinished).count == done }
         }
-        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        try await waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test func cancelledBeforeStartItFinishesWithoutRunning() async throws {
@@ -53,7 +53,7 @@ struct AsyncOperationTests {
         dependent.addDependency(queued)
         let queue = OperationQueue()
         queue.enqueue([queued, dependent])
-        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        try await waitUntilAllOperationsAreFinished(queue)
         #expect(queued.isFinished && !queued.isExecuting)
         #expect(log.events == ["dependent"])
         #expect(queued.error is CancellationError)
@@ -91,7 +91,7 @@ struct AsyncOperationTests {
         completion.withLock { $0 }?()
         #expect(diagnostics.log.events.map(\.kind) == [.doubleFinish])
         #expect(diagnostics.log.events.first?.isExpected == true)
-        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        try await waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test(arguments: 0..<3)
@@ -113,7 +113,7 @@ struct AsyncOperationTests {
                 let racer = box.operations[0] as! ManualOperation
                 if (index + seed + round) % 2 == 0 { racer.cancel() } else { racer.finish() }
             }
-            try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+            try await waitUntilAllOperationsAreFinished(queue)
             #expect(ends.count == 1, "round \(round): finished \(ends.count) times")
             #expect(log.events.filter { $0 == "dependent" }.count == 1)
             // If cancel won, the explicit finish came second and was an expected echo.
@@ -159,7 +159,7 @@ struct AsyncOperationTests {
         #expect(error.code == .timedOut)
         #expect(error.timeout == .seconds(5))
         #expect(stuck.isCancelled)
-        try await withHangGuard { await onThread { queue.waitUntilAllOperationsAreFinished() } }
+        try await waitUntilAllOperationsAreFinished(queue)
         #expect(log.events == ["start stuck", "after"])
         #expect(clock.pendingSleepers.isEmpty)
     }
@@ -175,5 +175,71 @@ struct AsyncOperationTests {
         try await waitUntil("the timer is gone") { clock.sleeperCount == 0 }
         #expect(quick.error == nil)
         #expect(OperationOutcome(of: quick).succeeded)
+    }
+
+    @Test func theQueueWaitGivesUpByItselfWhenAnOperationNeverFinishes() async throws {
+        let log = EventLog<String>()
+        let stuck = ManualOperation("stuck", log: log)
+        let queue = OperationQueue()
+        queue.enqueue([stuck])
+        try await waitUntil("stuck started") { stuck.isExecuting }
+        await #expect(throws: NeverHappened.self) {
+            try await waitUntilAllOperationsAreFinished(queue, guard: .milliseconds(200))
+        }
+        stuck.complete()   // lets the abandoned waiting thread return
+        try await waitUntilAllOperationsAreFinished(queue)
+    }
+
+    @Test func waitUntilFinishedReturnsOnceTheOperationFinished() async throws {
+        let log = EventLog<String>()
+        let download = ManualOperation("download", log: log)
+        let queue = OperationQueue()
+        queue.enqueue([download])
+        try await waitUntil("download started") { download.isExecuting }
+        let waiter = Task {
+            try await download.waitUntilFinished()
+            log.append("waited")
+        }
+        #expect(!log.events.contains("waited"), "still executing")
+        download.complete()
+        try await waitUntil("the wait returned") { log.events.contains("waited") }
+        try await waiter.value
+        #expect(log.events == ["start download", "finish download", "waited"])
+        // Once finished, a wait returns at once.
+        try await download.waitUntilFinished()
+    }
+
+    @Test func waitUntilFinishedReturnsForAnOperationCancelledBeforeItStarted() async throws {
+        let log = EventLog<String>()
+        let operation = ManualOperation("never started", log: log)
+        operation.cancel()
+        let queue = OperationQueue()
+        queue.enqueue([operation])
+        let waiter = Task { try await operation.waitUntilFinished() }
+        try await waitUntil("the wait returned") { operation.isFinished }
+        try await waiter.value
+        #expect(log.events.isEmpty)
+    }
+
+    @Test func cancellingTheWaitingTaskEndsTheWaitButNotTheOperation() async throws {
+        let log = EventLog<String>()
+        let download = ManualOperation("download", log: log)
+        let queue = OperationQueue()
+        queue.enqueue([download])
+        try await waitUntil("download started") { download.isExecuting }
+        let waiter = Task {
+            do {
+                try await download.waitUntilFinished()
+                log.append("returned")
+            } catch is CancellationError {
+                log.append("cancelled")
+            }
+        }
+        waiter.cancel()
+        try await waitUntil("the wait ended") { log.events.count == 2 }
+        #expect(log.events.last == "cancelled")
+        #expect(download.isExecuting && !download.isCancelled, "the operation goes on")
+        download.complete()
+        try await waitUntilAllOperationsAreFinished(queue)
     }
 }

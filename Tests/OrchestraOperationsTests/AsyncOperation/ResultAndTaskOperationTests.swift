@@ -93,19 +93,31 @@ struct ResultAndTaskOperationTests {
         gate.signal()
     }
 
+    /// The task that runs the work reads its own priority: what the operation asked for is
+    /// what it got. Expected: the quality of service's namesake priority (user-interactive,
+    /// which tasks lack, is `.high`); at the default quality of service, the queue priority's
+    /// (`.veryHigh` and `.high` are `.high`, `.normal` is `.medium`, `.veryLow` is `.background`).
     @Test(arguments: [
         (QualityOfService.userInteractive, Operation.QueuePriority.normal, TaskPriority.high),
+        (.userInitiated, .veryLow, .userInitiated),
         (.utility, .veryHigh, .utility),
+        (.background, .high, .background),
         (.default, .veryHigh, .high),
-        (.default, .low, .low),
+        (.default, .high, .high),
         (.default, .normal, .medium),
+        (.default, .low, .low),
+        (.default, .veryLow, .background),
     ])
-    func taskPriorityFollowsQualityOfServiceThenQueuePriority(
+    func theTaskRunsAtThePriorityOfTheQualityOfServiceThenOfTheQueuePriority(
         quality: QualityOfService, queuePriority: Operation.QueuePriority, expected: TaskPriority
-    ) {
-        let operation = TaskOperation { 0 }
+    ) async throws {
+        let operation = TaskOperation { Task.currentPriority }
         operation.qualityOfService = quality
         operation.queuePriority = queuePriority
-        #expect(operation.taskPriority == expected)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        let observed = try await operation.value
+        #expect(observed == expected, "\(quality.rawValue), \(queuePriority.rawValue): the task ran at \(observed)")
+        #expect(operation.taskPriority == observed, "the priority the operation reports is the one its task ran at")
     }
 }

@@ -1,0 +1,213 @@
+@testable import Orchestra
+import Testing
+
+/// The batch stream's pure state: its counting rule (an item is outstanding from its start
+/// until the consumer receives it, and at most `capacity` are outstanding), the two delivery
+/// orders, the driver and consumer hand-offs, the end, and termination.
+@Suite("Batch stream state machine", .timeLimit(.minutes(1)))
+struct BatchStreamStateMachineTests {
+    typealias Machine = BatchStreamStateMachine<String>
+
+    /// Where the driver's task is recorded; never runs anything.
+    func idleTask() -> Task<Void, Never> {
+        // Unstructured: the machine only stores the driver's task (to hand it back for
+        // cancellation); this one has nothing to do.
+        Task {}
+    }
+
+    func item(_ index: Int) -> Machine.Item {
+        (index, .success("item \(index)"))
+    }
+
+    /// "deliver item 2", "suspend" or "end".
+    func describe(_ action: Machine.NextAction) -> String {
+        switch action {
+        case .deliver(let item, let driver): "deliver \((try? item.result.get()) ?? "error") at \(item.index)\(driver == nil ? "" : " and wake the driver")"
+        case .end: "end"
+        case .suspend: "suspend"
+        }
+    }
+
+    func describe(_ action: Machine.SlotAction) -> String {
+        switch action {
+        case .proceed: "proceed"
+        case .stop: "stop"
+        case .suspend: "suspend"
+        }
+    }
+
+    @Test func theDriverStartsAtMostCapacityItemsBeforeOneIsConsumed() {
+        var machine = Machine(order: .completion, capacity: 3)
+        #expect(machine.isIdle)
+        #expect(machine.started(idleTask()) == nil)
+        #expect(!machine.isIdle)
+        #expect((0..<3).map { _ in describe(machine.reserveSlot()) } == ["proceed", "proceed", "proceed"])
+        #expect(describe(machine.reserveSlot()) == "suspend")
+        // A finished item the consumer has not received still counts.
+        #expect(machine.deliver(item(0)) == nil, "no consumer waits")
+        #expect(describe(machine.reserveSlot()) == "suspend", "finished but not consumed: still outstanding")
+        #expect(describe(machine.next()) == "deliver item 0 at 0")
+        #expect(describe(machine.reserveSlot()) == "proceed", "consuming it freed one slot")
+        #expect(describe(machine.reserveSlot()) == "suspend")
+    }
+
+    @Test func inCompletionOrderItemsAreDeliveredAsTheyFinish() {
+        var machine = Machine(order: .completion, capacity: 4)
+        _ = machine.started(idleTask())
+        for _ in 0..<3 { _ = machine.reserveSlot() }
+        _ = machine.deliver(item(2))
+        _ = machine.deliver(item(0))
+        #expect(describe(machine.next()) == "deliver item 2 at 2")
+        #expect(describe(machine.next()) == "deliver item 0 at 0")
+        #expect(describe(machine.next()) == "suspend", "item 1 still runs")
+    }
+
+    /// In input order, item i + capacity cannot start before item i was delivered, however
+    /// many later items finished.
+    @Test func inInputOrderALaterItemWaitsForTheEarlierOnesAndHoldsItsSlot() {
+        var machine = Machine(order: .input, capacity: 2)
+        _ = machine.started(idleTask())
+        #expect(describe(machine.reserveSlot()) == "proceed")   // item 0
+        #expect(describe(machine.reserveSlot()) == "proceed")   // item 1
+        _ = machine.deliver(item(1))
+        #expect(describe(machine.next()) == "suspend", "item 1 finished, but item 0 comes first")
+        #expect(describe(machine.reserveSlot()) == "suspend", "item 2 cannot start before item 0 is delivered")
+        _ = machine.deliver(item(0))
+        #expect(describe(machine.next()) == "deliver item 0 at 0")
+        #expect(describe(machine.reserveSlot()) == "proceed", "item 2 starts once item 0 was delivered")
+        #expect(describe(machine.next()) == "deliver item 1 at 1")
+        #expect(describe(machine.next()) == "suspend")
+    }
+
+    @Test func theStreamEndsOnlyOnceTheDriverFinishedAndEverythingWasConsumed() {
+        var machine = Machine(order: .completion, capacity: 2)
+        #expect(machine.driverFinished() == nil)
+        #expect(describe(machine.next()) == "suspend", "an idle stream has not ended: the driver has not even started")
+        _ = machine.started(idleTask())
+        _ = machine.reserveSlot()
+        _ = machine.deliver(item(0))
+        #expect(machine.driverFinished() == nil, "no consumer waits to be told")
+        #expect(describe(machine.next()) == "deliver item 0 at 0", "what was delivered is still received")
+        #expect(describe(machine.next()) == "end")
+        #expect(describe(machine.next()) == "end")
+    }
+
+    @Test func aSecondStartIsRefused() {
+        var machine = Machine(order: .completion, capacity: 1)
+        let first = idleTask()
+        let second = idleTask()
+        #expect(machine.started(first) == nil)
+        #expect(machine.started(second) == second, "the second driver is handed back, to cancel")
+        #expect(machine.terminate().task == first, "the first driver is the one kept")
+    }
+
+    @Test func terminationStopsTheDriverAndDropsWhatWasNotConsumed() {
+        var machine = Machine(order: .input, capacity: 3)
+        let driver = idleTask()
+        _ = machine.started(driver)
+        _ = machine.reserveSlot()
+        _ = machine.reserveSlot()
+        _ = machine.deliver(item(0))
+        let ended = machine.terminate()
+        #expect(ended.task == driver, "the running driver is cancelled")
+        #expect(ended.consumer == nil && ended.driver == nil)
+        #expect(describe(machine.reserveSlot()) == "stop")
+        #expect(machine.deliver(item(1)) == nil)
+        #expect(describe(machine.next()) == "end", "item 0 was dropped")
+        #expect(machine.started(idleTask()) != nil, "a terminated stream never starts")
+        #expect(machine.driverFinished() == nil)
+    }
+
+    @Test func aDriverThatFindsTheBufferFullWaitsAndIsWokenByTheDeliveryThatFreesASlot() async {
+        var machine = Machine(order: .completion, capacity: 1)
+        _ = machine.started(idleTask())
+        #expect(describe(machine.reserveSlot()) == "proceed")
+        let woken = await withCheckedContinuation { (driver: Machine.DriverContinuation) in
+            #expect(machine.suspendDriver(driver, isCancelled: false) == nil, "full: the driver waits")
+            _ = machine.deliver(item(0))
+            guard case .deliver(let received, let wake?) = machine.next() else {
+                Issue.record("consuming the item should wake the driver")
+                driver.resume(returning: false)
+                return
+            }
+            #expect(received.index == 0)
+            wake.resume(returning: true)
+        }
+        #expect(woken)
+        #expect(describe(machine.reserveSlot()) == "suspend", "the woken driver took the freed slot")
+        #expect(machine.cancelDriverWait() == nil, "nobody waits any more")
+    }
+
+    @Test func aDriverWaitsOnlyWhenItMust() async {
+        var machine = Machine(order: .completion, capacity: 1)
+        _ = machine.started(idleTask())
+        // Room: the driver proceeds without waiting, taking the slot.
+        let roomy = await withCheckedContinuation { (driver: Machine.DriverContinuation) in
+            let answer = machine.suspendDriver(driver, isCancelled: false)
+            #expect(answer == true)
+            driver.resume(returning: answer ?? false)
+        }
+        #expect(roomy)
+        #expect(describe(machine.reserveSlot()) == "suspend")
+        // Cancelled: the driver stops.
+        let cancelled = await withCheckedContinuation { (driver: Machine.DriverContinuation) in
+            let answer = machine.suspendDriver(driver, isCancelled: true)
+            #expect(answer == false)
+            driver.resume(returning: answer ?? true)
+        }
+        #expect(!cancelled)
+    }
+
+    @Test func aWaitingConsumerReceivesTheNextItemAsItIsDelivered() async {
+        var machine = Machine(order: .completion, capacity: 2)
+        _ = machine.started(idleTask())
+        _ = machine.reserveSlot()
+        let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
+            let (action, task) = machine.suspendConsumer(consumer, isCancelled: false)
+            #expect(describe(action) == "suspend")
+            #expect(task == nil)
+            guard let handOff = machine.deliver(item(0)) else {
+                Issue.record("the waiting consumer should receive the item")
+                consumer.resume(returning: nil)
+                return
+            }
+            #expect(handOff.driver == nil, "no driver waits")
+            handOff.consumer.resume(returning: handOff.item)
+        }
+        #expect(received?.index == 0)
+        #expect(describe(machine.reserveSlot()) == "proceed")
+        #expect(describe(machine.reserveSlot()) == "proceed", "the received item no longer counts")
+    }
+
+    @Test func aConsumerWaitingWhenTheDriverFinishesIsToldTheEnd() async {
+        var machine = Machine(order: .input, capacity: 2)
+        _ = machine.started(idleTask())
+        let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
+            _ = machine.suspendConsumer(consumer, isCancelled: false)
+            guard let waiting = machine.driverFinished() else {
+                Issue.record("the waiting consumer should be handed back")
+                consumer.resume(returning: nil)
+                return
+            }
+            waiting.resume(returning: nil)
+        }
+        #expect(received == nil)
+        #expect(describe(machine.next()) == "end")
+    }
+
+    @Test func aCancelledConsumerTerminatesTheStream() async {
+        var machine = Machine(order: .completion, capacity: 2)
+        let driver = idleTask()
+        _ = machine.started(driver)
+        _ = machine.reserveSlot()
+        _ = machine.deliver(item(0))
+        let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
+            let (action, task) = machine.suspendConsumer(consumer, isCancelled: true)
+            #expect(describe(action) == "end", "a cancelled consumer receives nothing more, not even what is ready")
+            #expect(task == driver, "the driver is handed back to cancel")
+            consumer.resume(returning: nil)
+        }
+        #expect(received == nil)
+        #expect(describe(machine.reserveSlot()) == "stop")
+    }
+}
