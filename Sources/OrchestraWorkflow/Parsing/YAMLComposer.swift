@@ -130,14 +130,13 @@ enum YAMLComposer {
                 }
                 stack[top].size = min(stack[top].size + ended.size, Int.max / 2)
                 let position = stack[top].nodes.count
-                if stack[top].isMapping, position % 2 == 0, case .scalar(var key) = ended.node {
-                    checkKey(key.string, at: position, line: line, column: column, in: top)
-                    // A key is text (as Yams leaves it: hashing a key resolves its tag in place).
-                    if key.tag == .implicit {
-                        key.tag = .str
-                        stack[top].nodes.append(.scalar(key))
-                        continue
+                if stack[top].isMapping, position % 2 == 0 {
+                    if case .scalar(let key) = ended.node {
+                        checkKey(key.string, at: position, line: line, column: column, in: top)
                     }
+                    // A key is text (as Yams leaves it: hashing a key resolves its tags in place).
+                    stack[top].nodes.append(YAMLComposer.resolvedAsKey(ended.node))
+                    continue
                 }
                 stack[top].nodes.append(ended.node)
             }
@@ -193,5 +192,51 @@ enum YAMLComposer {
         static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
             pointer.map { String(cString: $0) }
         }
+    }
+}
+
+extension YAMLComposer {
+    /// `node` with its implicit tags resolved as Yams resolves a key's when it hashes it
+    /// (with the basic resolver): scalars `str`, lists `seq`, mappings `map`, at every
+    /// level of a list or mapping used as a key. Iterative: a key may be nested deeply.
+    static func resolvedAsKey(_ node: Node) -> Node {
+        if case .scalar(var scalar) = node {
+            if scalar.tag == .implicit { scalar.tag = .str }
+            return .scalar(scalar)
+        }
+        enum Step {
+            case visit(Node)
+            case build(Node, children: Int)
+        }
+        var steps: [Step] = [.visit(node)]
+        var built: [Node] = []
+        while let step = steps.popLast() {
+            switch step {
+            case .visit(.scalar(var scalar)):
+                if scalar.tag == .implicit { scalar.tag = .str }
+                built.append(.scalar(scalar))
+            case .visit(let node):
+                var children: [Node] = []
+                if case .sequence(let sequence) = node { children = sequence.nodes }
+                if case .mapping(let mapping) = node { children = mapping.pairs.flatMap { [$0.key, $0.value] } }
+                steps.append(.build(node, children: children.count))
+                steps += children.reversed().map(Step.visit)
+            case .build(let node, let count):
+                let children = Array(built.suffix(count))
+                built.removeLast(count)
+                switch node {
+                case .sequence(let sequence):
+                    let tag = sequence.tag == .implicit ? Tag.Name.seq : sequence.tag
+                    built.append(.sequence(Node.Sequence(nodes: children, tag: tag, mark: sequence.mark)))
+                case .mapping(let mapping):
+                    let pairs = stride(from: 0, to: children.count, by: 2).map { (key: children[$0], value: children[$0 + 1]) }
+                    let tag = mapping.tag == .implicit ? Tag.Name.map : mapping.tag
+                    built.append(.mapping(Node.Mapping(pairs: pairs, tag: tag, mark: mapping.mark)))
+                case .scalar:
+                    built.append(node)
+                }
+            }
+        }
+        return built[0]
     }
 }
