@@ -98,11 +98,89 @@ public func waitUntil(
     }
 }
 
-/// Runs `body` under a real-time guard so a hang fails the test (with a `TimeoutError`)
+/// The work under ``withHangGuard(_:_:)`` gave no result within its guard.
+public struct HangGuardExpired: Error, CustomStringConvertible {
+    /// The guard that expired.
+    public var limit: Duration
+    /// `no result within 60 seconds: …`.
+    public var description: String {
+        "no result within \(limit): the guarded work hangs (it was cancelled and left behind)"
+    }
+}
+
+/// Runs `body` under a real-time guard so a hang fails the test with ``HangGuardExpired``
 /// instead of blocking CI.
+///
+/// The guard gives up by itself: when `limit` passes it cancels `body` and returns at once,
+/// even if `body` ignores cancellation (awaiting another task's `value`, a blocking wait);
+/// such a body is left behind. This is not a timing assertion: the guard is far longer than
+/// any correct run.
+///
+/// - Parameters:
+///   - limit: How long `body` may take; 60 seconds by default.
+///   - clock: The clock the guard waits on: real time by default (a `ManualClock` only to
+///     test the guard itself).
+///   - body: The work.
+/// - Throws: What `body` throws; ``HangGuardExpired`` when the guard expires first;
+///   `CancellationError` if the calling task is cancelled first (`body` is cancelled too).
 public func withHangGuard<T: Sendable>(
     _ limit: Duration = .seconds(60),
+    clock: some Clock<Duration> = ContinuousClock(),
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withTimeout(limit, body)
+    let race = HangGuardRace<T>()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            race.install(continuation)
+            // Unstructured on purpose: a task group would wait for a body that ignores
+            // cancellation, which is the hang this guard exists to report.
+            race.add(Task { race.finish(await Result { try await body() }) })
+            race.add(
+                Task {
+                    try? await clock.sleep(for: limit)
+                    race.finish(.failure(HangGuardExpired(limit: limit)))
+                })
+        }
+    } onCancel: {
+        race.finish(.failure(CancellationError()))
+    }
+}
+
+/// The result of ``withHangGuard(_:_:)``: the first of the body and the guard to finish wins,
+/// resumes the caller and cancels the other.
+private final class HangGuardRace<T: Sendable>: Sendable {
+    private struct State: Sendable {
+        var continuation: CheckedContinuation<T, any Error>?
+        var result: Result<T, any Error>?
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    func install(_ continuation: CheckedContinuation<T, any Error>) {
+        let ready = state.withLock { state -> Result<T, any Error>? in
+            if state.result == nil { state.continuation = continuation }
+            return state.result
+        }
+        if let ready { continuation.resume(with: ready) }
+    }
+
+    func add(_ task: Task<Void, Never>) {
+        let finished = state.withLock { state in
+            if state.result == nil { state.tasks.append(task) }
+            return state.result != nil
+        }
+        if finished { task.cancel() }
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>]) in
+            guard state.result == nil else { return (nil, []) }
+            state.result = result
+            defer { (state.continuation, state.tasks) = (nil, []) }
+            return (state.continuation, state.tasks)
+        }
+        for task in tasks { task.cancel() }
+        continuation?.resume(with: result)
+    }
 }
