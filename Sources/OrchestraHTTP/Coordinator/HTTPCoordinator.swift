@@ -54,6 +54,9 @@ public final class HTTPCoordinator: Sendable {
         checkArgument(configuration.maxConcurrentRequests >= 1, "HTTPCoordinator: maxConcurrentRequests must be at least 1, got \(configuration.maxConcurrentRequests)")
         checkArgument(configuration.maxConcurrentRequestsPerHost >= 1, "HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got \(configuration.maxConcurrentRequestsPerHost)")
         Self.checkHostLimits(configuration.hostLimits)
+        if let resends = configuration.authentication?.maxResends {
+            checkArgument(resends >= 0, "HTTPCoordinator: authentication.maxResends must not be negative, got \(resends)")
+        }
         self.transport = transport
         self.configuration = configuration
         self.admission = Locked(RequestAdmission(

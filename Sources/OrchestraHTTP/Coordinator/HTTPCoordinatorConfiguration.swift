@@ -60,7 +60,9 @@ extension HTTPCoordinator {
         /// Whether a response means the token was refused; by default a 401. A server that
         /// answers 200 with `{"error": "token_expired"}` is expressed here.
         public var isAuthenticationFailure: @Sendable (HTTPResponse, Data) -> Bool
-        /// How many times one request may be re-sent with a refreshed token; 2 by default.
+        /// How many times one request may be re-sent with a refreshed token; 2 by default, 0
+        /// never re-sends. A negative value is a programmer error: the coordinator traps,
+        /// naming it.
         public var maxResends: Int
 
         /// Signs requests with `refresher`'s token and refreshes it when a response says it was refused (`isAuthenticationFailure`); each parameter is described by the property of the same name.

@@ -365,6 +365,14 @@ struct HTTPCoordinatorTests {
         }
         let hostMessage = String(decoding: host?.standardErrorContent ?? [], as: UTF8.self)
         #expect(hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got 0"), "\(hostMessage)")
+        let resends = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let refresher = TokenRefresher(initial: AuthToken("t")) { _ in AuthToken("u") }
+            _ = HTTPCoordinator(
+                transport: ScriptedHTTPTransport { _, _ in ok() },
+                configuration: .init(authentication: .init(refresher: refresher, maxResends: -1)))
+        }
+        let resendsMessage = String(decoding: resends?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(resendsMessage.contains("HTTPCoordinator: authentication.maxResends must not be negative, got -1"), "\(resendsMessage)")
     }
 
     @Test func setLimitsBelowOneIsAProgrammerErrorNamingTheValue() async {
