@@ -7,7 +7,7 @@ import Testing
 /// workflow file (or command-line arguments), the exit status, and what the output must say.
 /// Every row runs the built executable and is cheap (nothing is sent: `validate`, or an
 /// option refused before anything runs); cases that need a server are the tests after it.
-@Suite("orchestra on hostile input")
+@Suite("orchestra on hostile input", .timeLimit(.minutes(5)))
 struct HostileInputTests {
     /// What a row gives the command.
     enum Input: Sendable {

@@ -1,7 +1,7 @@
 @testable import OrchestraCLI
 import Testing
 
-@Suite("orchestra --version")
+@Suite("orchestra --version", .timeLimit(.minutes(5)))
 struct VersionTests {
     @Test("--version prints the version, the one the User-Agent of orchestra run carries")
     func printsTheVersion() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// `orchestra run`, `validate` and `graph`, run as the built executable against an in-process
 /// demo server.
-@Suite("orchestra run / validate / graph", .serialized)
+@Suite("orchestra run / validate / graph", .serialized, .timeLimit(.minutes(5)))
 struct WorkflowCommandTests {
     static let examples = ["album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml"]
 

@@ -3,7 +3,7 @@ import OrchestraDemoServer
 import Testing
 
 /// `orchestra demo`, run as a user runs it: the built executable, its output on a pipe.
-@Suite("orchestra demo", .timeLimit(.minutes(1)))
+@Suite("orchestra demo", .timeLimit(.minutes(5)))
 struct DemoCommandTests {
     /// Every scenario, in the order `orchestra demo` plays them (the names `--scenario` takes).
     static let scenarios = ["out-of-order", "ordered", "serial", "limit-2", "graph", "chain", "token-refresh", "failures"]
