@@ -11,7 +11,7 @@ import PackageDescription
 let package = Package(
     name: "OrchestraBenchmarks",
     platforms: [
-        .macOS(.v14),
+        .macOS(.v14)
     ],
     dependencies: [
         // Named, so that the product is found whatever the checkout's directory is called
@@ -36,9 +36,9 @@ let package = Package(
             ],
             path: "Benchmarks/OrchestraBenchmarks",
             plugins: [
-                .plugin(name: "BenchmarkPlugin", package: "package-benchmark"),
+                .plugin(name: "BenchmarkPlugin", package: "package-benchmark")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -48,7 +48,8 @@ extension AsyncHTTPClientTransport {
         case .traceRequestWithBody: (.bodyNotAllowed, "a TRACE request cannot have a body")
         case .invalidProxyResponse: (.badResponse, nil)
         case .alreadyShutdown: (.invalidRequest, "the HTTP client was shut down")
-        case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath: (.invalidRequest, "AsyncHTTPClient cannot send to this URL")
+        case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath:
+            (.invalidRequest, "AsyncHTTPClient cannot send to this URL")
         case .bodyLengthMismatch, .identityCodingIncorrectlyPresent, .writeAfterRequestSent:
             (.invalidRequest, "its framing headers do not match its body")
         default: (.other, "\(error)")

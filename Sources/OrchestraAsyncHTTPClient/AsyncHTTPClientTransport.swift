@@ -77,13 +77,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ) async throws -> T {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: maximumConnectionsPerHost)
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: maximumConnectionsPerHost)
         // A failed connection fails its requests at once: the coordinator retries them by its
         // own policy, instead of the client retrying out of sight until its connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(10), read: .hours(1))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let transport = AsyncHTTPClientTransport(client: client, maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize)
+        let transport = AsyncHTTPClientTransport(
+            client: client, maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize)
         let result: Result<T, any Error>
         do {
             result = .success(try await body(transport))
@@ -122,7 +124,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 guard data.count + part.readableBytes <= maximumBodySize else {
                     throw HTTPTransportError(
                         code: .responseTooLarge,
-                        message: "the response from \(authority ?? "the server") is larger than \(maximumBodySize) bytes",
+                        message:
+                            "the response from \(authority ?? "the server") is larger than \(maximumBodySize) bytes",
                         host: authority
                     )
                 }
@@ -147,7 +150,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     static func clientRequest(for request: HTTPRequest, body: Data?) throws -> HTTPClientRequest {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw HTTPTransportError(
-                code: .invalidRequest, message: "request \(request.method) \(request.path ?? "") has no scheme or authority", host: request.authority
+                code: .invalidRequest,
+                message: "request \(request.method) \(request.path ?? "") has no scheme or authority",
+                host: request.authority
             )
         }
         var outgoing = HTTPClientRequest(url: "\(scheme)://\(authority)\(request.path ?? "/")")

@@ -43,12 +43,13 @@ struct OrchestraCommand: AsyncParsableCommand {
             exit(withError: error)
         } catch let error as CleanExit {
             exit(withError: error)
-        } catch where error is ValidationError || !isOurs(command) {
+        } catch  where error is ValidationError || !isOurs(command) {
             // ArgumentParser's own commands (`help`) end as ArgumentParser says.
             exit(parsingFailedWith: error, arguments: arguments)
         } catch {
             let subcommand = command is OrchestraCommand ? nil : type(of: command).configuration.commandName
-            Console.standardError.line("\(["orchestra", subcommand].compactMap { $0 }.joined(separator: " ")): error: \(Format.error(error))")
+            Console.standardError.line(
+                "\(["orchestra", subcommand].compactMap { $0 }.joined(separator: " ")): error: \(Format.error(error))")
             Foundation.exit(EXIT_FAILURE)
         }
     }
@@ -63,14 +64,17 @@ struct OrchestraCommand: AsyncParsableCommand {
             message = message.replacingOccurrences(of: value, with: MessageValue.shortened(value))
         }
         // Line by line: the message's own line breaks stay; an argument's control characters do not.
-        Console.standardError.line(message.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.safe(String($0)) }.joined(separator: "\n"))
+        Console.standardError.line(
+            message.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.safe(String($0)) }
+                .joined(separator: "\n"))
         Foundation.exit(usageErrorStatus)
     }
 
     /// Whether `command` is `orchestra` or one of its subcommands, not one ArgumentParser adds.
     private static func isOurs(_ command: any ParsableCommand) -> Bool {
         let commandType = ObjectIdentifier(type(of: command))
-        return commandType == ObjectIdentifier(Self.self) || configuration.subcommands.contains { ObjectIdentifier($0) == commandType }
+        return commandType == ObjectIdentifier(Self.self)
+            || configuration.subcommands.contains { ObjectIdentifier($0) == commandType }
     }
 
     /// The arguments (and the values of `--option=value` arguments) longer than
@@ -79,7 +83,9 @@ struct OrchestraCommand: AsyncParsableCommand {
         var values: [String] = []
         for argument in arguments {
             values.append(argument)
-            if let equals = argument.firstIndex(of: "=") { values.append(String(argument[argument.index(after: equals)...])) }
+            if let equals = argument.firstIndex(of: "=") {
+                values.append(String(argument[argument.index(after: equals)...]))
+            }
         }
         return values.filter { $0.utf8.count > MessageValue.limit }.sorted { $0.utf8.count > $1.utf8.count }
     }

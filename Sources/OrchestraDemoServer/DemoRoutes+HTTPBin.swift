@@ -27,15 +27,20 @@ extension DemoRoutes {
             let n = try context.parameters.require("n", as: Int.self)
             guard (1...100).contains(n) else { throw HTTPError(.badRequest, message: "n must be 1…100, got \(n)") }
             let location = n == 1 ? "/get" : "/redirect/\(n - 1)"
-            return Response(status: .found, headers: [.location: location], body: .init(byteBuffer: ByteBuffer(string: "redirecting to \(location)\n")))
+            return Response(
+                status: .found, headers: [.location: location],
+                body: .init(byteBuffer: ByteBuffer(string: "redirecting to \(location)\n")))
         }
         router.get("/bytes/:count") { _, context -> Response in
             let count = try context.parameters.require("count", as: Int.self)
-            guard count >= 0, count <= 64 << 20 else { throw HTTPError(.badRequest, message: "count must be 0…64 MiB, got \(count)") }
+            guard count >= 0, count <= 64 << 20 else {
+                throw HTTPError(.badRequest, message: "count must be 0…64 MiB, got \(count)")
+            }
             var buffer = ByteBuffer()
             buffer.reserveCapacity(count)
             for index in 0..<count { buffer.writeInteger(UInt8(truncatingIfNeeded: index &* 31 &+ 7)) }
-            return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
+            return Response(
+                status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
         }
         router.get("/barrier/:name") { request, context -> String in
             let name = try context.parameters.require("name")
@@ -85,29 +90,36 @@ extension DemoRoutes {
             "headers": headers,
             "headersHex": headersHex,
             "data": text ?? "data:application/octet-stream;base64,\(Data(bytes).base64EncodedString())",
-            "json": text.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed]) } ?? NSNull(),
+            "json": text.flatMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed])
+            } ?? NSNull(),
             "bodyLength": bytes.count,
             "bodyBase64": Data(bytes).base64EncodedString(),
         ]
         let json = try JSONSerialization.data(withJSONObject: echo, options: [.sortedKeys, .withoutEscapingSlashes])
         if request.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
     }
 
     /// `/status/{code}`: that status with an empty body; a 401 carries the `WWW-Authenticate`
     /// challenge named by `challenge` (`Basic`, the default, `Digest` or `Bearer`).
     static func status(_ request: Request, _ context: BasicRequestContext) throws -> Response {
         let code = try context.parameters.require("code", as: Int.self)
-        guard (200...599).contains(code) else { throw HTTPError(.badRequest, message: "code must be 200…599, got \(code)") }
+        guard (200...599).contains(code) else {
+            throw HTTPError(.badRequest, message: "code must be 200…599, got \(code)")
+        }
         var headers: HTTPFields = [:]
         if code == 401 {
             let challenge = request.uri.queryParameters.get("challenge") ?? "Basic"
-            headers[.wwwAuthenticate] = switch challenge {
-            case "Basic": #"Basic realm="Fake Realm""#
-            case "Digest": #"Digest realm="orchestra", qop="auth", nonce="6f726368657374726100", opaque="0000""#
-            case "Bearer": #"Bearer realm="orchestra", error="invalid_token""#
-            default: throw HTTPError(.badRequest, message: "challenge must be Basic, Digest or Bearer, got \(challenge)")
-            }
+            headers[.wwwAuthenticate] =
+                switch challenge {
+                case "Basic": #"Basic realm="Fake Realm""#
+                case "Digest": #"Digest realm="orchestra", qop="auth", nonce="6f726368657374726100", opaque="0000""#
+                case "Bearer": #"Bearer realm="orchestra", error="invalid_token""#
+                default:
+                    throw HTTPError(.badRequest, message: "challenge must be Basic, Digest or Bearer, got \(challenge)")
+                }
         }
         return Response(status: .init(code: code), headers: headers)
     }
@@ -122,7 +134,8 @@ extension DemoRoutes {
         if !(300...399).contains(code) { code = 302 }
         let body = ByteBuffer(string: "redirecting to \(url)\n")
         return Response(
-            status: .init(code: code), headers: [.location: url, .contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: body)
+            status: .init(code: code), headers: [.location: url, .contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: body)
         )
     }
 }

@@ -14,7 +14,9 @@ enum DemoRoutes {
         typealias Context = BasicRequestContext
         let state: DemoServerState
 
-        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        func handle(
+            _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+        ) async throws -> Response {
             state.enter(path: request.uri.path)
             defer { state.leave() }
             return try await next(request, context)
@@ -32,7 +34,9 @@ enum DemoRoutes {
         }
         router.get("/images/:index") { request, context -> Response in
             let index = try context.parameters.require("index", as: Int.self)
-            guard DemoServer.images.indices.contains(index) else { throw HTTPError(.notFound, message: "no image \(index)") }
+            guard DemoServer.images.indices.contains(index) else {
+                throw HTTPError(.notFound, message: "no image \(index)")
+            }
             let image = DemoServer.images[index]
             let latency = request.uri.queryParameters.get("latency_ms", as: Int.self).map { Duration.milliseconds($0) }
             return try await payload(bytes: image.bytes, latency: latency ?? image.latency, state: state)
@@ -43,13 +47,16 @@ enum DemoRoutes {
         router.post("/refresh") { _, _ -> Response in
             if state.configuration.refreshFails {
                 state.counters.withLock { $0.refreshCalls += 1 }
-                return Response(status: .internalServerError, body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"refresh_failed\"}")))
+                return Response(
+                    status: .internalServerError,
+                    body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"refresh_failed\"}")))
             }
             return tokenResponse(state.issueToken(refresh: true), state: state)
         }
         router.get("/protected") { request, _ -> Response in
             guard state.isValid(bearer(request)) else {
-                return Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"token_expired\"}")))
+                return Response(
+                    status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"token_expired\"}")))
             }
             return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "{\"ok\":true}")))
         }
@@ -87,7 +94,8 @@ enum DemoRoutes {
             let images = DemoServer.images.enumerated().map { index, image in
                 "{\"index\":\(index),\"path\":\"/images/\(index)\",\"bytes\":\(image.bytes)}"
             }
-            return json("{\"title\":\"Gallery\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
+            return json(
+                "{\"title\":\"Gallery\",\"count\":\(images.count),\"images\":[\(images.joined(separator: ","))]}")
         }
         router.get("/list/:count") { _, context -> Response in
             let count = try context.parameters.require("count", as: Int.self)
@@ -114,7 +122,8 @@ enum DemoRoutes {
         }
         router.get("/users/:id") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int.self)
-            return json("{\"id\":\(id),\"name\":\"User \(id)\",\"orders\":[{\"id\":\(id * 100 + 1)},{\"id\":\(id * 100 + 2)}]}")
+            return json(
+                "{\"id\":\(id),\"name\":\"User \(id)\",\"orders\":[{\"id\":\(id * 100 + 1)},{\"id\":\(id * 100 + 2)}]}")
         }
         router.post("/echo") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 1 << 20)
@@ -125,14 +134,18 @@ enum DemoRoutes {
             let json = state.counters.withLock { counters in
                 "{\"inFlight\":\(counters.inFlight),\"peakInFlight\":\(counters.peakInFlight),\"requests\":\(counters.requests),\"refreshCalls\":\(counters.refreshCalls)}"
             }
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: json)))
         }
         addHTTPBinRoutes(to: router, state: state)
         return router
     }
 
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func bearer(_ request: Request) -> String? {
@@ -143,13 +156,17 @@ enum DemoRoutes {
     static func tokenResponse(_ token: String, state: DemoServerState) -> Response {
         let seconds = state.configuration.tokenLifetime.components.seconds
         let json = "{\"access_token\":\"\(token)\",\"expires_in\":\(seconds)}"
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
     }
 
     static func payload(bytes: Int, latency: Duration, state: DemoServerState) async throws -> Response {
-        guard bytes >= 0, bytes <= 64 << 20 else { throw HTTPError(.badRequest, message: "bytes must be 0…64 MiB, got \(bytes)") }
+        guard bytes >= 0, bytes <= 64 << 20 else {
+            throw HTTPError(.badRequest, message: "bytes must be 0…64 MiB, got \(bytes)")
+        }
         try await state.delay(latency)
         let buffer = ByteBuffer(repeating: UInt8(ascii: "x"), count: bytes)
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
+        return Response(
+            status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
     }
 }

@@ -63,7 +63,10 @@ public final class DemoServer: Sendable {
         public var refreshIssuesInvalidTokens: Bool
 
         /// The defaults: a free port, hour-long tokens, a `/refresh` that works.
-        public init(port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false, refreshIssuesInvalidTokens: Bool = false) {
+        public init(
+            port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false,
+            refreshIssuesInvalidTokens: Bool = false
+        ) {
             self.port = port
             self.tokenLifetime = tokenLifetime
             self.refreshFails = refreshFails
@@ -137,12 +140,15 @@ public final class DemoServer: Sendable {
     public func openGate() { state.gate.open() }
 
     /// Runs the server until the calling task is cancelled; `onReady` gets it once it listens.
-    public static func run(configuration: Configuration = Configuration(), onReady: @escaping @Sendable (DemoServer) async -> Void) async throws {
+    public static func run(
+        configuration: Configuration = Configuration(), onReady: @escaping @Sendable (DemoServer) async -> Void
+    ) async throws {
         let state = DemoServerState(configuration: configuration)
         let router = DemoRoutes.router(state: state)
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: configuration.port), serverName: "orchestra-demo"),
+            configuration: .init(
+                address: .hostname("127.0.0.1", port: configuration.port), serverName: "orchestra-demo"),
             onServerRunning: { channel in
                 await onReady(DemoServer(state: state, port: channel.localAddress?.port ?? configuration.port))
             },

@@ -8,14 +8,17 @@ extension HTTPTransportConformance {
     func request(_ method: HTTPRequest.Method, _ pathAndQuery: String, contentType: String? = nil) -> HTTPRequest {
         let authority = server.port.map { "\(server.host ?? "127.0.0.1"):\($0)" } ?? server.host
         let base = server.path == "/" ? "" : server.path
-        var request = HTTPRequest(method: method, scheme: server.scheme ?? "http", authority: authority, path: base + pathAndQuery)
+        var request = HTTPRequest(
+            method: method, scheme: server.scheme ?? "http", authority: authority, path: base + pathAndQuery)
         if let contentType { request.headerFields[.contentType] = contentType }
         return request
     }
 
     /// Sends `request`; an error (other than the check's own cancellation) becomes a failure
     /// of `check`, saying what was expected.
-    func send(_ check: Check, _ request: HTTPRequest, body: Data? = nil, expected: String) async throws -> (HTTPResponse, Data) {
+    func send(
+        _ check: Check, _ request: HTTPRequest, body: Data? = nil, expected: String
+    ) async throws -> (HTTPResponse, Data) {
         try await catching(check, expected: expected) { try await transport.send(request, body: body) }
     }
 
@@ -36,7 +39,8 @@ extension HTTPTransportConformance {
     /// Sends `request` to the echo route and parses the echo. An `HTTPTransportError` is
     /// thrown as it is, for the checks that accept one.
     func echo(_ check: Check, _ request: HTTPRequest, body: Data?) async throws -> Echo {
-        let response: HTTPResponse, data: Data
+        let response: HTTPResponse
+        let data: Data
         do {
             (response, data) = try await transport.send(request, body: body)
         } catch let error as HTTPTransportError {
@@ -49,7 +53,9 @@ extension HTTPTransportConformance {
         guard response.status.code == 200,
             let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else {
-            throw failure(check, expected: "a JSON echo from \(request.path ?? "/anything")", actual: "\(response.status.code), \(data.count) bytes")
+            throw failure(
+                check, expected: "a JSON echo from \(request.path ?? "/anything")",
+                actual: "\(response.status.code), \(data.count) bytes")
         }
         return Echo(json: json)
     }
@@ -62,8 +68,12 @@ extension HTTPTransportConformance {
     func compare(_ check: Check, _ received: Data?, with sent: Data, what: String) throws {
         guard let received else { throw failure(check, expected: "\(what) echoed", actual: "no body in the echo") }
         guard received != sent else { return }
-        let first = zip(received, sent).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(received.count, sent.count)
-        throw failure(check, expected: "\(what): \(sent.count) bytes as sent", actual: "\(received.count) bytes, the first difference at byte \(first)")
+        let first =
+            zip(received, sent).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            ?? min(received.count, sent.count)
+        throw failure(
+            check, expected: "\(what): \(sent.count) bytes as sent",
+            actual: "\(received.count) bytes, the first difference at byte \(first)")
     }
 
     func failure(_ check: Check, expected: String? = nil, actual: String) -> HTTPTransportConformanceFailure {

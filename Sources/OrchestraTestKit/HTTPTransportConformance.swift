@@ -1,6 +1,6 @@
 import Foundation
-public import OrchestraHTTP
 import Orchestra
+public import OrchestraHTTP
 
 /// The checks an `HTTPTransport` (OrchestraHTTP) must pass for an `HTTPCoordinator` to work
 /// over it: every response returned as it is (statuses, 3xx, 401), bodies and headers byte for
@@ -104,7 +104,8 @@ public struct HTTPTransportConformance: Sendable {
             try await withTimeout(timeout) { try await conformance.perform(check) }
         } catch is TimeoutError {
             throw HTTPTransportConformanceFailure(
-                check: check, expected: check.expectation, actual: "the check did not end within \(timeout): the transport hangs"
+                check: check, expected: check.expectation,
+                actual: "the check did not end within \(timeout): the transport hangs"
             )
         }
     }

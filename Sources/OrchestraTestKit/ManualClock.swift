@@ -107,12 +107,13 @@ public final class ManualClock: Clock, Sendable {
         let id = state.withLock { $0.makeID() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (outcome, watchers): (Result<Void, any Error>?, [CheckedContinuation<Void, any Error>]) = state.withLock {
-                    if Task.isCancelled { return (.failure(CancellationError()), []) }
-                    if deadline <= $0.now { return (.success(()), []) }
-                    $0.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return (nil, $0.satisfiedWatchers())
-                }
+                let (outcome, watchers): (Result<Void, any Error>?, [CheckedContinuation<Void, any Error>]) =
+                    state.withLock {
+                        if Task.isCancelled { return (.failure(CancellationError()), []) }
+                        if deadline <= $0.now { return (.success(()), []) }
+                        $0.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+                        return (nil, $0.satisfiedWatchers())
+                    }
                 for watcher in watchers { watcher.resume() }
                 if let outcome { continuation.resume(with: outcome) }
             }

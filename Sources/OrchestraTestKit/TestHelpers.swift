@@ -174,7 +174,8 @@ private final class HangGuardRace<T: Sendable>: Sendable {
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>]) in
+        let (continuation, tasks) = state.withLock {
+            state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>]) in
             guard state.result == nil else { return (nil, []) }
             state.result = result
             defer { (state.continuation, state.tasks) = (nil, []) }

@@ -1,5 +1,6 @@
-@testable import OrchestraCLI
 import Testing
+
+@testable import OrchestraCLI
 
 @Suite("orchestra --version", .timeLimit(.minutes(5)))
 struct VersionTests {
@@ -10,6 +11,7 @@ struct VersionTests {
         #expect(output.stdout == OrchestraVersion.current + "\n", "\(output)")
         #expect(OrchestraVersion.userAgent == "orchestra/" + OrchestraVersion.current)
         let parts = OrchestraVersion.current.split(separator: ".")
-        #expect(parts.count == 3 && parts.allSatisfy { Int($0) != nil }, "MAJOR.MINOR.PATCH: \(OrchestraVersion.current)")
+        #expect(
+            parts.count == 3 && parts.allSatisfy { Int($0) != nil }, "MAJOR.MINOR.PATCH: \(OrchestraVersion.current)")
     }
 }

@@ -29,14 +29,16 @@ struct WorkflowCommandTests {
             "run", example(name), "--var", "base=\(server.baseURL.absoluteString)", "--output", "json",
         ])
         #expect(output.status == 0, "\(output)")
-        return try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
     }
 
     @Test("each example runs against the demo server and exits 0", arguments: examples)
     func examplesRun(name: String) async throws {
         try await withDemoServer { server in
             let output = try await OrchestraExecutable.run([
-                "run", Self.example(name), "--var", "base=\(server.baseURL.absoluteString)", "--var", "key=\(UUID().uuidString)",
+                "run", Self.example(name), "--var", "base=\(server.baseURL.absoluteString)", "--var",
+                "key=\(UUID().uuidString)",
             ])
             #expect(output.status == 0, "\(output)")
             let steps = output.stdout.split(separator: "\n").filter { $0.hasPrefix("✓") }
@@ -58,7 +60,8 @@ struct WorkflowCommandTests {
     func eachTransport(transport: String) async throws {
         try await withDemoServer { server in
             let output = try await OrchestraExecutable.run([
-                "run", Self.example("login-profile.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--transport", transport,
+                "run", Self.example("login-profile.yaml"), "--var", "base=\(server.baseURL.absoluteString)",
+                "--transport", transport,
             ])
             #expect(output.status == 0, "\(output)")
             #expect(!output.stdout.contains("✗") && output.stdout.contains("succeeded"), "\(output)")
@@ -67,10 +70,13 @@ struct WorkflowCommandTests {
         }
     }
 
-    @Test("redirects against the demo server: 307/308 re-send the POST body, 302 turns it into a GET, follow_redirects: false returns the 302, an 11th hop fails", arguments: ["asynchttpclient", "urlsession"])
+    @Test(
+        "redirects against the demo server: 307/308 re-send the POST body, 302 turns it into a GET, follow_redirects: false returns the 302, an 11th hop fails",
+        arguments: ["asynchttpclient", "urlsession"])
     func redirects(transport: String) async throws {
         try await withDemoServer { server in
-            let file = try Self.workflowFile("""
+            let file = try Self.workflowFile(
+                """
                 vars: { base: "http://127.0.0.1" }
                 steps:
                   - id: post307
@@ -97,37 +103,54 @@ struct WorkflowCommandTests {
                   - { id: eleven, url: "{{vars.base}}/redirect/11" }
                 """)
             let output = try await OrchestraExecutable.run([
-                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--transport", transport, "--output", "json",
+                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--transport", transport, "--output",
+                "json",
             ])
             #expect(output.status == 1, "only 'eleven' fails: \(output)")
-            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
             let steps = try #require(document["steps"] as? [[String: Any]])
             let byID = Dictionary(uniqueKeysWithValues: steps.map { ($0["id"] as? String ?? "", $0) })
             func captures(_ id: String) -> [String: Any] { byID[id]?["captures"] as? [String: Any] ?? [:] }
             func redirects(_ id: String) -> [[String: Any]] { byID[id]?["redirects"] as? [[String: Any]] ?? [] }
             let base = server.baseURL.absoluteString
             for id in ["post307", "post308"] {
-                #expect(captures(id)["method"] as? String == "POST" && captures(id)["keep"] as? String == "me", "\(id): \(byID[id] ?? [:])")
-                #expect(redirects(id).count == 1 && redirects(id).first?["location"] as? String == "\(base)/anything", "\(id)")
+                #expect(
+                    captures(id)["method"] as? String == "POST" && captures(id)["keep"] as? String == "me",
+                    "\(id): \(byID[id] ?? [:])")
+                #expect(
+                    redirects(id).count == 1 && redirects(id).first?["location"] as? String == "\(base)/anything",
+                    "\(id)")
                 #expect(byID[id]?["attempts"] as? Int == 1)
             }
-            #expect(redirects("post307").first?["status"] as? Int == 307 && redirects("post308").first?["status"] as? Int == 308)
-            #expect(captures("post302")["method"] as? String == "GET" && captures("post302")["length"] as? Int == 0, "\(byID["post302"] ?? [:])")
-            #expect(byID["manual"]?["status"] as? Int == 302 && captures("manual")["where"] as? String == "/next", "\(byID["manual"] ?? [:])")
+            #expect(
+                redirects("post307").first?["status"] as? Int == 307
+                    && redirects("post308").first?["status"] as? Int == 308)
+            #expect(
+                captures("post302")["method"] as? String == "GET" && captures("post302")["length"] as? Int == 0,
+                "\(byID["post302"] ?? [:])")
+            #expect(
+                byID["manual"]?["status"] as? Int == 302 && captures("manual")["where"] as? String == "/next",
+                "\(byID["manual"] ?? [:])")
             #expect(redirects("manual").isEmpty)
             #expect(byID["ten"]?["state"] as? String == "succeeded" && redirects("ten").count == 10)
             #expect(redirects("ten").last?["location"] as? String == "\(base)/get")
             let eleven = try #require(byID["eleven"])
             #expect(eleven["state"] as? String == "failed")
             let error = eleven["error"] as? String ?? ""
-            #expect(error.contains("too many redirects") && error.contains("11th") && error.contains("\(base)/get"), "\(error)")
+            #expect(
+                error.contains("too many redirects") && error.contains("11th") && error.contains("\(base)/get"),
+                "\(error)")
         }
     }
 
-    @Test("control characters and bidi overrides from the file or the server are printed as visible escapes, never sent to the terminal")
+    @Test(
+        "control characters and bidi overrides from the file or the server are printed as visible escapes, never sent to the terminal"
+    )
     func terminalSafety() async throws {
         try await withDemoServer { server in
-            let file = try Self.workflowFile(#"""
+            let file = try Self.workflowFile(
+                #"""
                 name: "title\e[2J"
                 vars: { base: "http://127.0.0.1" }
                 steps:
@@ -137,16 +160,24 @@ struct WorkflowCommandTests {
                     body: "\e[31mred\u202Eevil\u0007"
                     expect: 201
                 """#)
-            let output = try await OrchestraExecutable.run(["run", file, "--var", "base=\(server.baseURL.absoluteString)", "--no-color"])
+            let output = try await OrchestraExecutable.run([
+                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--no-color",
+            ])
             #expect(output.status == 1, "\(output)")
-            #expect(!output.stdout.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" || $0 == "\u{07}" }, "\(output)")
+            #expect(
+                !output.stdout.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" || $0 == "\u{07}" },
+                "\(output)")
             #expect(output.stdout.contains(#"title\u{1B}[2J"#), "\(output)")
-            #expect(output.stdout.contains(#"\u{1B}[31mred\u{202E}evil\u{7}"#), "the server's body, quoted in the error: \(output)")
+            #expect(
+                output.stdout.contains(#"\u{1B}[31mred\u{202E}evil\u{7}"#),
+                "the server's body, quoted in the error: \(output)")
 
             let bad = try Self.workflowFile("limit: \"\\e[2J\"\nsteps: [{ id: a, url: \"http://x.test\" }]\n")
             let refused = try await OrchestraExecutable.run(["validate", bad])
             #expect(refused.status == 2, "\(refused)")
-            #expect(!refused.stderr.unicodeScalars.contains("\u{1B}") && refused.stderr.contains(#"\u{1B}[2J"#), "\(refused)")
+            #expect(
+                !refused.stderr.unicodeScalars.contains("\u{1B}") && refused.stderr.contains(#"\u{1B}[2J"#),
+                "\(refused)")
         }
     }
 
@@ -154,7 +185,9 @@ struct WorkflowCommandTests {
     func unknownTransport() async throws {
         let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--transport", "curl"])
         #expect(output.status == 2, "a usage error: \(output)")
-        #expect(output.stderr.contains("curl") && output.stderr.contains("asynchttpclient") && output.stderr.contains("urlsession"), "\(output)")
+        #expect(
+            output.stderr.contains("curl") && output.stderr.contains("asynchttpclient")
+                && output.stderr.contains("urlsession"), "\(output)")
         #expect(output.stdout.isEmpty, "nothing was run")
     }
 
@@ -173,30 +206,41 @@ struct WorkflowCommandTests {
 
     @Test(
         "on a terminal, a for_each step shows a progress bar redrawn in place and erased before its line",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: script.path), "needs util-linux script for a terminal")
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: script.path), "needs util-linux script for a terminal")
     )
     func progressOnATerminal() async throws {
         try await withDemoServer { server in
             let output = try await OrchestraExecutable.run(
-                Self.onATerminal(["run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]), executable: Self.script
+                Self.onATerminal(["run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"]),
+                executable: Self.script
             )
             #expect(output.status == 0, "\(output)")
             let screen = output.stdout
-            let bars = (0...8).map { "  image [" + String(repeating: "█", count: $0 * 2) + String(repeating: "░", count: 16 - $0 * 2) + "] \($0)/8" }
+            let bars = (0...8).map {
+                "  image [" + String(repeating: "█", count: $0 * 2) + String(repeating: "░", count: 16 - $0 * 2)
+                    + "] \($0)/8"
+            }
             var position = screen.startIndex
             for bar in bars {
-                let found = try #require(screen.range(of: "\r" + bar, range: position..<screen.endIndex), "'\(bar)', redrawn in place, in order:\n\(output)")
+                let found = try #require(
+                    screen.range(of: "\r" + bar, range: position..<screen.endIndex),
+                    "'\(bar)', redrawn in place, in order:\n\(output)")
                 position = found.upperBound
             }
             let erased = "\r" + String(repeating: " ", count: bars[8].count) + "\r✓ image "
-            #expect(screen[position...].hasPrefix(erased), "the bar is erased and the step's line takes its place:\n\(output)")
+            #expect(
+                screen[position...].hasPrefix(erased),
+                "the bar is erased and the step's line takes its place:\n\(output)")
         }
     }
 
     @Test("through a pipe, a for_each step prints no progress: only its line")
     func noProgressThroughAPipe() async throws {
         try await withDemoServer { server in
-            let output = try await OrchestraExecutable.run(["run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)"])
+            let output = try await OrchestraExecutable.run([
+                "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)",
+            ])
             #expect(output.status == 0, "\(output)")
             #expect(!output.stdout.contains("\r") && !output.stdout.contains("/8"), "\(output)")
             #expect(output.stdout.contains("8 requests sent, 8 succeeded"), "\(output)")
@@ -213,7 +257,9 @@ struct WorkflowCommandTests {
             let summary = try #require(steps.last?["captures"] as? [String: Any])
             #expect(summary["first"] as? Int == 101)
             #expect(summary["by"] as? String == "User 1")
-            #expect(summary["type"] as? String == "application/json", "a header capture: /echo answers with the request's Content-Type")
+            #expect(
+                summary["type"] as? String == "application/json",
+                "a header capture: /echo answers with the request's Content-Type")
             let totals = try #require(document["summary"] as? [String: Any])
             #expect(totals["succeeded"] as? Int == 3)
             #expect(totals["failed"] as? Int == 0)
@@ -233,7 +279,8 @@ struct WorkflowCommandTests {
                 #expect(item["state"] as? String == "succeeded")
                 #expect(item["status"] as? Int == 200)
                 #expect(item["attempts"] as? Int == 1)
-                #expect((item["url"] as? String)?.hasSuffix("/images/\(index)?latency_ms=20&n=\(index)") == true, "\(item)")
+                #expect(
+                    (item["url"] as? String)?.hasSuffix("/images/\(index)?latency_ms=20&n=\(index)") == true, "\(item)")
                 #expect(item["sent_ms"] is Double && item["ended_ms"] is Double, "\(item)")
                 #expect(item["error"] is NSNull)
             }
@@ -244,7 +291,8 @@ struct WorkflowCommandTests {
     @Test("a for_each step with a failing element says how many failed and lists them")
     func failingElement() async throws {
         try await withDemoServer { server in
-            let file = try Self.workflowFile("""
+            let file = try Self.workflowFile(
+                """
                 vars: { base: "http://127.0.0.1" }
                 steps:
                   - { id: album, url: "{{vars.base}}/album", captures: { images: $.images } }
@@ -253,12 +301,16 @@ struct WorkflowCommandTests {
                     url: "{{vars.base}}/images/{{item.index}}{{index}}"
                   - { id: done, url: "{{vars.base}}/album", needs: image }
                 """)
-            let output = try await OrchestraExecutable.run(["run", file, "--var", "base=\(server.baseURL.absoluteString)", "--no-color"])
+            let output = try await OrchestraExecutable.run([
+                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--no-color",
+            ])
             #expect(output.status == 1, "\(output)")
             // 00 and 11 … 77: /images/00 is image 0, the others do not exist.
             #expect(output.stdout.contains("8 requests sent, 1 succeeded"), "\(output)")
-            #expect(output.stdout.contains("7 of 8 requests failed; first: image[1]: expected 2xx, got 404"), "\(output)")
-            #expect(output.stdout.contains("✗ image[1]  GET \(server.baseURL.absoluteString)/images/11 → 404"), "\(output)")
+            #expect(
+                output.stdout.contains("7 of 8 requests failed; first: image[1]: expected 2xx, got 404"), "\(output)")
+            #expect(
+                output.stdout.contains("✗ image[1]  GET \(server.baseURL.absoluteString)/images/11 → 404"), "\(output)")
             #expect(output.stdout.contains("… and 2 more failed"), "\(output)")
             #expect(output.stdout.contains("skipped because 'image' did not succeed"), "\(output)")
         }
@@ -267,9 +319,11 @@ struct WorkflowCommandTests {
     @Test("--trace writes a trace with one complete event per sent step and no overlap in a lane")
     func trace() async throws {
         try await withDemoServer { server in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-trace-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "orchestra-trace-\(UUID().uuidString)")
             let output = try await OrchestraExecutable.run([
-                "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--trace", folder.path,
+                "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "--trace",
+                folder.path,
             ])
             #expect(output.status == 0, "\(output)")
             let trace = try ChromeTrace(contentsOf: folder.appendingPathComponent("album.trace.json"))
@@ -283,16 +337,21 @@ struct WorkflowCommandTests {
     @Test("--trace naming a file is refused before anything is sent")
     func traceIntoAFile() async throws {
         let file = Self.example("album.yaml")
-        let output = try await OrchestraExecutable.run(["run", file, "--var", "base=http://127.0.0.1:1", "--trace", file])
+        let output = try await OrchestraExecutable.run([
+            "run", file, "--var", "base=http://127.0.0.1:1", "--trace", file,
+        ])
         #expect(output.status == 2, "\(output)")
         #expect(output.stderr.contains("orchestra run: error: --trace: '\(file)' is a file, not a folder"), "\(output)")
         #expect(output.stdout.isEmpty, "nothing was run")
     }
 
-    @Test("a failing step exits 1, names the reason, and independent steps still complete", arguments: ["asynchttpclient", "urlsession"])
+    @Test(
+        "a failing step exits 1, names the reason, and independent steps still complete",
+        arguments: ["asynchttpclient", "urlsession"])
     func failingStep(transport: String) async throws {
         try await withDemoServer { server in
-            let file = try Self.workflowFile("""
+            let file = try Self.workflowFile(
+                """
                 vars: { base: "http://127.0.0.1:1" }
                 steps:
                   - id: missing
@@ -329,7 +388,9 @@ struct WorkflowCommandTests {
     }
 
     static let badInputs: [BadInput] = [
-        BadInput(name: "syntax error", yaml: "steps:\n  - id: a\n    url: [unclosed\n", expected: ["flow.yaml:", "not valid YAML or JSON"]),
+        BadInput(
+            name: "syntax error", yaml: "steps:\n  - id: a\n    url: [unclosed\n",
+            expected: ["flow.yaml:", "not valid YAML or JSON"]),
         BadInput(
             name: "unknown field",
             yaml: "steps:\n  - id: login\n    urll: \"http://x/\"\n    url: \"http://x/\"\n",
@@ -342,12 +403,14 @@ struct WorkflowCommandTests {
         ),
         BadInput(
             name: "missing capture",
-            yaml: "steps:\n  - id: a\n    url: \"http://x/\"\n    captures: { token: $.t }\n  - id: b\n    url: \"http://x/{{a.tokn}}\"\n",
+            yaml:
+                "steps:\n  - id: a\n    url: \"http://x/\"\n    captures: { token: $.t }\n  - id: b\n    url: \"http://x/{{a.tokn}}\"\n",
             expected: ["flow.yaml:6:10:", "step 'b', field 'url'", "no capture 'tokn'", "did you mean 'token'?"]
         ),
         BadInput(
             name: "cycle",
-            yaml: "steps:\n  - id: a\n    url: \"http://x/\"\n    needs: c\n  - id: b\n    url: \"http://x/\"\n    needs: a\n  - id: c\n    url: \"http://x/\"\n    needs: b\n",
+            yaml:
+                "steps:\n  - id: a\n    url: \"http://x/\"\n    needs: c\n  - id: b\n    url: \"http://x/\"\n    needs: a\n  - id: c\n    url: \"http://x/\"\n    needs: b\n",
             expected: ["flow.yaml:", "cycle", "→"]
         ),
         BadInput(
@@ -355,7 +418,9 @@ struct WorkflowCommandTests {
             yaml: "vars: { base: \"ftp://x\" }\nsteps:\n  - id: a\n    url: \"{{vars.base}}/a\"\n",
             expected: ["flow.yaml:4:10:", "step 'a', field 'url'", "only http and https"]
         ),
-        BadInput(name: "limit below 1", yaml: "limit: 0\nsteps:\n  - id: a\n    url: \"http://x/\"\n", expected: ["flow.yaml:1:8:", "field 'limit'", "≥ 1, got '0'"]),
+        BadInput(
+            name: "limit below 1", yaml: "limit: 0\nsteps:\n  - id: a\n    url: \"http://x/\"\n",
+            expected: ["flow.yaml:1:8:", "field 'limit'", "≥ 1, got '0'"]),
         BadInput(
             name: "for_each that is not a capture",
             yaml: "vars: { list: x }\nsteps:\n  - id: a\n    url: \"http://x/\"\n    for_each: \"{{vars.list}}\"\n",
@@ -376,7 +441,8 @@ struct WorkflowCommandTests {
     @Test("bad input exits 2 with a message naming file, line, step and field; nothing is sent", arguments: badInputs)
     func badInput(_ input: BadInput) async throws {
         try await withDemoServer { server in
-            let file = try Self.workflowFile(input.yaml.replacingOccurrences(of: "http://x/", with: "\(server.baseURL.absoluteString)/album"))
+            let file = try Self.workflowFile(
+                input.yaml.replacingOccurrences(of: "http://x/", with: "\(server.baseURL.absoluteString)/album"))
             let before = server.requestCount
             for command in ["run", "validate"] {
                 let output = try await OrchestraExecutable.run([command, file])
@@ -392,13 +458,18 @@ struct WorkflowCommandTests {
 
     @Test("a --var that no template uses is warned about, with the closest variable the file uses")
     func unusedVariableIsWarnedAbout() async throws {
-        let file = try Self.workflowFile("""
+        let file = try Self.workflowFile(
+            """
             vars: { base: "http://x.test" }
             steps: [{ id: a, url: "{{vars.base}}/a" }]
             """)
-        let output = try await OrchestraExecutable.run(["validate", file, "--var", "bsae=http://y.test", "--var", "base=http://z.test"])
+        let output = try await OrchestraExecutable.run([
+            "validate", file, "--var", "bsae=http://y.test", "--var", "base=http://z.test",
+        ])
         #expect(output.status == 0, "a warning, not an error: \(output)")
-        #expect(output.stderr.contains("warning: --var bsae: no template uses {{vars.bsae}} (did you mean 'base'?)"), "\(output)")
+        #expect(
+            output.stderr.contains("warning: --var bsae: no template uses {{vars.bsae}} (did you mean 'base'?)"),
+            "\(output)")
         #expect(!output.stderr.contains("--var base"), "a used variable is not warned about: \(output)")
     }
 
@@ -406,7 +477,8 @@ struct WorkflowCommandTests {
     func standardInputAndEmptyFiles() async throws {
         let file = try Self.workflowFile("steps: [{ id: a, url: \"http://x.test/a\" }]\n")
         let piped = try await OrchestraExecutable.run(
-            ["-c", "cat \"$1\" | \"$0\" validate -", OrchestraExecutable.url.path, file], executable: URL(fileURLWithPath: "/bin/sh")
+            ["-c", "cat \"$1\" | \"$0\" validate -", OrchestraExecutable.url.path, file],
+            executable: URL(fileURLWithPath: "/bin/sh")
         )
         #expect(piped.status == 0 && piped.stdout.contains("ok — 1 step"), "\(piped)")
         let unnamed = try await OrchestraExecutable.run(["validate", ""])
@@ -419,7 +491,8 @@ struct WorkflowCommandTests {
     func validate() async throws {
         let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])
         #expect(output.status == 0, "\(output)")
-        #expect(output.stdout.contains("album.yaml: ok — 3 steps, 3 dependencies, 1 for_each step, limit 4"), "\(output)")
+        #expect(
+            output.stdout.contains("album.yaml: ok — 3 steps, 3 dependencies, 1 for_each step, limit 4"), "\(output)")
     }
 
     @Test("graph prints dot and mermaid with labels and implicit dependencies")
@@ -434,7 +507,9 @@ struct WorkflowCommandTests {
         #expect(mermaid.stdout.hasPrefix("flowchart LR"))
         #expect(mermaid.stdout.contains("n0 --> n2") && mermaid.stdout.contains("n1 --> n2"), "\(mermaid)")
         let fanOut = try await OrchestraExecutable.run(["graph", Self.example("album.yaml"), "--format", "dot"])
-        #expect(fanOut.stdout.contains("\"image\" [label=\"image\\nfor each album.images\\nGET {{item.path | raw}}"), "\(fanOut)")
+        #expect(
+            fanOut.stdout.contains("\"image\" [label=\"image\\nfor each album.images\\nGET {{item.path | raw}}"),
+            "\(fanOut)")
         #expect(fanOut.stdout.contains("\"album\" -> \"image\" [style=dashed, label=\"images\"]"), "\(fanOut)")
         let fanOutMermaid = try await OrchestraExecutable.run(["graph", Self.example("album.yaml")])
         #expect(fanOutMermaid.stdout.contains("n1[\"image<br/>for each album.images<br/>GET"), "\(fanOutMermaid)")

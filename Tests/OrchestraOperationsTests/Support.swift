@@ -1,7 +1,8 @@
 import Foundation
 import Orchestra
-@testable import OrchestraOperations
 import OrchestraTestKit
+
+@testable import OrchestraOperations
 
 /// An asynchronous operation the test finishes by hand, logging its start and finish.
 final class ManualOperation: AsyncOperation, @unchecked Sendable {

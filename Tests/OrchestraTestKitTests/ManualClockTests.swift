@@ -60,6 +60,7 @@ struct ManualClockTests {
             _ = ManualClock().advance(by: .seconds(-1))
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("ManualClock.advance(by:): duration must not be negative, got -1.0 seconds"), "\(message)")
+        #expect(
+            message.contains("ManualClock.advance(by:): duration must not be negative, got -1.0 seconds"), "\(message)")
     }
 }

@@ -2,8 +2,8 @@ import Benchmark
 import Foundation
 import HTTPTypes
 import Orchestra
-import OrchestraDemoServer
 import OrchestraAsyncHTTPClient
+import OrchestraDemoServer
 import OrchestraHTTP
 
 /// Benchmark 8: coordinator overhead. 10,000 small GETs (`/echo/…`, a few bytes) against the
@@ -76,39 +76,57 @@ func registerHTTPBenchmarks() {
     let setup: @Sendable () async throws -> Void = { try await HTTPWorkload.start() }
     let teardown: @Sendable () async throws -> Void = { await HTTPWorkload.stop() }
 
-    Benchmark("HTTP 10k GETs/URLSession window (baseline)", configuration: configuration, closure: { benchmark in
-        let transport = URLSessionTransport()
-        let requests = HTTPWorkload.requests(HTTPWorkload.server!)
-        benchmark.startMeasurement()
-        blackHole(try await HTTPWorkload.window(requests, transport: transport))
-    }, setup: setup, teardown: teardown)
-
-    Benchmark("HTTP 10k GETs/HTTPCoordinator", configuration: configuration, closure: { benchmark in
-        let transport = URLSessionTransport()
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: HTTPWorkload.limit, maxConcurrentRequestsPerHost: HTTPWorkload.limit))
-        let requests = HTTPWorkload.requests(HTTPWorkload.server!)
-        benchmark.startMeasurement()
-        let sizes = try await requests.concurrentMap(limit: HTTPWorkload.limit) { try await api.data(for: $0).body.count }
-        blackHole(sizes.reduce(0, +))
-    }, setup: setup, teardown: teardown)
-
-    Benchmark("HTTP AHC 10k GETs/AsyncHTTPClient window (baseline)", configuration: configuration, closure: { benchmark in
-        let requests = HTTPWorkload.requests(HTTPWorkload.server!)
-        try await AsyncHTTPClientTransport.withTransport { transport in
+    Benchmark(
+        "HTTP 10k GETs/URLSession window (baseline)", configuration: configuration,
+        closure: { benchmark in
+            let transport = URLSessionTransport()
+            let requests = HTTPWorkload.requests(HTTPWorkload.server!)
             benchmark.startMeasurement()
             blackHole(try await HTTPWorkload.window(requests, transport: transport))
-            benchmark.stopMeasurement()
-        }
-    }, setup: setup, teardown: teardown)
+        }, setup: setup, teardown: teardown)
 
-    Benchmark("HTTP AHC 10k GETs/HTTPCoordinator", configuration: configuration, closure: { benchmark in
-        let requests = HTTPWorkload.requests(HTTPWorkload.server!)
-        try await AsyncHTTPClientTransport.withTransport { transport in
-            let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: HTTPWorkload.limit, maxConcurrentRequestsPerHost: HTTPWorkload.limit))
+    Benchmark(
+        "HTTP 10k GETs/HTTPCoordinator", configuration: configuration,
+        closure: { benchmark in
+            let transport = URLSessionTransport()
+            let api = HTTPCoordinator(
+                transport: transport,
+                configuration: .init(
+                    maxConcurrentRequests: HTTPWorkload.limit, maxConcurrentRequestsPerHost: HTTPWorkload.limit))
+            let requests = HTTPWorkload.requests(HTTPWorkload.server!)
             benchmark.startMeasurement()
-            let sizes = try await requests.concurrentMap(limit: HTTPWorkload.limit) { try await api.data(for: $0).body.count }
-            benchmark.stopMeasurement()
+            let sizes = try await requests.concurrentMap(limit: HTTPWorkload.limit) {
+                try await api.data(for: $0).body.count
+            }
             blackHole(sizes.reduce(0, +))
-        }
-    }, setup: setup, teardown: teardown)
+        }, setup: setup, teardown: teardown)
+
+    Benchmark(
+        "HTTP AHC 10k GETs/AsyncHTTPClient window (baseline)", configuration: configuration,
+        closure: { benchmark in
+            let requests = HTTPWorkload.requests(HTTPWorkload.server!)
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                benchmark.startMeasurement()
+                blackHole(try await HTTPWorkload.window(requests, transport: transport))
+                benchmark.stopMeasurement()
+            }
+        }, setup: setup, teardown: teardown)
+
+    Benchmark(
+        "HTTP AHC 10k GETs/HTTPCoordinator", configuration: configuration,
+        closure: { benchmark in
+            let requests = HTTPWorkload.requests(HTTPWorkload.server!)
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                let api = HTTPCoordinator(
+                    transport: transport,
+                    configuration: .init(
+                        maxConcurrentRequests: HTTPWorkload.limit, maxConcurrentRequestsPerHost: HTTPWorkload.limit))
+                benchmark.startMeasurement()
+                let sizes = try await requests.concurrentMap(limit: HTTPWorkload.limit) {
+                    try await api.data(for: $0).body.count
+                }
+                benchmark.stopMeasurement()
+                blackHole(sizes.reduce(0, +))
+            }
+        }, setup: setup, teardown: teardown)
 }

@@ -61,14 +61,16 @@ func registerOperationsBenchmarks() {
 
     // The same measurement for both kinds of operation: made first, then queued and waited for.
     func queued(_ name: String, _ make: @escaping @Sendable (Int) -> Operation) {
-        Benchmark(name, configuration: .init(metrics: metrics, maxDuration: .seconds(10), maxIterations: 10)) { benchmark in
+        Benchmark(name, configuration: .init(metrics: metrics, maxDuration: .seconds(10), maxIterations: 10)) {
+            benchmark in
             let operations = (0..<count).map(make)
             let queue = OperationQueue()
             benchmark.startMeasurement()
             queue.addOperations(operations, waitUntilFinished: true)
         }
     }
-    queued("Operations 100k/BlockOperation on OperationQueue (baseline)") { index in BlockOperation { blackHole(index) } }
+    queued("Operations 100k/BlockOperation on OperationQueue (baseline)") { index in BlockOperation { blackHole(index) }
+    }
     queued("Operations 100k/AsyncOperation on OperationQueue") { _ in OperationsWorkload.ImmediateOperation() }
 
     let shapes: [(group: String, dependencies: @Sendable () -> [[Int]])] = [

@@ -29,7 +29,7 @@ enum StandardTaskGraphWorkload {
     /// The lines a benchmark's body computed, printed by its teardown: when package-benchmark
     /// runs without progress output (as `ratios.py` has it), it sends what the body prints to
     /// /dev/null, but not what the setup and teardown print.
-    final class Report: @unchecked Sendable { // `lines` is only touched under `lock`.
+    final class Report: @unchecked Sendable {  // `lines` is only touched under `lock`.
         private let lock = NSLock()
         private var lines: [String] = []
 
@@ -69,7 +69,9 @@ enum StandardTaskGraphWorkload {
     static func simulate(report: Report) throws {
         let cases = try StandardTaskGraphSet.cases()
         var graphs: [String: [ScheduleSimulation.Task]] = [:]
-        let orders: [(name: String, order: ScheduleSimulation.Order)] = [("criticalPath", .criticalPath), ("fifo", .fifo)]
+        let orders: [(name: String, order: ScheduleSimulation.Order)] = [
+            ("criticalPath", .criticalPath), ("fifo", .fifo),
+        ]
         let workerCounts = Array(Set(cases.map(\.workers))).sorted()
         var overall = [Summary](repeating: Summary(), count: orders.count)
         var proven = [Summary](repeating: Summary(), count: orders.count)
@@ -79,15 +81,20 @@ enum StandardTaskGraphWorkload {
             if graphs[item.graph] == nil { graphs[item.graph] = try StandardTaskGraphSet.tasks(of: item.graph) }
             let name = "\(item.graph)@\(item.workers)"
             for (index, order) in orders.enumerated() {
-                let makespan = try ScheduleSimulation.makespan(of: graphs[item.graph]!, workers: item.workers, order: order.order)
-                if makespan < item.optimal { belowOptimal.append("\(name) \(order.name): \(makespan) < \(item.optimal)") }
+                let makespan = try ScheduleSimulation.makespan(
+                    of: graphs[item.graph]!, workers: item.workers, order: order.order)
+                if makespan < item.optimal {
+                    belowOptimal.append("\(name) \(order.name): \(makespan) < \(item.optimal)")
+                }
                 overall[index].add(makespan / item.optimal, name)
                 if item.bestKnown == nil { proven[index].add(makespan / item.optimal, name) }
                 byWorkers[index][item.workers, default: Summary()].add(makespan / item.optimal, name)
             }
         }
         let unknown = cases.filter { $0.bestKnown != nil }.count
-        report("STG data: cases=\(cases.count) graphs=\(graphs.count) optimum_unknown=\(unknown) (ratios there are to its lower bound)")
+        report(
+            "STG data: cases=\(cases.count) graphs=\(graphs.count) optimum_unknown=\(unknown) (ratios there are to its lower bound)"
+        )
         for (index, order) in orders.enumerated() {
             report("STG simulated \(order.name): \(overall[index].text)")
             report("STG simulated \(order.name) proven optimum only: \(proven[index].text)")
@@ -137,7 +144,9 @@ enum StandardTaskGraphWorkload {
         }
         let result = try await graph.run(limit: workers)
         let outcomes = result.nodeIDs.compactMap { result.outcome(id: $0) }
-        guard result.allSucceeded, let first = outcomes.compactMap(\.started).min(), let last = outcomes.compactMap(\.ended).max() else {
+        guard result.allSucceeded, let first = outcomes.compactMap(\.started).min(),
+            let last = outcomes.compactMap(\.ended).max()
+        else {
             throw StandardTaskGraphError(description: "a real STG run did not succeed: \(result.problems)")
         }
         return last - first
@@ -145,15 +154,20 @@ enum StandardTaskGraphWorkload {
 }
 
 func registerStandardTaskGraphBenchmarks() {
-    let once = Benchmark.Configuration(metrics: [.wallClock], warmupIterations: 0, maxDuration: .seconds(60), maxIterations: 1)
+    let once = Benchmark.Configuration(
+        metrics: [.wallClock], warmupIterations: 0, maxDuration: .seconds(60), maxIterations: 1)
 
     let simulated = StandardTaskGraphWorkload.Report()
-    Benchmark("Graph STG/simulated 720 cases", configuration: once, closure: { _ in
-        try StandardTaskGraphWorkload.simulate(report: simulated)
-    }, teardown: { simulated.print() })
+    Benchmark(
+        "Graph STG/simulated 720 cases", configuration: once,
+        closure: { _ in
+            try StandardTaskGraphWorkload.simulate(report: simulated)
+        }, teardown: { simulated.print() })
 
     let real = StandardTaskGraphWorkload.Report()
-    Benchmark("Graph STG/real 1 ms per unit", configuration: once, closure: { _ in
-        try await StandardTaskGraphWorkload.runForReal(report: real)
-    }, teardown: { real.print() })
+    Benchmark(
+        "Graph STG/real 1 ms per unit", configuration: once,
+        closure: { _ in
+            try await StandardTaskGraphWorkload.runForReal(report: real)
+        }, teardown: { real.print() })
 }

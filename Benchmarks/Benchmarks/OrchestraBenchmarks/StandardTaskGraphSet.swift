@@ -1,5 +1,5 @@
-@_spi(Simulation) import Orchestra
 import Foundation
+@_spi(Simulation) import Orchestra
 
 /// The Standard Task Graph Set's 180 random graphs of 50 tasks, with their proven optimal
 /// schedule lengths on 2, 4, 8 and 16 workers (Kasahara Laboratory; CC0). The data lives with
@@ -17,10 +17,10 @@ enum StandardTaskGraphSet {
     }
 
     static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent() // OrchestraBenchmarks
-        .deletingLastPathComponent() // Benchmarks (the targets' folder)
-        .deletingLastPathComponent() // Benchmarks (the package)
-        .deletingLastPathComponent() // the repository
+        .deletingLastPathComponent()  // OrchestraBenchmarks
+        .deletingLastPathComponent()  // Benchmarks (the targets' folder)
+        .deletingLastPathComponent()  // Benchmarks (the package)
+        .deletingLastPathComponent()  // the repository
         .appendingPathComponent("Tests/Data/stg/50")
 
     /// Every (graph, workers, optimal length) of `optimal.csv`: 720 cases. Most lines have three
@@ -29,7 +29,8 @@ enum StandardTaskGraphSet {
         let text = try String(contentsOf: directory.appendingPathComponent("optimal.csv"), encoding: .utf8)
         return try text.split(whereSeparator: \.isNewline).dropFirst().map { line in
             let fields = line.split(separator: ",")
-            guard fields.count == 3 || fields.count == 4, let workers = Int(fields[1]), let optimal = Double(fields[2]) else {
+            guard fields.count == 3 || fields.count == 4, let workers = Int(fields[1]), let optimal = Double(fields[2])
+            else {
                 throw StandardTaskGraphError(description: "optimal.csv: cannot read \"\(line)\"")
             }
             let bestKnown = fields.count == 4 ? Double(fields[3]) : nil
@@ -41,7 +42,9 @@ enum StandardTaskGraphSet {
     /// `k` has the id "t`k`"; its duration is the file's processing time, in units.
     static func tasks(of graph: String) throws -> [ScheduleSimulation.Task] {
         let text = try String(contentsOf: directory.appendingPathComponent(graph), encoding: .utf8)
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.split(whereSeparator: \.isWhitespace).compactMap { Int($0) } }
+        let lines = text.split(whereSeparator: \.isNewline).map {
+            $0.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        }
         guard let taskCount = lines.first?.first, lines.count >= taskCount + 3 else {
             throw StandardTaskGraphError(description: "\(graph): not an STG file")
         }
@@ -49,7 +52,8 @@ enum StandardTaskGraphSet {
             guard fields.count >= 3, fields.count == 3 + fields[2] else {
                 throw StandardTaskGraphError(description: "\(graph): bad task line \(fields)")
             }
-            return ScheduleSimulation.Task(id: "t\(fields[0])", duration: Double(fields[1]), dependencies: fields[3...].map { "t\($0)" })
+            return ScheduleSimulation.Task(
+                id: "t\(fields[0])", duration: Double(fields[1]), dependencies: fields[3...].map { "t\($0)" })
         }
     }
 }

@@ -89,7 +89,10 @@ enum GraphWorkload {
                     let node = ready[head]
                     head += 1
                     running += 1
-                    group.addTask { blackHole(node); return node }
+                    group.addTask {
+                        blackHole(node)
+                        return node
+                    }
                 }
                 guard let finished = await group.next() else { break }
                 running -= 1
@@ -125,33 +128,41 @@ func registerTaskGraphBenchmarks() {
         )
         let setup: @Sendable () async throws -> Void = { _ = graph() }
 
-        Benchmark("Graph \(label)/bare TaskGroup scheduler (baseline)", configuration: configuration, closure: { benchmark in
-            let graph = graph()
-            benchmark.startMeasurement()
-            await GraphWorkload.bareScheduler(graph, limit: limit)
-        }, setup: setup)
+        Benchmark(
+            "Graph \(label)/bare TaskGroup scheduler (baseline)", configuration: configuration,
+            closure: { benchmark in
+                let graph = graph()
+                benchmark.startMeasurement()
+                await GraphWorkload.bareScheduler(graph, limit: limit)
+            }, setup: setup)
 
-        Benchmark("Graph \(label)/TaskGraph run", configuration: configuration, closure: { benchmark in
-            let taskGraph = GraphWorkload.taskGraph(graph())
-            benchmark.startMeasurement()
-            let result = try await taskGraph.run(limit: limit)
-            benchmark.stopMeasurement()
-            precondition(result.allSucceeded, "Graph \(label): a node did not succeed")
-        }, setup: setup)
+        Benchmark(
+            "Graph \(label)/TaskGraph run", configuration: configuration,
+            closure: { benchmark in
+                let taskGraph = GraphWorkload.taskGraph(graph())
+                benchmark.startMeasurement()
+                let result = try await taskGraph.run(limit: limit)
+                benchmark.stopMeasurement()
+                precondition(result.allSucceeded, "Graph \(label): a node did not succeed")
+            }, setup: setup)
 
-        Benchmark("Graph \(label)/TaskGraph build", configuration: configuration, closure: { benchmark in
-            let graph = graph()
-            benchmark.startMeasurement()
-            let taskGraph = GraphWorkload.taskGraph(graph)
-            benchmark.stopMeasurement()
-            blackHole(taskGraph)
-        }, setup: setup)
+        Benchmark(
+            "Graph \(label)/TaskGraph build", configuration: configuration,
+            closure: { benchmark in
+                let graph = graph()
+                benchmark.startMeasurement()
+                let taskGraph = GraphWorkload.taskGraph(graph)
+                benchmark.stopMeasurement()
+                blackHole(taskGraph)
+            }, setup: setup)
 
-        Benchmark("Graph \(label)/TaskGraph validate only", configuration: configuration, closure: { benchmark in
-            let taskGraph = GraphWorkload.taskGraph(graph())
-            benchmark.startMeasurement()
-            try taskGraph.validate()
-        }, setup: setup)
+        Benchmark(
+            "Graph \(label)/TaskGraph validate only", configuration: configuration,
+            closure: { benchmark in
+                let taskGraph = GraphWorkload.taskGraph(graph())
+                benchmark.startMeasurement()
+                try taskGraph.validate()
+            }, setup: setup)
     }
 
     // 10k only, and few iterations: swift-corelibs-foundation's OperationQueue is far slower

@@ -27,9 +27,10 @@ extension Sequence where Self: Sendable, Element: Sendable {
         buffer: Int = 0,
         _ transform: @escaping @Sendable (Element) async throws -> Output
     ) -> BatchCompletions<Self, Output> {
-        BatchCompletions(source: BatchStreamSource(
-            base: self, limit: limit, buffer: buffer, function: "completions(limit:_:)", transform: transform
-        ))
+        BatchCompletions(
+            source: BatchStreamSource(
+                base: self, limit: limit, buffer: buffer, function: "completions(limit:_:)", transform: transform
+            ))
     }
 }
 

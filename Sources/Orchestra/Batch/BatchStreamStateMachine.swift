@@ -122,7 +122,9 @@ struct BatchStreamStateMachine<Output: Sendable> {
     }
 
     /// Called under the lock from inside the consumer's continuation closure.
-    mutating func suspendConsumer(_ continuation: ConsumerContinuation, isCancelled: Bool) -> (NextAction, Task<Void, Never>?) {
+    mutating func suspendConsumer(
+        _ continuation: ConsumerContinuation, isCancelled: Bool
+    ) -> (NextAction, Task<Void, Never>?) {
         if isCancelled { return (.end, terminate().task) }
         let action = next()
         if case .suspend = action { consumer = continuation }
@@ -131,13 +133,18 @@ struct BatchStreamStateMachine<Output: Sendable> {
 
     /// The consumer stopped (its iterator was dropped or its task cancelled). Returns the
     /// driver task to cancel and the continuations to resume with "the end".
-    mutating func terminate() -> (task: Task<Void, Never>?, consumer: ConsumerContinuation?, driver: DriverContinuation?) {
+    mutating func terminate() -> (
+        task: Task<Void, Never>?, consumer: ConsumerContinuation?, driver: DriverContinuation?
+    ) {
         let task: Task<Void, Never>?
         if case .running(let running) = phase { task = running } else { task = nil }
         phase = .terminated
         completed.removeAll()
         pendingByIndex.removeAll()
-        defer { consumer = nil; driver = nil }
+        defer {
+            consumer = nil
+            driver = nil
+        }
         return (task, consumer, driver)
     }
 

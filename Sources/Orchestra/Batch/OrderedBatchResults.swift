@@ -26,9 +26,10 @@ extension Sequence where Self: Sendable, Element: Sendable {
         buffer: Int = 0,
         _ transform: @escaping @Sendable (Element) async throws -> Output
     ) -> OrderedBatchResults<Self, Output> {
-        OrderedBatchResults(source: BatchStreamSource(
-            base: self, limit: limit, buffer: buffer, function: "orderedResults(limit:_:)", transform: transform
-        ))
+        OrderedBatchResults(
+            source: BatchStreamSource(
+                base: self, limit: limit, buffer: buffer, function: "orderedResults(limit:_:)", transform: transform
+            ))
     }
 }
 

@@ -19,10 +19,11 @@ public final class Completion<Value: Sendable>: Sendable {
     }
 
     deinit {
-        storage.withLock { $0.abandon() }?.resume(throwing: CallbackError(
-            code: .abandoned,
-            message: "withCallback at \(location): the completion handler was released without being called"
-        ))
+        storage.withLock { $0.abandon() }?.resume(
+            throwing: CallbackError(
+                code: .abandoned,
+                message: "withCallback at \(location): the completion handler was released without being called"
+            ))
     }
 
     /// Completes the call with `result`.
@@ -31,21 +32,25 @@ public final class Completion<Value: Sendable>: Sendable {
         case .resume(let continuation):
             continuation.resume(with: result)
         case .reportDouble:
-            diagnostics.report(OrchestraDiagnostic(
-                kind: .doubleCompletion,
-                message: "the completion handler was called again with \(describe(result)); the call was ignored",
-                location: location
-            ))
+            diagnostics.report(
+                OrchestraDiagnostic(
+                    kind: .doubleCompletion,
+                    message: "the completion handler was called again with \(describe(result)); the call was ignored",
+                    location: location
+                ))
         case .reportLate(let expected):
-            let why = expected
+            let why =
+                expected
                 ? "; expected, since the legacy work was asked to cancel"
                 : "; nothing had asked the legacy work to cancel (pass onCancel:), so it ran to the end unobserved"
-            diagnostics.report(OrchestraDiagnostic(
-                kind: .lateCompletion,
-                message: "the completion handler was called with \(describe(result)) after the awaiting task was cancelled; the call was ignored\(why)",
-                location: location,
-                isExpected: expected
-            ))
+            diagnostics.report(
+                OrchestraDiagnostic(
+                    kind: .lateCompletion,
+                    message:
+                        "the completion handler was called with \(describe(result)) after the awaiting task was cancelled; the call was ignored\(why)",
+                    location: location,
+                    isExpected: expected
+                ))
         }
     }
 
@@ -127,7 +132,8 @@ public func withCallback<Value: Sendable>(
     let handler = diagnostics ?? DiagnosticsHandler.current
     let location = "\(fileID):\(line)"
     return try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation(isolation: isolation) { (continuation: CheckedContinuation<Value, any Error>) in
+        try await withCheckedThrowingContinuation(isolation: isolation) {
+            (continuation: CheckedContinuation<Value, any Error>) in
             switch storage.withLock({ $0.register(continuation, isCancelled: Task.isCancelled) }) {
             case .resumeCancelled:
                 continuation.resume(throwing: CancellationError())

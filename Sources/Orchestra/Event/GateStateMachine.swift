@@ -17,7 +17,9 @@ struct GateStateMachine: AdmissionStateMachine, Sendable {
         return .mustWait(id: waiters.makeID())
     }
 
-    mutating func suspend(id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
+    mutating func suspend(
+        id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool
+    ) -> AdmissionSuspendAction {
         if isOpen { return .resumeAdmitted }
         if isCancelled { return .resumeCancelled }
         waiters.append(continuation, id: id)

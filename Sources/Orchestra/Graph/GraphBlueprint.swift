@@ -60,7 +60,9 @@ struct GraphBlueprint: Sendable {
         }
         let resourceNames = limits.keys.sorted()
         for name in resourceNames where limits[name]! < 1 {
-            throw TaskGraphError(code: .invalidLimit, message: "resource \"\(name)\" has limit \(limits[name]!); a limit must be at least 1")
+            throw TaskGraphError(
+                code: .invalidLimit,
+                message: "resource \"\(name)\" has limit \(limits[name]!); a limit must be at least 1")
         }
         try nodes.resolve()
 
@@ -93,7 +95,8 @@ struct GraphBlueprint: Sendable {
             let resourceIndex = Dictionary(uniqueKeysWithValues: resourceNames.enumerated().map { ($1, Int32($0)) })
             resourceUse = Array(repeating: [], count: count)
             for node in 0..<count where !nodes.resources(of: node).isEmpty {
-                resourceUse[node] = try Self.resolveResources(nodes.resources(of: node), of: nodes.ids[node], in: resourceIndex)
+                resourceUse[node] = try Self.resolveResources(
+                    nodes.resources(of: node), of: nodes.ids[node], in: resourceIndex)
             }
         }
 
@@ -137,7 +140,8 @@ struct GraphBlueprint: Sendable {
         }
         guard done < count else { return levels }
         let cycle = findCycle(
-            among: Set((0..<count).filter { open[$0] > 0 }), dependentStart: dependentStart, dependentList: dependentList
+            among: Set((0..<count).filter { open[$0] > 0 }), dependentStart: dependentStart,
+            dependentList: dependentList
         )
         let names = cycle.map { nodes.ids[$0] }
         throw TaskGraphError(
@@ -161,7 +165,8 @@ struct GraphBlueprint: Sendable {
         var dependencyIndices: [Int32] = []
         for dependency in spec.dependencies {
             guard dependency != spec.id else {
-                throw TaskGraphError(code: .selfDependency, message: "node \"\(spec.id)\" depends on itself", path: [spec.id])
+                throw TaskGraphError(
+                    code: .selfDependency, message: "node \"\(spec.id)\" depends on itself", path: [spec.id])
             }
             guard let target = nodes.index(of: dependency) else {
                 throw TaskGraphError(
@@ -209,7 +214,9 @@ struct GraphBlueprint: Sendable {
     }
 
     /// The indices of the resources a node uses, each once.
-    private static func resolveResources(_ names: [String], of id: String, in index: [String: Int32]) throws(TaskGraphError) -> [Int32] {
+    private static func resolveResources(
+        _ names: [String], of id: String, in index: [String: Int32]
+    ) throws(TaskGraphError) -> [Int32] {
         var resolved: [Int32] = []
         for name in names {
             guard let resource = index[name] else {
@@ -229,7 +236,8 @@ struct GraphBlueprint: Sendable {
     /// upstream of one), in run order, its first node repeated at the end. Every candidate has
     /// a dependent that is itself a candidate, so walking such dependents must revisit a node.
     /// Iterative, so deep graphs cannot overflow the stack.
-    private static func findCycle(among candidates: Set<Int>, dependentStart: [Int32], dependentList: [Int32]) -> [Int] {
+    private static func findCycle(among candidates: Set<Int>, dependentStart: [Int32], dependentList: [Int32]) -> [Int]
+    {
         var position: [Int: Int] = [:]
         var walk: [Int] = []
         var node = candidates.min()!

@@ -29,16 +29,18 @@ public struct GraphEvent: Sendable, CustomStringConvertible {
 
     /// `0.3 seconds profile: succeeded`.
     public var description: String {
-        let what: String = switch kind {
-        case .added: "added"
-        case .started(let attempt): attempt == 1 ? "started" : "started attempt \(attempt)"
-        case .retrying(let attempt, let delay, let error): "attempt \(attempt) failed (\(error)); retrying in \(delay)"
-        case .succeeded: "succeeded"
-        case .failed(let error): "failed: \(error)"
-        case .timedOut(let error): "\(error)"
-        case .skipped(let cause): "skipped because \"\(cause)\" did not succeed"
-        case .cancelled: "cancelled"
-        }
+        let what: String =
+            switch kind {
+            case .added: "added"
+            case .started(let attempt): attempt == 1 ? "started" : "started attempt \(attempt)"
+            case .retrying(let attempt, let delay, let error):
+                "attempt \(attempt) failed (\(error)); retrying in \(delay)"
+            case .succeeded: "succeeded"
+            case .failed(let error): "failed: \(error)"
+            case .timedOut(let error): "\(error)"
+            case .skipped(let cause): "skipped because \"\(cause)\" did not succeed"
+            case .cancelled: "cancelled"
+            }
         return "\(time) \(node): \(what)"
     }
 }

@@ -104,7 +104,9 @@ struct GraphNodes: Sendable {
     ) -> Int {
         var entries: [Int32] = []
         for name in names { addEntry(for: name, to: &entries) }
-        return append(id: id, resolvedDependencies: entries, cost: cost, priority: priority, runsAfterAnyOutcome: runsAfterAnyOutcome, extras: extras)
+        return append(
+            id: id, resolvedDependencies: entries, cost: cost, priority: priority,
+            runsAfterAnyOutcome: runsAfterAnyOutcome, extras: extras)
     }
 
     /// Adds a node whose dependencies are already node indices (each once).

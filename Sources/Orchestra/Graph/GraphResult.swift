@@ -41,7 +41,8 @@ public struct GraphResult: Sendable {
     ///   cancellation; or code ``TaskGraphError/Code/unknownNode``.
     public func value<Value>(of node: Node<Value>) throws(TaskGraphError) -> Value {
         guard let outcome = outcome(id: node.id) else {
-            throw TaskGraphError(code: .unknownNode, message: "node \"\(node.id)\" is not part of this run", path: [node.id])
+            throw TaskGraphError(
+                code: .unknownNode, message: "node \"\(node.id)\" is not part of this run", path: [node.id])
         }
         guard case .succeeded(let value) = outcome.state else {
             throw TaskGraphError(

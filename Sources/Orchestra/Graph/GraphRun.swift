@@ -30,7 +30,8 @@ public final class GraphRun: Sendable {
     }
 
     init(eventBuffer: Int) {
-        (events, eventSink) = AsyncStream.makeStream(of: GraphEvent.self, bufferingPolicy: .bufferingNewest(eventBuffer))
+        (events, eventSink) = AsyncStream.makeStream(
+            of: GraphEvent.self, bufferingPolicy: .bufferingNewest(eventBuffer))
     }
 
     /// The progress now: nodes ended, nodes in all, nodes running.
@@ -77,11 +78,13 @@ public final class GraphRun: Sendable {
         resources: [String] = [],
         operation: @escaping @Sendable (repeat each Dependency) async throws -> Value
     ) async throws -> Node<Value> {
-        try await add(TaskGraph.definition(
-            id, after: repeat each dependencies,
-            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
-            operation: operation
-        ))
+        try await add(
+            TaskGraph.definition(
+                id, after: repeat each dependencies,
+                options: NodeOptions(
+                    cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+                operation: operation
+            ))
         return Node(id: id)
     }
 
@@ -92,11 +95,14 @@ public final class GraphRun: Sendable {
         options: NodeOptions = NodeOptions(),
         operation: @escaping @Sendable (NodeInputs) async throws -> Value
     ) async throws {
-        try await add(TaskGraph.Definition(id: id, dependencies: dependencies, options: options, runsAfterAnyOutcome: false, body: operation))
+        try await add(
+            TaskGraph.Definition(
+                id: id, dependencies: dependencies, options: options, runsAfterAnyOutcome: false, body: operation))
     }
 
     private func add(_ definition: TaskGraph.Definition) async throws {
-        let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TaskGraphError?, any Error>) in
+        let reply = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<TaskGraphError?, any Error>) in
             if !inbox.send(.add(definition, reply: continuation)) {
                 continuation.resume(throwing: CancellationError())
             }
@@ -175,7 +181,10 @@ final class GraphRunInbox: Sendable {
     func close() -> [Command] {
         let (left, listener) = state.withLock { state -> ([Command], CheckedContinuation<Void, Never>?) in
             state.closed = true
-            defer { state.commands.removeAll(); state.listener = nil }
+            defer {
+                state.commands.removeAll()
+                state.listener = nil
+            }
             return (state.commands, state.listener)
         }
         listener?.resume()

@@ -27,7 +27,10 @@ public struct NodeOptions: Sendable {
     public var resources: [String]
 
     /// Options; each parameter is described by the property of the same name.
-    public init(cost: Double = 1, priority: Int = 0, timeout: Duration? = nil, retry: RetryPolicy = .never, resources: [String] = []) {
+    public init(
+        cost: Double = 1, priority: Int = 0, timeout: Duration? = nil, retry: RetryPolicy = .never,
+        resources: [String] = []
+    ) {
         self.cost = cost
         self.priority = priority
         self.timeout = timeout
@@ -56,10 +59,12 @@ public struct NodeInputs: Sendable {
     ///   or produced a value of another type.
     public func value<Value>(of id: String, as type: Value.Type = Value.self) throws(TaskGraphError) -> Value {
         guard let outcome = self[id] else {
-            throw TaskGraphError(code: .unknownDependency, message: "\"\(id)\" is not a dependency of this node", path: [id])
+            throw TaskGraphError(
+                code: .unknownDependency, message: "\"\(id)\" is not a dependency of this node", path: [id])
         }
         guard case .succeeded(let value) = outcome.state else {
-            throw TaskGraphError(code: .dependencyFailed, message: "dependency \"\(id)\" did not succeed: \(outcome.state)", path: [id])
+            throw TaskGraphError(
+                code: .dependencyFailed, message: "dependency \"\(id)\" did not succeed: \(outcome.state)", path: [id])
         }
         guard let typed = value as? Value else {
             throw TaskGraphError(

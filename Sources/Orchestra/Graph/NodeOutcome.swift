@@ -65,13 +65,14 @@ public struct NodeOutcome<Value: Sendable>: Sendable, CustomStringConvertible {
     public var description: String { state.description }
 
     func map<Other: Sendable>(_ transform: (Value) -> Other) -> NodeOutcome<Other> {
-        let mapped: NodeOutcome<Other>.State = switch state {
-        case .succeeded(let value): .succeeded(transform(value))
-        case .failed(let error): .failed(error)
-        case .timedOut(let error): .timedOut(error)
-        case .skipped(let cause): .skipped(cause: cause)
-        case .cancelled: .cancelled
-        }
+        let mapped: NodeOutcome<Other>.State =
+            switch state {
+            case .succeeded(let value): .succeeded(transform(value))
+            case .failed(let error): .failed(error)
+            case .timedOut(let error): .timedOut(error)
+            case .skipped(let cause): .skipped(cause: cause)
+            case .cancelled: .cancelled
+            }
         return NodeOutcome<Other>(state: mapped, attempts: attempts, started: started, ended: ended)
     }
 }

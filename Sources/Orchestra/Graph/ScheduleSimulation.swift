@@ -33,16 +33,23 @@ public enum ScheduleSimulation {
     /// workers, each task taking its duration, scheduled by the graph scheduler.
     ///
     /// - Throws: ``TaskGraphError`` if the tasks do not form a valid graph.
-    public static func makespan(of tasks: [Task], workers: Int, order: Order = .criticalPath) throws(TaskGraphError) -> Double {
+    public static func makespan(
+        of tasks: [Task], workers: Int, order: Order = .criticalPath
+    ) throws(TaskGraphError) -> Double {
         guard workers >= 1 else {
-            throw TaskGraphError(code: .invalidLimit, message: "ScheduleSimulation: workers must be at least 1, got \(workers)")
+            throw TaskGraphError(
+                code: .invalidLimit, message: "ScheduleSimulation: workers must be at least 1, got \(workers)")
         }
-        let blueprint = try GraphBlueprint(tasks.map { NodeSpec(id: $0.id, dependencies: $0.dependencies, cost: $0.duration) })
-        var machine = SchedulerStateMachine(blueprint, limit: workers, order: order == .criticalPath ? .criticalPath : .readyOrder)
+        let blueprint = try GraphBlueprint(
+            tasks.map { NodeSpec(id: $0.id, dependencies: $0.dependencies, cost: $0.duration) })
+        var machine = SchedulerStateMachine(
+            blueprint, limit: workers, order: order == .criticalPath ? .criticalPath : .readyOrder)
         var events: [(time: Double, node: Int)] = []
         var now = 0.0
         for node in machine.start().launch { events.append((blueprint.costs[node], node)) }
-        while let next = events.indices.min(by: { (events[$0].time, events[$0].node) < (events[$1].time, events[$1].node) }) {
+        while let next = events.indices.min(by: {
+            (events[$0].time, events[$0].node) < (events[$1].time, events[$1].node)
+        }) {
             let (time, node) = events.remove(at: next)
             now = time
             for started in machine.finish(node, .succeeded).launch {

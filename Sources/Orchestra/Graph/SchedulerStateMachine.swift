@@ -98,7 +98,10 @@ struct SchedulerStateMachine: Sendable {
     private var parked: [[ReadyEntry]]
     private var stopped = false
 
-    init(_ blueprint: GraphBlueprint, limit: Int, order: Order = .criticalPath, failurePolicy: FailurePolicy = .cancelDependents) {
+    init(
+        _ blueprint: GraphBlueprint, limit: Int, order: Order = .criticalPath,
+        failurePolicy: FailurePolicy = .cancelDependents
+    ) {
         self.blueprint = blueprint
         self.order = order
         self.failurePolicy = failurePolicy
@@ -133,7 +136,9 @@ struct SchedulerStateMachine: Sendable {
     /// A running node ended; what to do is appended to `transition` (a runner reuses one
     /// transition, so the hot path allocates nothing).
     mutating func finish(_ node: Int, _ outcome: Outcome, into transition: inout Transition) {
-        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.id(of: node)) finished while \(states[node])")
+        precondition(
+            states[node] == .running,
+            "SchedulerStateMachine: node \(blueprint.id(of: node)) finished while \(states[node])")
         release(node)
         switch outcome {
         case .succeeded: settle(node, as: .succeeded, into: &transition)
@@ -149,7 +154,9 @@ struct SchedulerStateMachine: Sendable {
     /// A running node failed an attempt and waits before retrying: it gives back its slot and
     /// its resources.
     mutating func suspendForBackoff(_ node: Int) -> Transition {
-        precondition(states[node] == .running, "SchedulerStateMachine: node \(blueprint.id(of: node)) backed off while \(states[node])")
+        precondition(
+            states[node] == .running,
+            "SchedulerStateMachine: node \(blueprint.id(of: node)) backed off while \(states[node])")
         release(node)
         states[node] = .backingOff
         var transition = Transition()
@@ -195,7 +202,9 @@ struct SchedulerStateMachine: Sendable {
     /// Adds a node while the graph runs (see ``GraphBlueprint/append(_:)``). It becomes ready at
     /// once if its dependencies already succeeded, and is skipped at once if one already
     /// failed (unless it runs after any outcome).
-    mutating func add(_ node: NodeSpec, extras: NodeExtras? = nil) throws(TaskGraphError) -> (index: Int, transition: Transition) {
+    mutating func add(
+        _ node: NodeSpec, extras: NodeExtras? = nil
+    ) throws(TaskGraphError) -> (index: Int, transition: Transition) {
         let index = try blueprint.append(node, extras: extras)
         var remaining = 0
         var failedCause: Int?
@@ -282,7 +291,11 @@ struct SchedulerStateMachine: Sendable {
             func visit(_ dependent: Int) {
                 guard case .waiting(let remaining) = states[dependent] else { return }
                 if currentState == .succeeded || blueprint.runsAfterAnyOutcome(dependent) {
-                    if remaining == 1, !stopped { makeReady(dependent) } else { states[dependent] = .waiting(remaining: remaining - 1) }
+                    if remaining == 1, !stopped {
+                        makeReady(dependent)
+                    } else {
+                        states[dependent] = .waiting(remaining: remaining - 1)
+                    }
                 } else {
                     // Mark now so a second failed dependency does not skip it twice.
                     states[dependent] = .skipped(cause: cause)

@@ -40,7 +40,9 @@ extension GraphResult {
         var laneEnds: [Duration] = []
         var trace = ChromeTraceWriter()
         let ran = nodeIDs.compactMap { id -> (String, NodeOutcome<any Sendable>, Duration, Duration)? in
-            guard let outcome = outcome(id: id), let start = outcome.started, let end = outcome.ended else { return nil }
+            guard let outcome = outcome(id: id), let start = outcome.started, let end = outcome.ended else {
+                return nil
+            }
             return (id, outcome, start, end)
         }.sorted { ($0.2, $0.3) < ($1.2, $1.3) }
         for (id, outcome, start, end) in ran {

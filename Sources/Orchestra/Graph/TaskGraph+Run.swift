@@ -35,7 +35,8 @@ extension TaskGraph {
         guard limit >= 1 else {
             throw TaskGraphError(code: .invalidLimit, message: "run(limit:) must be at least 1, got \(limit)")
         }
-        let run = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: nil)
+        let run = try prepareRun(
+            limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: nil)
         return try await GraphRunner(run).run()
     }
 
@@ -81,7 +82,8 @@ extension TaskGraph {
             throw TaskGraphError(code: .invalidLimit, message: "withRun(limit:) must be at least 1, got \(limit)")
         }
         let run = GraphRun(eventBuffer: max(eventBuffer, 1))
-        let prepared = try prepareRun(limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: run)
+        let prepared = try prepareRun(
+            limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, clock: clock, observer: run)
         async let driven: Void = {
             let outcome = await Swift.Result { try await GraphRunner(prepared).run() }
             run.finish(with: outcome)
@@ -208,7 +210,8 @@ final class GraphRunner {
         if runCancelled { throw CancellationError() }
         if let (node, error) = firstFailure, machine.failurePolicy == .failFast {
             let id = nodes.ids[node]
-            throw TaskGraphError(code: .nodeFailed, message: "node \"\(id)\" failed: \(error)", path: [id], underlying: error)
+            throw TaskGraphError(
+                code: .nodeFailed, message: "node \"\(id)\" failed: \(error)", path: [id], underlying: error)
         }
     }
 
@@ -342,7 +345,8 @@ final class GraphRunner {
         nodeCancellations[node] = cancellation
         group.addTask {
             let started = clock.elapsed()
-            let result = await GraphRunner.race({ await GraphRunner.attempt(body, inputs, timeout: timeout, clock: clock) }, against: cancellation)
+            let result = await GraphRunner.race(
+                { await GraphRunner.attempt(body, inputs, timeout: timeout, clock: clock) }, against: cancellation)
             return .attemptEnded(node: node, result: result, started: started, ended: clock.elapsed())
         }
     }
@@ -388,13 +392,14 @@ final class GraphRunner {
         // The node has ended: the run no longer needs its closure (the graph may still hold it).
         if node >= addedFrom || graph == nil { bodies[node] = Self.released }
         guard observer != nil else { return }
-        let kind: GraphEvent.Kind = switch state {
-        case .succeeded: .succeeded
-        case .failed(let error): .failed(error)
-        case .timedOut(let error): .timedOut(error)
-        case .skipped(let cause): .skipped(cause: cause)
-        case .cancelled: .cancelled
-        }
+        let kind: GraphEvent.Kind =
+            switch state {
+            case .succeeded: .succeeded
+            case .failed(let error): .failed(error)
+            case .timedOut(let error): .timedOut(error)
+            case .skipped(let cause): .skipped(cause: cause)
+            case .cancelled: .cancelled
+            }
         emit(node, kind, at: ended)
     }
 
@@ -404,7 +409,9 @@ final class GraphRunner {
     }
 
     private func publishProgress() {
-        observer?.update(progress: GraphProgress(completed: machine.terminalCount, total: machine.blueprint.count, running: machine.running))
+        observer?.update(
+            progress: GraphProgress(
+                completed: machine.terminalCount, total: machine.blueprint.count, running: machine.running))
     }
 }
 /// The run's clock with its type erased, so the runner is not generic: a generic runner called
@@ -415,7 +422,8 @@ final class RunClock: Sendable {
     /// Time since the run started.
     let elapsed: @Sendable () -> Duration
     let sleep: @Sendable (Duration) async throws -> Void
-    let withTimeout: @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
+    let withTimeout:
+        @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
 
     init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now

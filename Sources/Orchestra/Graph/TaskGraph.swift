@@ -85,11 +85,13 @@ public final class TaskGraph: Sendable {
         resources: [String] = [],
         operation: @escaping @Sendable (repeat each Dependency) async throws -> Value
     ) -> Node<Value> {
-        append(Self.definition(
-            id, after: repeat each dependencies,
-            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
-            operation: operation
-        ))
+        append(
+            Self.definition(
+                id, after: repeat each dependencies,
+                options: NodeOptions(
+                    cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+                operation: operation
+            ))
     }
 
     /// Adds a node that runs after `dependencies` ended, however they ended, and receives each
@@ -110,15 +112,17 @@ public final class TaskGraph: Sendable {
         var ids = [first.id]
         for dependency in repeat each dependencies { ids.append(dependency.id) }
         let handles = (repeat each dependencies)
-        return append(Definition(
-            id: id,
-            dependencies: ids,
-            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
-            runsAfterAnyOutcome: true,
-            body: { inputs in
-                try await operation(inputs.typedOutcome(of: first), repeat inputs.typedOutcome(of: each handles))
-            }
-        ))
+        return append(
+            Definition(
+                id: id,
+                dependencies: ids,
+                options: NodeOptions(
+                    cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+                runsAfterAnyOutcome: true,
+                body: { inputs in
+                    try await operation(inputs.typedOutcome(of: first), repeat inputs.typedOutcome(of: each handles))
+                }
+            ))
     }
 
     /// Adds a node whose work is a completion-handler API (a `complete(true)` or
@@ -147,17 +151,19 @@ public final class TaskGraph: Sendable {
         var ids: [String] = []
         for dependency in repeat each dependencies { ids.append(dependency.id) }
         let handles = (repeat each dependencies)
-        return append(Definition(
-            id: id,
-            dependencies: ids,
-            options: NodeOptions(cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
-            runsAfterAnyOutcome: false,
-            body: { inputs in
-                try await withCallback(fileID: fileID, line: line) { (completion: Completion<Value>) in
-                    operation(completion, repeat inputs.typedValue(of: each handles))
+        return append(
+            Definition(
+                id: id,
+                dependencies: ids,
+                options: NodeOptions(
+                    cost: cost, priority: priority, timeout: timeout, retry: retry, resources: resources),
+                runsAfterAnyOutcome: false,
+                body: { inputs in
+                    try await withCallback(fileID: fileID, line: line) { (completion: Completion<Value>) in
+                        operation(completion, repeat inputs.typedValue(of: each handles))
+                    }
                 }
-            }
-        ))
+            ))
     }
 
     /// Adds a node by id, for graphs built from data (API managers that depend on each other). Dependencies may
@@ -174,7 +180,9 @@ public final class TaskGraph: Sendable {
         options: NodeOptions = NodeOptions(),
         operation: @escaping @Sendable (NodeInputs) async throws -> Value
     ) {
-        let _: Node<Value> = append(Definition(id: id, dependencies: dependencies, options: options, runsAfterAnyOutcome: false, body: operation))
+        let _: Node<Value> = append(
+            Definition(
+                id: id, dependencies: dependencies, options: options, runsAfterAnyOutcome: false, body: operation))
     }
 
     /// Makes node `id` depend on node `dependency` (both by id). Checked by ``validate()`` and
@@ -223,7 +231,8 @@ public final class TaskGraph: Sendable {
                 var entries: [Int32] = []
                 entries.reserveCapacity(dependencies[position].count)
                 for dependency in dependencies[position] {
-                    precondition(ids.indices.contains(dependency), "TaskGraph.addNodes: dependency \(dependency) out of range")
+                    precondition(
+                        ids.indices.contains(dependency), "TaskGraph.addNodes: dependency \(dependency) out of range")
                     let entry = Int32(base + dependency)
                     if !entries.contains(entry) { entries.append(entry) }
                 }
@@ -265,7 +274,8 @@ public final class TaskGraph: Sendable {
             storage.validated = nil
             storage.nodes.append(
                 id: definition.id, dependencies: definition.dependencies, cost: definition.options.cost,
-                priority: definition.options.priority, runsAfterAnyOutcome: definition.runsAfterAnyOutcome, extras: extras
+                priority: definition.options.priority, runsAfterAnyOutcome: definition.runsAfterAnyOutcome,
+                extras: extras
             )
             storage.bodies.append(definition.body)
             storage.version += 1
@@ -299,9 +309,11 @@ public final class TaskGraph: Sendable {
         let (nodes, bodies, version, cached) = storage.withLock { storage in
             (storage.nodes, storage.bodies, storage.version, storage.validated)
         }
-        let limits = resourceLimits ?? Dictionary(
-            (0..<nodes.count).flatMap(nodes.resources(of:)).map { ($0, 1) }, uniquingKeysWith: { first, _ in first }
-        )
+        let limits =
+            resourceLimits
+            ?? Dictionary(
+                (0..<nodes.count).flatMap(nodes.resources(of:)).map { ($0, 1) }, uniquingKeysWith: { first, _ in first }
+            )
         if let cached, cached.version == version, cached.resourceLimits == limits {
             return (bodies, cached.blueprint)
         }

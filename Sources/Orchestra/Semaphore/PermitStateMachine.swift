@@ -39,7 +39,9 @@ struct PermitStateMachine: Sendable {
     }
 
     /// Called from inside the continuation closure, under the lock.
-    mutating func suspend(id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
+    mutating func suspend(
+        id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool
+    ) -> AdmissionSuspendAction {
         // A permit may have been released between the fast path and now.
         if available > 0 {
             available -= 1

@@ -12,7 +12,9 @@ package protocol AdmissionStateMachine: SendableMetatype {
     mutating func admitOrReserve(_ request: Request, isCancelled: Bool) -> AdmissionFastPath
     /// Called under the lock from inside the continuation closure: admit now (the state may
     /// have changed since the fast path), refuse a cancelled caller, or queue it.
-    mutating func suspend(id: UInt64, request: Request, continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction
+    mutating func suspend(
+        id: UInt64, request: Request, continuation: Continuation, isCancelled: Bool
+    ) -> AdmissionSuspendAction
     /// The waiter with `id` was cancelled: remove it if it is still queued.
     mutating func cancel(id: UInt64) -> Continuation?
 }

@@ -39,7 +39,8 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
                 // flag before it takes the lock, so either it finds this sleeper queued or this
                 // section sees the flag.
                 let action = state.withLock {
-                    $0.suspend(id: id, until: deadline, waiter: continuation, isCancelled: Task.isCancelled, now: clock.now)
+                    $0.suspend(
+                        id: id, until: deadline, waiter: continuation, isCancelled: Task.isCancelled, now: clock.now)
                 }
                 switch action {
                 case .resumeExpired: continuation.resume()
@@ -87,6 +88,7 @@ package func sleepReleasingOnCancel<C: Clock>(
 /// Sleeps for `duration` on `clock`, like ``sleepReleasingOnCancel(until:tolerance:clock:)``.
 ///
 /// - Throws: `CancellationError`.
-package func sleepReleasingOnCancel<C: Clock>(for duration: Duration, clock: C) async throws where C.Duration == Duration {
+package func sleepReleasingOnCancel<C: Clock>(for duration: Duration, clock: C) async throws
+where C.Duration == Duration {
     try await sleepReleasingOnCancel(until: clock.now.advanced(by: duration), tolerance: nil, clock: clock)
 }

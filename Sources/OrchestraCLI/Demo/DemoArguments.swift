@@ -6,14 +6,20 @@ enum DemoArguments {
         var problems: [String] = []
         if let scenario {
             if names(scenario).isEmpty {
-                problems.append("--scenario: give at least one scenario name or number: \(Scenario.all.map(\.name).joined(separator: ", "))")
+                problems.append(
+                    "--scenario: give at least one scenario name or number: \(Scenario.all.map(\.name).joined(separator: ", "))"
+                )
             }
             for name in names(scenario) where Scenario.named(name) == nil {
-                problems.append("--scenario: unknown scenario '\(TerminalText.quoted(name))'; choose from \(Scenario.all.map(\.name).joined(separator: ", ")) (or 1–\(Scenario.all.count))")
+                problems.append(
+                    "--scenario: unknown scenario '\(TerminalText.quoted(name))'; choose from \(Scenario.all.map(\.name).joined(separator: ", ")) (or 1–\(Scenario.all.count))"
+                )
             }
         }
         for url in urls {
-            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host?.isEmpty == false else {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+                parsed.host?.isEmpty == false
+            else {
                 problems.append("--url: '\(TerminalText.quoted(url))' is not an http(s) URL with a host")
                 continue
             }

@@ -42,7 +42,10 @@ struct DemoCommand: AsyncParsableCommand {
     )
     var url: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Write each scenario's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write each scenario's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
     var trace: String?
 
     // `.unconditional`: `--speed -1` reads -1 as the value (and is refused naming the range),
@@ -50,17 +53,27 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         parsing: .unconditional,
-        help: ArgumentHelp("Ask the server for latencies this many times shorter than the images' nominal ones (60–1400 ms); 1 is real time, 0.01 to 1000.", valueName: "factor")
+        help: ArgumentHelp(
+            "Ask the server for latencies this many times shorter than the images' nominal ones (60–1400 ms); 1 is real time, 0.01 to 1000.",
+            valueName: "factor")
     )
     var speed: Double = 1
 
-    @Flag(name: .long, help: "Only start the demo HTTP server on 127.0.0.1, print its address, and serve until stopped (Ctrl-C).")
+    @Flag(
+        name: .long,
+        help: "Only start the demo HTTP server on 127.0.0.1, print its address, and serve until stopped (Ctrl-C).")
     var serve = false
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --serve: the port to listen on; 0 (the default) picks a free one.", valueName: "port"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("With --serve: the port to listen on; 0 (the default) picks a free one.", valueName: "port"))
     var port: Int = 0
 
-    @Flag(name: .long, help: "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws.")
+    @Flag(
+        name: .long,
+        help:
+            "Turn colours off (as NO_COLOR does). When stdout is not a terminal, output is plain anyway: no colours, no redraws."
+    )
     var noColor = false
 
     @OptionGroup var transportOptions: TransportOptions
@@ -68,12 +81,19 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         let console = Console.standardOutput(noColor: noColor)
         var errors = DemoArguments.problems(scenario: scenario, urls: url, speed: speed, port: port)
-        if let trace, !serve, let problem = TraceExport.prepareDirectory(trace) ?? TraceExport.problem(
-            writing: DemoArguments.scenarios(scenario).map { ScenarioPlayer.traceBaseName(of: $0, number: DemoArguments.number(of: $0)) }, into: trace
-        ) {
+        if let trace, !serve,
+            let problem = TraceExport.prepareDirectory(trace)
+                ?? TraceExport.problem(
+                    writing: DemoArguments.scenarios(scenario).map {
+                        ScenarioPlayer.traceBaseName(of: $0, number: DemoArguments.number(of: $0))
+                    }, into: trace
+                )
+        {
             errors.append("--trace: \(problem)")
         }
-        if port != 0, !serve { errors.append("--port: only with --serve (the scenarios start their server on a free port)") }
+        if port != 0, !serve {
+            errors.append("--port: only with --serve (the scenarios start their server on a free port)")
+        }
         guard errors.isEmpty else {
             for error in errors { Console.standardError.line("orchestra demo: error: \(error)") }
             throw ExitCode(2)
@@ -90,17 +110,21 @@ struct DemoCommand: AsyncParsableCommand {
                 try await signals.cancellingOnSignal {
                     try await DemoServer.run(configuration: .init(port: port)) { server in
                         listening.withLock { $0 = true }
-                        console.line("Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
+                        console.line(
+                            "Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
                         console.line("Try: curl \(server.baseURL.absoluteString)/album")
-                        console.line("     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
+                        console.line(
+                            "     orchestra run Examples/album.yaml --var base=\(server.baseURL.absoluteString)")
                     }
                 }
-            } catch where signals.received != nil {
+            } catch  where signals.received != nil {
                 // Stopping the server may report the cancellation as an error: the signal says why.
-            } catch where !listening.withLock({ $0 }) {
+            } catch  where !listening.withLock({ $0 }) {
                 // The server could not start: almost always a port that is taken.
-                let reason = "\(error)".contains("Address already in use") ? "the port is already in use" : Format.error(error)
-                Console.standardError.line("orchestra demo: error: --port: cannot listen on 127.0.0.1:\(port): \(reason)")
+                let reason =
+                    "\(error)".contains("Address already in use") ? "the port is already in use" : Format.error(error)
+                Console.standardError.line(
+                    "orchestra demo: error: --port: cannot listen on 127.0.0.1:\(port): \(reason)")
                 throw ExitCode(2)
             }
             try Self.exitIfSignalled(signals, console: console, what: "the server stopped")
@@ -116,7 +140,8 @@ struct DemoCommand: AsyncParsableCommand {
                 try await signals.cancellingOnSignal {
                     try await withDemoServer { server in
                         let player = ScenarioPlayer(
-                            console: console, server: server, transport: transport, speed: speed, customURLs: urls, traceDirectory: traceDirectory
+                            console: console, server: server, transport: transport, speed: speed, customURLs: urls,
+                            traceDirectory: traceDirectory
                         )
                         console.line(
                             console.paint("Orchestra demo", .bold)
@@ -125,15 +150,17 @@ struct DemoCommand: AsyncParsableCommand {
                         )
                         var results: [ScenarioPlayer.Result] = []
                         for scenario in scenarios {
-                            try Task.checkCancellation()   // a signal stops the demo between scenarios too
-                            results.append(try await player.play(scenario, number: DemoArguments.number(of: scenario), of: Scenario.all.count))
+                            try Task.checkCancellation()  // a signal stops the demo between scenarios too
+                            results.append(
+                                try await player.play(
+                                    scenario, number: DemoArguments.number(of: scenario), of: Scenario.all.count))
                         }
                         return results
                     }
                 }
             }
-        } catch where signals.received != nil {
-            results = []   // cancelled: reported below
+        } catch  where signals.received != nil {
+            results = []  // cancelled: reported below
         }
         try Self.exitIfSignalled(signals, console: console, what: "the demo was cancelled")
 
@@ -145,7 +172,10 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let played = scenarios.count == 1 ? "1 scenario" : "all \(scenarios.count) scenarios"
         let checked = results.reduce(0) { $0 + $1.facts.count { $0.holds == true } }
-        console.line("\n" + console.paint("Played \(played) in \(Format.wallTime(total)); all \(checked) checked facts held.", .green))
+        console.line(
+            "\n"
+                + console.paint(
+                    "Played \(played) in \(Format.wallTime(total)); all \(checked) checked facts held.", .green))
     }
 }
 

@@ -13,7 +13,7 @@ struct LiveDisplay: Sendable {
         var drawnWidth = 0
         repeat {
             drawnWidth = draw(final: false, erasing: drawnWidth)
-            try? await Task.sleep(for: refreshInterval)   // returns at once when cancelled
+            try? await Task.sleep(for: refreshInterval)  // returns at once when cancelled
         } while !Task.isCancelled
         _ = draw(final: true, erasing: drawnWidth)
     }
@@ -41,7 +41,8 @@ struct LiveDisplay: Sendable {
     private func statusLine(final: Bool) -> (String, Int) {
         let progress = recorder.progress()
         let (bar, barWidth) = ProgressBar(done: progress.done, total: progress.total).render(console)
-        let detail = final
+        let detail =
+            final
             ? "done in \(Format.wallTime(progress.elapsed))"
             : "running \(progress.running) · waiting \(progress.waiting) · \(Format.wallTime(progress.elapsed))"
         return ("  " + bar + "  " + console.paint(detail, .dim), 2 + barWidth + 2 + detail.count)

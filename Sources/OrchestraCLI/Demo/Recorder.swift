@@ -199,9 +199,12 @@ private struct RecorderState {
         lanes[lane].outcome = outcome
         lanes[lane].finishedAt = now
         guard lanes[lane].spec.isDownload else { return }
-        log.append(LogEntry(time: now, content: .finished(
-            lane: lanes[lane].spec.name, outcome, done: done, total: total
-        )))
+        log.append(
+            LogEntry(
+                time: now,
+                content: .finished(
+                    lane: lanes[lane].spec.name, outcome, done: done, total: total
+                )))
     }
 
     func progress(at now: Duration) -> ProgressSnapshot {

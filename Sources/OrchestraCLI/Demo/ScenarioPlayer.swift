@@ -30,7 +30,9 @@ struct ScenarioPlayer: Sendable {
         console.write(header(scenario, number: number, of: count, images: usesCustomURLs ? images : nil))
 
         let recorder = Recorder(lanes: scenario.lanes(images))
-        let stage = Stage(recorder: recorder, server: server, images: images, usesCustomURLs: usesCustomURLs, transport: transport, speed: speed)
+        let stage = Stage(
+            recorder: recorder, server: server, images: images, usesCustomURLs: usesCustomURLs, transport: transport,
+            speed: speed)
         let display = LiveDisplay(console: console, recorder: recorder)
         server.resetPeak()
 
@@ -48,8 +50,10 @@ struct ScenarioPlayer: Sendable {
         let facts = concurrencyFacts(report, scenario: scenario, usesCustomURLs: usesCustomURLs) + stage.recordedFacts
         console.write(render(facts, report: report))
         if let traceDirectory {
-            let files = try TraceExport(title: "Orchestra demo \(number) · \(scenario.name) — \(scenario.title)", spans: report.traceSpans)
-                .write(to: traceDirectory, baseName: Self.traceBaseName(of: scenario, number: number))
+            let files = try TraceExport(
+                title: "Orchestra demo \(number) · \(scenario.name) — \(scenario.title)", spans: report.traceSpans
+            )
+            .write(to: traceDirectory, baseName: Self.traceBaseName(of: scenario, number: number))
             console.line("  " + console.paint("trace: " + files.map(\.path).joined(separator: ", "), .dim))
         }
         return Result(name: scenario.name, facts: facts, wallTime: report.wallTime)
@@ -64,10 +68,19 @@ struct ScenarioPlayer: Sendable {
     /// demo itself), against the scenario's limit.
     private func concurrencyFacts(_ report: RecorderReport, scenario: Scenario, usesCustomURLs: Bool) -> [Fact] {
         if usesCustomURLs {
-            return [Fact(name: "max concurrency (counted by the client)", value: "\(report.maxConcurrency) ≤ limit \(scenario.limit)", holds: report.maxConcurrency <= scenario.limit)]
+            return [
+                Fact(
+                    name: "max concurrency (counted by the client)",
+                    value: "\(report.maxConcurrency) ≤ limit \(scenario.limit)",
+                    holds: report.maxConcurrency <= scenario.limit)
+            ]
         }
         let peak = server.peakInFlight
-        return [Fact(name: "max concurrency seen by the server", value: "\(peak) ≤ limit \(scenario.limit)", holds: peak <= scenario.limit)]
+        return [
+            Fact(
+                name: "max concurrency seen by the server", value: "\(peak) ≤ limit \(scenario.limit)",
+                holds: peak <= scenario.limit)
+        ]
     }
 
     /// `  facts   max concurrency seen by the server  2 ≤ limit 2  ✓`
@@ -75,11 +88,15 @@ struct ScenarioPlayer: Sendable {
         let width = facts.map(\.name.count).max() ?? 0
         var lines = facts.enumerated().map { offset, fact in
             let mark = fact.holds.map { $0 ? console.paint("✓", .green) : console.paint("✗ did not hold", .red) } ?? ""
-            let line = (offset == 0 ? "  facts   " : "          ") + Format.left(fact.name, width) + "  " + console.paint(fact.value, .bold)
+            let line =
+                (offset == 0 ? "  facts   " : "          ") + Format.left(fact.name, width) + "  "
+                + console.paint(fact.value, .bold)
             return mark.isEmpty ? line : line + "  " + mark
         }
-        lines.append("          " + Format.left("wall time", width) + "  " + console.paint(Format.wallTime(report.wallTime), .bold)
-            + " · \(report.succeeded)/\(report.downloads) succeeded")
+        lines.append(
+            "          " + Format.left("wall time", width) + "  "
+                + console.paint(Format.wallTime(report.wallTime), .bold)
+                + " · \(report.succeeded)/\(report.downloads) succeeded")
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -89,14 +106,17 @@ struct ScenarioPlayer: Sendable {
         let orchestra = scenario.orchestra.split(separator: "\n").enumerated().map { offset, line in
             (offset == 0 ? "  orchestra  " : "             ") + console.paint(String(line), .cyan)
         }
-        var lines = [
-            "",
-            console.paint(rule, .bold),
-            "  " + console.paint(scenario.title, .bold),
-            "  replaces   " + console.paint(scenario.replaces, .magenta),
-        ] + orchestra
+        var lines =
+            [
+                "",
+                console.paint(rule, .bold),
+                "  " + console.paint(scenario.title, .bold),
+                "  replaces   " + console.paint(scenario.replaces, .magenta),
+            ] + orchestra
         if let images {
-            lines.append("  urls       " + images.map { "\($0.name) = \($0.url.absoluteString)" }.joined(separator: "\n             "))
+            lines.append(
+                "  urls       "
+                    + images.map { "\($0.name) = \($0.url.absoluteString)" }.joined(separator: "\n             "))
         }
         return (lines + [""]).joined(separator: "\n") + "\n"
     }
@@ -109,7 +129,9 @@ extension RecorderReport {
         lanes.compactMap { lane in
             guard let start = lane.segments.first?.start else { return nil }
             let end = lane.finishedAt ?? lane.segments.last?.end ?? wallTime
-            let waited = lane.segments.filter { $0.kind == .waiting }.reduce(Duration.zero) { $0 + (($1.end ?? end) - $1.start) }
+            let waited = lane.segments.filter { $0.kind == .waiting }.reduce(Duration.zero) {
+                $0 + (($1.end ?? end) - $1.start)
+            }
             let attempts = lane.segments.count { $0.kind != .waiting }
             var args: [(key: String, value: String)] = [
                 ("outcome", lane.outcome.map { $0.succeeded ? "succeeded" : "failed" } ?? "unfinished"),

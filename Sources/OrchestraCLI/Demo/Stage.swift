@@ -37,7 +37,10 @@ struct Stage: Sendable {
     let speed: Double
     private let facts: Locked<[Fact]>
 
-    init(recorder: Recorder, server: DemoServer, images: [DemoImage], usesCustomURLs: Bool, transport: any HTTPTransport, speed: Double) {
+    init(
+        recorder: Recorder, server: DemoServer, images: [DemoImage], usesCustomURLs: Bool, transport: any HTTPTransport,
+        speed: Double
+    ) {
         self.recorder = recorder
         self.server = server
         self.images = images
@@ -46,7 +49,9 @@ struct Stage: Sendable {
         self.speed = speed
         http = HTTPCoordinator(
             transport: transport,
-            configuration: .init(maxConcurrentRequests: 1_024, maxConcurrentRequestsPerHost: 1_024, requestTimeout: .seconds(30), retry: .never)
+            configuration: .init(
+                maxConcurrentRequests: 1_024, maxConcurrentRequestsPerHost: 1_024, requestTimeout: .seconds(30),
+                retry: .never)
         )
         facts = Locked([])
     }
@@ -107,7 +112,9 @@ struct Stage: Sendable {
     }
 
     /// Sends `request`; a status other than 2xx is an ``UnexpectedStatus``.
-    func send(_ request: HTTPRequest, body: Data? = nil, through coordinator: HTTPCoordinator? = nil) async throws -> HTTPResult {
+    func send(
+        _ request: HTTPRequest, body: Data? = nil, through coordinator: HTTPCoordinator? = nil
+    ) async throws -> HTTPResult {
         let result = try await (coordinator ?? http).data(for: request, body: body)
         guard result.status.kind == .successful else { throw UnexpectedStatus(result: result) }
         return result

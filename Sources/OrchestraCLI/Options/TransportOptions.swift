@@ -48,7 +48,8 @@ struct TransportOptions: ParsableArguments {
         let connections = max(64, connectionsPerHost)
         switch transport {
         case .asynchttpclient:
-            return try await AsyncHTTPClientTransport.withTransport(maximumConnectionsPerHost: connections) { transport in
+            return try await AsyncHTTPClientTransport.withTransport(maximumConnectionsPerHost: connections) {
+                transport in
                 try await body(transport)
             }
         case .urlsession:

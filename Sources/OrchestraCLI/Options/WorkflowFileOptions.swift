@@ -10,7 +10,9 @@ struct WorkflowFileOptions: ParsableArguments {
 
     @Option(
         name: .customLong("var"),
-        help: ArgumentHelp("Set a variable, overriding the file's 'vars:' (repeatable): --var base=http://127.0.0.1:8080", valueName: "name=value")
+        help: ArgumentHelp(
+            "Set a variable, overriding the file's 'vars:' (repeatable): --var base=http://127.0.0.1:8080",
+            valueName: "name=value")
     )
     var variables: [String] = []
 
@@ -21,7 +23,9 @@ struct WorkflowFileOptions: ParsableArguments {
         for assignment in variables {
             let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, !parts[0].isEmpty else {
-                problems.append("error: --var '\(TerminalText.quoted(assignment))' must be NAME=VALUE, as in --var base=http://127.0.0.1:8080")
+                problems.append(
+                    "error: --var '\(TerminalText.quoted(assignment))' must be NAME=VALUE, as in --var base=http://127.0.0.1:8080"
+                )
                 continue
             }
             overrides[String(parts[0])] = String(parts[1])
@@ -32,23 +36,31 @@ struct WorkflowFileOptions: ParsableArguments {
         }
         do throws(WorkflowErrors) {
             guard !file.isEmpty else {
-                throw WorkflowErrors([WorkflowError(.unreadable, "no file given: name a workflow file, or - for standard input")])
+                throw WorkflowErrors([
+                    WorkflowError(.unreadable, "no file given: name a workflow file, or - for standard input")
+                ])
             }
             // `-` is standard input, read like any stream (a pipe, `<(…)`, a FIFO).
             let path = file == "-" ? "/dev/stdin" : file
-            let workflow = try Workflow.load(contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides)
+            let workflow = try Workflow.load(
+                contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides)
             // A --var no template uses changes nothing: most likely a misspelt name.
             for name in overrides.keys.sorted() where !workflow.usedVariables.contains(name) {
-                let closest = workflow.usedVariable(closestTo: name).map { " (did you mean '\(TerminalText.quoted($0))'?)" } ?? ""
+                let closest =
+                    workflow.usedVariable(closestTo: name).map { " (did you mean '\(TerminalText.quoted($0))'?)" } ?? ""
                 let shown = TerminalText.quoted(name)
-                Console.standardError.line("\(TerminalText.quoted(file)): warning: --var \(shown): no template uses {{vars.\(shown)}}\(closest)")
+                Console.standardError.line(
+                    "\(TerminalText.quoted(file)): warning: --var \(shown): no template uses {{vars.\(shown)}}\(closest)"
+                )
             }
             return workflow
         } catch {
             let count = error.errors.count
             // Each message may quote the file: one line per error, each made safe to print.
             Console.standardError.line(error.errors.map { TerminalText.safe($0.description) }.joined(separator: "\n"))
-            Console.standardError.line("\(file.isEmpty ? "orchestra" : TerminalText.quoted(file)): \(Format.count(count, "error")); nothing was sent")
+            Console.standardError.line(
+                "\(file.isEmpty ? "orchestra" : TerminalText.quoted(file)): \(Format.count(count, "error")); nothing was sent"
+            )
             throw ExitCode(2)
         }
     }

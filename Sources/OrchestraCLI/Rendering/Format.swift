@@ -90,7 +90,8 @@ enum Format {
         case let error as CallbackError:
             return "CallbackError.\(error.code)"
         case let error as TimeoutError:
-            return error.timeout.map { "TimeoutError: timed out after \(milliseconds($0))" } ?? "TimeoutError: deadline passed"
+            return error.timeout.map { "TimeoutError: timed out after \(milliseconds($0))" }
+                ?? "TimeoutError: deadline passed"
         case is CancellationError:
             return "cancelled"
         case let error as URLError:
@@ -113,13 +114,15 @@ enum Format {
     private static func fileError(_ error: NSError) -> String {
         let path = error.userInfo[NSFilePathErrorKey] as? String ?? (error.userInfo[NSURLErrorKey] as? URL)?.path
         let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError
-        let reason = underlying.flatMap { $0.domain == NSPOSIXErrorDomain ? posixReason(Int32($0.code)) : nil }
+        let reason =
+            underlying.flatMap { $0.domain == NSPOSIXErrorDomain ? posixReason(Int32($0.code)) : nil }
             ?? "file error \(error.code)"
-        let action = switch error.code {
-        case 256..<512, 4: "cannot read"
-        case 512..<768: "cannot write"
-        default: "cannot use"
-        }
+        let action =
+            switch error.code {
+            case 256..<512, 4: "cannot read"
+            case 512..<768: "cannot write"
+            default: "cannot use"
+            }
         return path.map { "\(action) '\(TerminalText.quoted($0))': \(reason)" } ?? "\(action) a file: \(reason)"
     }
 

@@ -8,7 +8,8 @@ struct ProgressBar {
     func render(_ console: Console) -> (text: String, width: Int) {
         let filled = total == 0 ? cells : done * cells / total
         let counter = "\(done)/\(total)"
-        let text = "["
+        let text =
+            "["
             + console.paint(String(repeating: "█", count: filled), .green)
             + console.paint(String(repeating: "░", count: cells - filled), .dim)
             + "] " + counter

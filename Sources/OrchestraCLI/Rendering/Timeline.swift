@@ -28,7 +28,9 @@ struct Timeline {
         let size = (jobs.count + 9) / 10
         let groups = stride(from: 0, to: jobs.count, by: size).map { start in
             let members = Array(jobs[start..<min(start + size, jobs.count)])
-            let label = members.count == 1 ? members[0].spec.name : "\(members[0].spec.name)…\(members[members.count - 1].spec.name)"
+            let label =
+                members.count == 1
+                ? members[0].spec.name : "\(members[0].spec.name)…\(members[members.count - 1].spec.name)"
             return Row(label: label, lanes: members)
         }
         return groups + helpers.map { Row(label: $0.spec.name, lanes: [$0]) }
@@ -43,7 +45,7 @@ struct Timeline {
         var lines = [
             indent + String(repeating: " ", count: labelWidth + 1)
                 + console.paint(axis, .dim)
-                + console.paint(Format.right("start", 8) + Format.right("end", 9), .dim),
+                + console.paint(Format.right("start", 8) + Format.right("end", 9), .dim)
         ]
         for row in rows {
             lines.append(indent + Format.left(row.label, labelWidth) + " " + render(row, console))
@@ -71,7 +73,8 @@ struct Timeline {
         let bar = "|" + paint(cells, console) + "|"
         guard let start = segments.map(\.start).min() else { return bar }
         let end = row.lanes.map { $0.finishedAt ?? $0.segments.last?.end ?? report.wallTime }.max() ?? report.wallTime
-        let times = Format.right("\(Int(start.inMilliseconds.rounded()))", 8)
+        let times =
+            Format.right("\(Int(start.inMilliseconds.rounded()))", 8)
             + " → " + Format.right(Format.milliseconds(end), 9)
         return bar + console.paint(times, .dim) + "  " + mark(row, console)
     }

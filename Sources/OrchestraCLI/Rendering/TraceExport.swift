@@ -46,20 +46,27 @@ struct TraceExport: Sendable {
             let bars = spans.filter { $0.lane == lane }.map { span in
                 let left = percent(span.start, of: total)
                 let width = max(percent(span.end - span.start, of: total), 0.15)
-                let details = ([span.name, "\(Format.milliseconds(span.start)) → \(Format.milliseconds(span.end)) (\(Format.milliseconds(span.end - span.start)))"]
+                let details =
+                    ([
+                        span.name,
+                        "\(Format.milliseconds(span.start)) → \(Format.milliseconds(span.end)) (\(Format.milliseconds(span.end - span.start)))",
+                    ]
                     + span.args.map { "\($0.key): \($0.value)" }).joined(separator: "\n")
                 let colour = categories.firstIndex(of: span.category) ?? 0
                 let failed = span.args.contains { $0.key == "outcome" && $0.value != "succeeded" }
                 // Waits, inside the bar, in percent of the bar's own length.
                 let length = span.end - span.start
-                let waits = length > .zero ? span.waits.map { wait in
-                    "<i style=\"left:\(format(percent(wait.start - span.start, of: length)))%;width:\(format(percent(wait.end - wait.start, of: length)))%\"></i>"
-                } : []
+                let waits =
+                    length > .zero
+                    ? span.waits.map { wait in
+                        "<i style=\"left:\(format(percent(wait.start - span.start, of: length)))%;width:\(format(percent(wait.end - wait.start, of: length)))%\"></i>"
+                    } : []
                 return "<div class=\"bar c\(colour % 6)\(failed ? " bad" : "")\" "
                     + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(escaped(details))\">\(waits.joined())</div>"
             }
             let notes = spans.filter { $0.lane == lane }.compactMap { span -> String? in
-                guard let outcome = span.args.first(where: { $0.key == "outcome" })?.value, outcome != "succeeded" else { return nil }
+                guard let outcome = span.args.first(where: { $0.key == "outcome" })?.value, outcome != "succeeded"
+                else { return nil }
                 return span.args.first { $0.key == "detail" || $0.key == "error" }?.value ?? outcome
             }
             rows.append(
@@ -70,9 +77,12 @@ struct TraceExport: Sendable {
         let ticks = (0...4).map { index -> String in
             let time = total * (Double(index) / 4)
             let align = index == 0 ? "0" : index == 4 ? "-100%" : "-50%"
-            return "<span style=\"left:\(index * 25)%;transform:translateX(\(align))\">\(Format.milliseconds(time))</span>"
+            return
+                "<span style=\"left:\(index * 25)%;transform:translateX(\(align))\">\(Format.milliseconds(time))</span>"
         }
-        let legend = categories.enumerated().map { "<span><i class=\"c\($0.offset % 6)\"></i>\(escaped($0.element))</span>" }
+        let legend = categories.enumerated().map {
+            "<span><i class=\"c\($0.offset % 6)\"></i>\(escaped($0.element))</span>"
+        }
         return """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><title>\(escaped(title))</title>
@@ -105,7 +115,8 @@ struct TraceExport: Sendable {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { return "'\(TerminalText.quoted(path))' is a file, not a folder" }
-            return FileManager.default.isWritableFile(atPath: path) ? nil : "cannot write into '\(TerminalText.quoted(path))'"
+            return FileManager.default.isWritableFile(atPath: path)
+                ? nil : "cannot write into '\(TerminalText.quoted(path))'"
         }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -123,7 +134,8 @@ struct TraceExport: Sendable {
             let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-                return "cannot write the trace file '\(TerminalText.quoted(path))': it is a folder; remove it or choose another --trace folder"
+                return
+                    "cannot write the trace file '\(TerminalText.quoted(path))': it is a folder; remove it or choose another --trace folder"
             }
         }
         return nil

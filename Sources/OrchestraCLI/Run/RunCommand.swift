@@ -32,10 +32,15 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var transportOptions: TransportOptions
 
-    @Option(help: ArgumentHelp("text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format"))
+    @Option(
+        help: ArgumentHelp(
+            "text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format")
+    )
     var output: Output = .text
 
-    @Option(help: ArgumentHelp("Write the run's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Write the run's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
     var trace: String?
 
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
@@ -43,17 +48,22 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let workflow = try options.load()
-        if let trace, let problem = TraceExport.prepareDirectory(trace)
-            ?? TraceExport.problem(writing: [RunTrace.baseName(of: options.file)], into: trace) {
+        if let trace,
+            let problem = TraceExport.prepareDirectory(trace)
+                ?? TraceExport.problem(writing: [RunTrace.baseName(of: options.file)], into: trace)
+        {
             Console.standardError.line("orchestra run: error: --trace: \(problem)")
             throw ExitCode(2)
         }
         let console = Console.standardOutput(noColor: noColor)
-        let printer = RunPrinter(console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
+        let printer = RunPrinter(
+            console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
         let progress = RunProgress(printer: printer)
-        let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in progress.interrupt() }
+        let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
+            progress.interrupt()
+        }
         // The transport opens as many connections to a host as the workflow may use at once.
         let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
             // Each element of a `for_each` is listed only where it is written out: the JSON

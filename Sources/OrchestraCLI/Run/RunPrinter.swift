@@ -26,7 +26,9 @@ struct RunPrinter: Sendable {
         switch step.state {
         case .succeeded:
             let status = step.status.map { " → \($0)" } ?? ""
-            let captures = step.captures.isEmpty ? "" : console.paint(" · captured " + step.captures.map(\.key).joined(separator: ", "), .dim)
+            let captures =
+                step.captures.isEmpty
+                ? "" : console.paint(" · captured " + step.captures.map(\.key).joined(separator: ", "), .dim)
             lines = ["\(console.paint("✓", .green)) \(id)  \(request)\(status)\(duration)\(attempts)\(captures)"]
         case .failed:
             let status = step.status.map { " → \($0)" } ?? ""
@@ -36,13 +38,20 @@ struct RunPrinter: Sendable {
             ]
             lines += failedItems(of: step)
         case .skipped:
-            lines = ["\(console.paint("–", .yellow)) \(id)  \(console.paint(TerminalText.safe(step.error ?? "skipped"), .dim))"]
+            lines = [
+                "\(console.paint("–", .yellow)) \(id)  \(console.paint(TerminalText.safe(step.error ?? "skipped"), .dim))"
+            ]
         case .cancelled:
-            lines = ["\(console.paint("○", .yellow)) \(id)  \(console.paint(TerminalText.safe(step.error ?? "cancelled"), .dim))"]
+            lines = [
+                "\(console.paint("○", .yellow)) \(id)  \(console.paint(TerminalText.safe(step.error ?? "cancelled"), .dim))"
+            ]
         }
         // The redirects followed, under the step's line: `↪ 302 → http://…/home`.
         let indent = String(repeating: " ", count: width + 4)
-        lines.insert(contentsOf: step.redirects.map { indent + console.paint("↪ \($0.status) → \(TerminalText.quoted($0.location))", .dim) }, at: 1)
+        lines.insert(
+            contentsOf: step.redirects.map {
+                indent + console.paint("↪ \($0.status) → \(TerminalText.quoted($0.location))", .dim)
+            }, at: 1)
         return lines.map { $0 + "\n" }.joined()
     }
 
@@ -58,7 +67,8 @@ struct RunPrinter: Sendable {
         let indent = String(repeating: " ", count: width + 4)
         var lines = failed.prefix(Self.failedItemsShown).map { item in
             let status = item.status.map { " → \($0)" } ?? ""
-            return "\(indent)\(console.paint("✗", .red)) \(Self.shown(item.id))  \(item.method) \(TerminalText.quoted(item.url))\(status): \(console.paint(TerminalText.safe(item.error ?? "failed"), .red))"
+            return
+                "\(indent)\(console.paint("✗", .red)) \(Self.shown(item.id))  \(item.method) \(TerminalText.quoted(item.url))\(status): \(console.paint(TerminalText.safe(item.error ?? "failed"), .red))"
         }
         if failedCount > Self.failedItemsShown {
             lines.append("\(indent)\(console.paint("… and \(failedCount - Self.failedItemsShown) more failed", .dim))")
@@ -72,9 +82,11 @@ struct RunPrinter: Sendable {
         for state in [StepReport.State.failed, .skipped, .cancelled] where report.count(state) > 0 {
             parts.append("\(report.count(state)) \(state.rawValue)")
         }
-        var line = "\(Format.count(report.steps.count, "step")): \(parts.joined(separator: ", ")) · \(Format.wallTime(report.duration))"
+        var line =
+            "\(Format.count(report.steps.count, "step")): \(parts.joined(separator: ", ")) · \(Format.wallTime(report.duration))"
         if report.logins + report.refreshes > 0 {
-            line += " · auth: \(Format.count(report.logins, "login")), \(Format.count(report.refreshes, "refresh", plural: "refreshes"))"
+            line +=
+                " · auth: \(Format.count(report.logins, "login")), \(Format.count(report.refreshes, "refresh", plural: "refreshes"))"
         }
         console.line(console.paint(line, report.allSucceeded ? .green : .red))
     }
@@ -115,7 +127,8 @@ struct RunPrinter: Sendable {
             "error": step.error.map(JSONValue.string) ?? .null,
             "cause": step.cause.map(JSONValue.string) ?? .null,
             "captures": .object(step.captures),
-            "redirects": .array(step.redirects.map { .object(["status": .integer($0.status), "location": .string($0.location)]) }),
+            "redirects": .array(
+                step.redirects.map { .object(["status": .integer($0.status), "location": .string($0.location)]) }),
         ]
         var members = fields.map { JSONValue.Member($0.key, $0.value) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }

@@ -104,7 +104,7 @@ final class RunProgress: Sendable {
 
     /// The status line drawn again, without a newline, so the next write replaces it.
     private func redraw(_ state: inout State) -> String {
-        guard !state.steps.isEmpty, !state.interrupted else { return "" }   // only ever filled on a terminal
+        guard !state.steps.isEmpty, !state.interrupted else { return "" }  // only ever filled on a terminal
         var text = ""
         var width = 0
         for step in state.steps {

@@ -4,7 +4,8 @@ import OrchestraWorkflow
 /// `--trace DIR`: one lane per step, one span per step that was sent, from its first send to
 /// its end; a `for_each` step has a lane per element (`image[0]`, …) instead.
 enum RunTrace {
-    static func write(_ report: WorkflowReport, workflow: Workflow, file: String, to directory: String) throws -> [URL] {
+    static func write(_ report: WorkflowReport, workflow: Workflow, file: String, to directory: String) throws -> [URL]
+    {
         let spans = report.steps.flatMap { $0.items ?? [$0] }.compactMap { step -> TraceSpan? in
             guard let sent = step.firstSent, let ended = step.ended else { return nil }
             var args: [(key: String, value: String)] = [("method", step.method), ("url", step.url)]
@@ -12,7 +13,9 @@ enum RunTrace {
             args.append(("attempts", "\(step.attempts)"))
             args.append(("outcome", step.state.rawValue))
             if let error = step.error { args.append(("error", error)) }
-            return TraceSpan(lane: step.id, name: "\(step.method) \(step.url)", start: sent, end: ended, category: "step", args: args)
+            return TraceSpan(
+                lane: step.id, name: "\(step.method) \(step.url)", start: sent, end: ended, category: "step", args: args
+            )
         }
         let base = baseName(of: file)
         let export = TraceExport(title: workflow.name ?? base, spans: spans)

@@ -1,5 +1,6 @@
 import Dispatch
 import Orchestra
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -35,7 +36,7 @@ final class TerminationSignals: Sendable {
     /// A signal that asks the command to stop.
     enum Signal: Int32, Sendable {
         // The same numbers on Linux and on Apple platforms.
-        case interrupt = 2   // SIGINT
+        case interrupt = 2  // SIGINT
         case terminate = 15  // SIGTERM
 
         var number: Int32 { rawValue }
@@ -69,7 +70,8 @@ final class TerminationSignals: Sendable {
     ///   - onFirstSignal: Called once, on a dispatch queue, when the first signal arrives,
     ///     before it is acknowledged and the work cancelled (to stop redrawing a progress bar).
     static func install(
-        command: String, acknowledging acknowledgement: String, onFirstSignal: @escaping @Sendable (Signal) -> Void = { _ in }
+        command: String, acknowledging acknowledgement: String,
+        onFirstSignal: @escaping @Sendable (Signal) -> Void = { _ in }
     ) -> TerminationSignals {
         TerminationSignals(command: command, acknowledgement: acknowledgement, onFirstSignal: onFirstSignal)
     }
@@ -128,7 +130,7 @@ final class TerminationSignals: Sendable {
                     group.cancelAll()
                     return value
                 case .signalled:
-                    group.cancelAll()   // `body` ends as cancelled work ends, and is awaited
+                    group.cancelAll()  // `body` ends as cancelled work ends, and is awaited
                 }
             }
             preconditionFailure("TerminationSignals: the body's task ended without a result")

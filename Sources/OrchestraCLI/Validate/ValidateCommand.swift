@@ -18,7 +18,9 @@ struct ValidateCommand: AsyncParsableCommand {
     func run() async throws {
         let workflow = try options.load()
         let edges = workflow.steps.reduce(0) { $0 + $1.dependencies.count }
-        var facts = [Format.count(workflow.steps.count, "step"), Format.count(edges, "dependency", plural: "dependencies")]
+        var facts = [
+            Format.count(workflow.steps.count, "step"), Format.count(edges, "dependency", plural: "dependencies"),
+        ]
         let fanOuts = workflow.steps.count { $0.forEach != nil }
         if fanOuts > 0 { facts.append(Format.count(fanOuts, "for_each step")) }
         facts.append("limit \(workflow.limit)")

@@ -63,8 +63,10 @@ public final class TokenRefresher: Sendable {
         refresh: @escaping @Sendable (_ current: AuthToken?) async throws -> AuthToken
     ) where C.Duration == Duration {
         checkArgument(maxRefreshes >= 1, "TokenRefresher(maxRefreshes:) must be at least 1, got \(maxRefreshes)")
-        checkArgument(refreshMargin >= .zero, "TokenRefresher(refreshMargin:) must not be negative, got \(refreshMargin)")
-        state = Locked(TokenStateMachine(token: initial, margin: refreshMargin, maxRefreshes: maxRefreshes, window: window))
+        checkArgument(
+            refreshMargin >= .zero, "TokenRefresher(refreshMargin:) must not be negative, got \(refreshMargin)")
+        state = Locked(
+            TokenStateMachine(token: initial, margin: refreshMargin, maxRefreshes: maxRefreshes, window: window))
         self.refresh = refresh
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }

@@ -204,9 +204,14 @@ struct TokenStateMachine: Sendable {
         let expired = causes.filter { $0 == .expiredOnArrival }.count
         var events: [String] = []
         if fresh > 0 { events.append("the server rejected \(Self.count(fresh, "fresh token"))") }
-        if older > 0 { events.append(fresh > 0 ? Self.count(older, "older one") : "the server rejected \(Self.count(older, "token"))") }
+        if older > 0 {
+            events.append(
+                fresh > 0 ? Self.count(older, "older one") : "the server rejected \(Self.count(older, "token"))")
+        }
         if expired > 0 {
-            events.append("\(Self.count(expired, "token")) from the refresh had already expired when \(expired == 1 ? "it" : "they") arrived (a lifetime of zero or less)")
+            events.append(
+                "\(Self.count(expired, "token")) from the refresh had already expired when \(expired == 1 ? "it" : "they") arrived (a lifetime of zero or less)"
+            )
         }
         return events.joined(separator: " and ")
             + ": stopped after \(suspectRefreshes.count) such refreshes in the last \(window) (at most \(maxRefreshes) allowed) instead of refreshing again"

@@ -104,7 +104,10 @@ private final class BatchTracker: Sendable {
     }
 
     func ended() {
-        let count = completed.withLock { $0 += 1; return $0 }
+        let count = completed.withLock {
+            $0 += 1
+            return $0
+        }
         report?(HTTPBatchProgress(completed: count, total: total))
     }
 }

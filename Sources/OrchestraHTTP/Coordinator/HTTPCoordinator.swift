@@ -39,7 +39,8 @@ public final class HTTPCoordinator: Sendable {
     let configuration: Configuration
     private let admission: Locked<RequestAdmission>
     /// The clock, type-erased: `withRetry` and `withTimeout` on the caller's clock.
-    private let retrying: @Sendable (RetryPolicy, @escaping @Sendable () async throws -> HTTPResult) async throws -> HTTPResult
+    private let retrying:
+        @Sendable (RetryPolicy, @escaping @Sendable () async throws -> HTTPResult) async throws -> HTTPResult
     let timing: @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
 
     /// - Parameters:
@@ -51,18 +52,26 @@ public final class HTTPCoordinator: Sendable {
     public init<C: Clock>(
         transport: any HTTPTransport, configuration: Configuration = Configuration(), clock: C = ContinuousClock()
     ) where C.Duration == Duration {
-        checkArgument(configuration.maxConcurrentRequests >= 1, "HTTPCoordinator: maxConcurrentRequests must be at least 1, got \(configuration.maxConcurrentRequests)")
-        checkArgument(configuration.maxConcurrentRequestsPerHost >= 1, "HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got \(configuration.maxConcurrentRequestsPerHost)")
+        checkArgument(
+            configuration.maxConcurrentRequests >= 1,
+            "HTTPCoordinator: maxConcurrentRequests must be at least 1, got \(configuration.maxConcurrentRequests)")
+        checkArgument(
+            configuration.maxConcurrentRequestsPerHost >= 1,
+            "HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got \(configuration.maxConcurrentRequestsPerHost)"
+        )
         Self.checkHostLimits(configuration.hostLimits)
         if let resends = configuration.authentication?.maxResends {
-            checkArgument(resends >= 0, "HTTPCoordinator: authentication.maxResends must not be negative, got \(resends)")
+            checkArgument(
+                resends >= 0, "HTTPCoordinator: authentication.maxResends must not be negative, got \(resends)")
         }
         self.transport = transport
         self.configuration = configuration
-        self.admission = Locked(RequestAdmission(
-            totalLimit: configuration.maxConcurrentRequests, perHostLimit: configuration.maxConcurrentRequestsPerHost,
-            groupLimits: Self.groupLimits(configuration.hostLimits)
-        ))
+        self.admission = Locked(
+            RequestAdmission(
+                totalLimit: configuration.maxConcurrentRequests,
+                perHostLimit: configuration.maxConcurrentRequestsPerHost,
+                groupLimits: Self.groupLimits(configuration.hostLimits)
+            ))
         self.retrying = { policy, body in try await withRetry(policy, clock: clock, body) }
         self.timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
     }
@@ -105,7 +114,8 @@ public final class HTTPCoordinator: Sendable {
     ) async throws -> HTTPResult {
         let plan = Plan(
             priority: options.priority, retry: options.retry ?? HTTPRetry(policy: configuration.retry),
-            timeout: options.timeout ?? configuration.requestTimeout, redirects: options.redirects ?? configuration.redirects,
+            timeout: options.timeout ?? configuration.requestTimeout,
+            redirects: options.redirects ?? configuration.redirects,
             onAttempt: options.onAttempt, progress: progress
         )
         guard options.isAuthenticated, let authentication = configuration.authentication else {
@@ -119,7 +129,9 @@ public final class HTTPCoordinator: Sendable {
             authentication.sign(&signed, token)
             var result = try await sendFollowingRedirects(signed, body: body, plan, attemptsBefore: attempts)
             attempts = result.attempts
-            guard authentication.isAuthenticationFailure(result.response, result.body), resends < authentication.maxResends else {
+            guard authentication.isAuthenticationFailure(result.response, result.body),
+                resends < authentication.maxResends
+            else {
                 result.attempts = attempts
                 return result
             }
@@ -142,11 +154,16 @@ public final class HTTPCoordinator: Sendable {
     /// entry (`nil` keeps them); a request already in flight keeps counting against the entry
     /// it was admitted under.
     public func setLimits(total: Int? = nil, perHost: Int? = nil, hosts: [String: Int]? = nil) {
-        checkArgument(total.map { $0 >= 1 } ?? true, "HTTPCoordinator.setLimits(total:): must be at least 1, got \(total ?? 0)")
-        checkArgument(perHost.map { $0 >= 1 } ?? true, "HTTPCoordinator.setLimits(perHost:): must be at least 1, got \(perHost ?? 0)")
+        checkArgument(
+            total.map { $0 >= 1 } ?? true, "HTTPCoordinator.setLimits(total:): must be at least 1, got \(total ?? 0)")
+        checkArgument(
+            perHost.map { $0 >= 1 } ?? true,
+            "HTTPCoordinator.setLimits(perHost:): must be at least 1, got \(perHost ?? 0)")
         if let hosts { Self.checkHostLimits(hosts) }
         let admitted = admission.withLock { state in
-            state.setLimits(total: total ?? state.totalLimit, perHost: perHost ?? state.perHostLimit, groups: hosts.map(Self.groupLimits))
+            state.setLimits(
+                total: total ?? state.totalLimit, perHost: perHost ?? state.perHostLimit,
+                groups: hosts.map(Self.groupLimits))
         }
         for waiter in admitted { waiter.resume() }
     }
@@ -174,7 +191,9 @@ public final class HTTPCoordinator: Sendable {
     }
 
     /// Sends `request`, then each request a redirect leads to, as the plan's policy allows.
-    private func sendFollowingRedirects(_ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int) async throws -> HTTPResult {
+    private func sendFollowingRedirects(
+        _ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int
+    ) async throws -> HTTPResult {
         var current = (request: request, body: body)
         var hops: [HTTPRedirect] = []
         var attempts = attemptsBefore
@@ -198,7 +217,8 @@ public final class HTTPCoordinator: Sendable {
             guard hops.count <= plan.redirects.maxHops else {
                 throw HTTPRedirectError(
                     code: .tooManyRedirects, hops: hops,
-                    message: "too many redirects: stopped at the \(Self.ordinal(hops.count)) (at most \(plan.redirects.maxHops) are followed), a \(result.response.status.code) to \(next.location)"
+                    message:
+                        "too many redirects: stopped at the \(Self.ordinal(hops.count)) (at most \(plan.redirects.maxHops) are followed), a \(result.response.status.code) to \(next.location)"
                 )
             }
             current = (next.request, next.body)
@@ -210,7 +230,9 @@ public final class HTTPCoordinator: Sendable {
         return "\(n)\(suffix)"
     }
 
-    private func sendWithRetries(_ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int) async throws -> HTTPResult {
+    private func sendWithRetries(
+        _ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int
+    ) async throws -> HTTPResult {
         let retryable = plan.retry.allows(request)
         let statuses = plan.retry.statuses
         var policy = plan.retry.policy
@@ -220,7 +242,10 @@ public final class HTTPCoordinator: Sendable {
         let attempts = Locked(attemptsBefore)
         do {
             return try await retrying(policy) {
-                let attempt = attempts.withLock { $0 += 1; return $0 }
+                let attempt = attempts.withLock {
+                    $0 += 1
+                    return $0
+                }
                 var result = try await self.sendOnce(request, body: body, plan)
                 result.attempts = attempt
                 if statuses.contains(result.response.status.code) {
@@ -236,7 +261,8 @@ public final class HTTPCoordinator: Sendable {
     /// One attempt: a slot, then the transport within the timeout, reported to `onAttempt`
     /// while the slot is held.
     private func sendOnce(_ request: HTTPRequest, body: Data?, _ plan: Plan) async throws -> HTTPResult {
-        let scheme = request.scheme ?? "", authority = request.authority ?? ""
+        let scheme = request.scheme ?? ""
+        let authority = request.authority ?? ""
         let host = admission.withLock { $0.group(scheme: scheme, authority: authority) }
         try await admission.suspendUntilAdmitted(RequestAdmission.Request(host: host, priority: plan.priority))
         defer {
@@ -247,19 +273,21 @@ public final class HTTPCoordinator: Sendable {
         let transport = self.transport
         let progress = plan.progress
         let send: @Sendable () async throws -> HTTPResult = {
-            let (response, data) = if let progress {
-                try await transport.send(request, body: body, progress: progress)
-            } else {
-                try await transport.send(request, body: body)
-            }
+            let (response, data) =
+                if let progress {
+                    try await transport.send(request, body: body, progress: progress)
+                } else {
+                    try await transport.send(request, body: body)
+                }
             return HTTPResult(response: response, body: data)
         }
         do {
-            let result = if let timeout = plan.timeout {
-                try await timing(timeout) { try await send() } as! HTTPResult
-            } else {
-                try await send()
-            }
+            let result =
+                if let timeout = plan.timeout {
+                    try await timing(timeout) { try await send() } as! HTTPResult
+                } else {
+                    try await send()
+                }
             plan.onAttempt?(.ended(request, .success(result.response)))
             return result
         } catch {
@@ -273,13 +301,16 @@ public final class HTTPCoordinator: Sendable {
     private static func checkHostLimits(_ limits: [String: Int]) {
         for (pattern, limit) in limits {
             checkArgument(limit >= 1, "HTTPCoordinator: hostLimits['\(pattern)'] must be at least 1, got \(limit)")
-            checkArgument(isHostPattern(pattern), "HTTPCoordinator: hostLimits key '\(pattern)' is not 'host' or 'host:port'")
+            checkArgument(
+                isHostPattern(pattern), "HTTPCoordinator: hostLimits key '\(pattern)' is not 'host' or 'host:port'")
         }
     }
 
     /// Whether `pattern` is `host` or `host:port` (a bracketed IPv6 address as the host).
     package static func isHostPattern(_ pattern: String) -> Bool {
-        guard !pattern.isEmpty, !pattern.contains(where: { $0 == "/" || $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace }) else { return false }
+        guard !pattern.isEmpty,
+            !pattern.contains(where: { $0 == "/" || $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace })
+        else { return false }
         let name = hostName(of: pattern)
         guard !name.isEmpty, name != "[]" else { return false }
         let rest = pattern.dropFirst(name.count)
@@ -293,7 +324,8 @@ public final class HTTPCoordinator: Sendable {
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
             return String(authority[...close])
         }
-        return authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? authority
+        return authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            ?? authority
     }
 
     private static func groupLimits(_ limits: [String: Int]) -> [String: Int] {
@@ -316,7 +348,7 @@ public final class HTTPCoordinator: Sendable {
         case is HTTPStatusError, is TimeoutError: true
         case let error as HTTPTransportError: error.isTransient
         case is AuthenticationError, is HTTPRedirectError: false
-        default: true // an unclassified failure of a third-party transport
+        default: true  // an unclassified failure of a third-party transport
         }
     }
 

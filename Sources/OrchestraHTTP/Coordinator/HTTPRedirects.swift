@@ -90,7 +90,9 @@ public struct HTTPRedirectError: Error, Sendable, CustomStringConvertible {
 enum RedirectRule {
     static let followed: Set<Int> = [301, 302, 303, 307, 308]
     private static let credentials: [HTTPField.Name] = [.authorization, .proxyAuthorization, .cookie]
-    private static let contentFields: [HTTPField.Name] = [.contentType, .contentLength, .contentEncoding, .contentLanguage, .contentLocation]
+    private static let contentFields: [HTTPField.Name] = [
+        .contentType, .contentLength, .contentEncoding, .contentLanguage, .contentLocation,
+    ]
 
     /// The request to send after `response` redirected `request`, with its body and the absolute
     /// location; `nil` if `response` is not a redirect to follow.
@@ -104,10 +106,10 @@ enum RedirectRule {
         guard followed.contains(status), let location = response.headerFields[.location] else { return nil }
         let origin = "\(request.scheme ?? "http")://\(request.authority ?? "")"
         guard let base = URL(string: origin + (request.path ?? "/")),
-              let target = URL(string: location, relativeTo: base)?.absoluteURL,
-              let components = URLComponents(url: target, resolvingAgainstBaseURL: true),
-              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = components.percentEncodedHost, !host.isEmpty
+            let target = URL(string: location, relativeTo: base)?.absoluteURL,
+            let components = URLComponents(url: target, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = components.percentEncodedHost, !host.isEmpty
         else {
             throw HTTPRedirectError(
                 code: .invalidLocation, hops: [],
@@ -120,11 +122,12 @@ enum RedirectRule {
         var next = HTTPRequest(method: request.method, scheme: scheme, authority: authority, path: path)
         next.headerFields = request.headerFields
         var nextBody = body
-        let becomesGet = switch status {
-        case 303: request.method != .get && request.method != .head
-        case 301, 302: request.method == .post
-        default: false
-        }
+        let becomesGet =
+            switch status {
+            case 303: request.method != .get && request.method != .head
+            case 301, 302: request.method == .post
+            default: false
+            }
         if becomesGet {
             next.method = .get
             nextBody = nil

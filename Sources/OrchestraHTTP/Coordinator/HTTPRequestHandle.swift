@@ -92,7 +92,8 @@ extension HTTPCoordinator {
                 } catch is CancellationError where Task.isCancelled {
                     throw CancellationError()
                 } catch {
-                    throw HTTPDependencyError(dependency: "\(dependency.request.method) \(dependency.request.path ?? "/")", underlying: error)
+                    throw HTTPDependencyError(
+                        dependency: "\(dependency.request.method) \(dependency.request.path ?? "/")", underlying: error)
                 }
             }
             return try await data(for: request, body: body, priority: priority)

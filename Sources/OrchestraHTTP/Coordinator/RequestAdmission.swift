@@ -85,20 +85,23 @@ struct RequestAdmission: AdmissionStateMachine {
         return .mustWait(id: nextID)
     }
 
-    mutating func suspend(id: UInt64, request: Request, continuation: Continuation, isCancelled: Bool) -> AdmissionSuspendAction {
+    mutating func suspend(
+        id: UInt64, request: Request, continuation: Continuation, isCancelled: Bool
+    ) -> AdmissionSuspendAction {
         if hasRoom(for: request.host), waiting[request.host] == nil {
             take(request.host)
             return .resumeAdmitted
         }
         if isCancelled { return .resumeCancelled }
-        waiting[request.host, default: [:]][request.priority, default: []].append(Waiter(id: id, continuation: continuation))
+        waiting[request.host, default: [:]][request.priority, default: []].append(
+            Waiter(id: id, continuation: continuation))
         location[id] = request
         return .suspended
     }
 
     mutating func cancel(id: UInt64) -> Continuation? {
         guard let request = location.removeValue(forKey: id),
-              let index = waiting[request.host]?[request.priority]?.firstIndex(where: { $0.id == id })
+            let index = waiting[request.host]?[request.priority]?.firstIndex(where: { $0.id == id })
         else { return nil }
         let waiter = waiting[request.host]![request.priority]!.remove(at: index)
         prune(request)
@@ -130,7 +133,9 @@ struct RequestAdmission: AdmissionStateMachine {
             for (host, levels) in waiting where inFlightByHost[host, default: 0] < limit(of: host) {
                 let top = levels.keys.max()!
                 let first = levels[top]!.first!.id
-                if let current = best, current.request.priority > top || (current.request.priority == top && current.id < first) {
+                if let current = best,
+                    current.request.priority > top || (current.request.priority == top && current.id < first)
+                {
                     continue
                 }
                 best = (Request(host: host, priority: top), first)

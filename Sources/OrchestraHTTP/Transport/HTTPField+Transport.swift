@@ -11,10 +11,13 @@ extension HTTPField {
 extension HTTPTransportError {
     /// The request has a header value a client cannot send as its bytes: refused before
     /// sending, naming the header, rather than sent as other bytes.
-    package static func unsendableHeader(_ name: HTTPField.Name, client: String, authority: String?) -> HTTPTransportError {
+    package static func unsendableHeader(
+        _ name: HTTPField.Name, client: String, authority: String?
+    ) -> HTTPTransportError {
         HTTPTransportError(
             code: .invalidRequest,
-            message: "header '\(name.rawName)' of the request to \(authority ?? "the server") has a value whose bytes are not UTF-8; \(client) cannot send them as they are",
+            message:
+                "header '\(name.rawName)' of the request to \(authority ?? "the server") has a value whose bytes are not UTF-8; \(client) cannot send them as they are",
             host: authority
         )
     }

@@ -1,8 +1,9 @@
 import Foundation
+import Orchestra
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Orchestra
 
 /// The delegate of a ``URLSessionTransport``'s session: it routes each data task's callbacks
 /// to the request waiting for it (streaming the body, with progress: `URLSession.bytes(for:)`

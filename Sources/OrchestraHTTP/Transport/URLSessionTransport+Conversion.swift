@@ -1,9 +1,10 @@
 import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPTypes
-import HTTPTypesFoundation
 
 /// Requests to `URLRequest`s and responses back, byte for byte where URLSession allows it.
 extension URLSessionTransport {
@@ -17,12 +18,14 @@ extension URLSessionTransport {
         let authority = request.authority
         guard var urlRequest = URLRequest(httpRequest: request) else {
             let target = "\(request.scheme ?? "?")://\(authority ?? "?")\(request.path ?? "")"
-            throw HTTPTransportError(code: .invalidRequest, message: "request \(request.method) \(target) has no valid URL", host: authority)
+            throw HTTPTransportError(
+                code: .invalidRequest, message: "request \(request.method) \(target) has no valid URL", host: authority)
         }
         if request.method == .get, let body, !body.isEmpty {
             throw HTTPTransportError(
                 code: .bodyNotAllowed,
-                message: "URLSession cannot send a body with GET (to \(authority ?? "the server")); AsyncHTTPClientTransport can",
+                message:
+                    "URLSession cannot send a body with GET (to \(authority ?? "the server")); AsyncHTTPClientTransport can",
                 host: authority
             )
         }
@@ -34,7 +37,8 @@ extension URLSessionTransport {
         var combined: [HTTPField.Name: String] = [:]
         for field in request.headerFields {
             guard let value = field.utf8Value else {
-                throw HTTPTransportError.unsendableHeader(field.name, client: "URLSession on Linux", authority: authority)
+                throw HTTPTransportError.unsendableHeader(
+                    field.name, client: "URLSession on Linux", authority: authority)
             }
             let separator = field.name == .cookie ? "; " : ", "
             combined[field.name] = combined[field.name].map { "\($0)\(separator)\(value)" } ?? value
@@ -53,7 +57,10 @@ extension URLSessionTransport {
         // Linux's URLSession decodes header lines as UTF-8; HTTPTypesFoundation would read the
         // strings as ISO Latin-1 and mangle any non-ASCII value.
         guard (0...999).contains(response.statusCode) else {
-            throw HTTPTransportError(code: .badResponse, message: "bad response from \(authority ?? "the server"): status \(response.statusCode)", host: authority)
+            throw HTTPTransportError(
+                code: .badResponse,
+                message: "bad response from \(authority ?? "the server"): status \(response.statusCode)",
+                host: authority)
         }
         var fields = HTTPFields()
         for case let (name as String, value as String) in response.allHeaderFields {
@@ -63,7 +70,10 @@ extension URLSessionTransport {
         return HTTPResponse(status: .init(code: response.statusCode), headerFields: fields)
         #else
         guard let converted = response.httpResponse else {
-            throw HTTPTransportError(code: .badResponse, message: "bad response from \(authority ?? "the server"): status \(response.statusCode)", host: authority)
+            throw HTTPTransportError(
+                code: .badResponse,
+                message: "bad response from \(authority ?? "the server"): status \(response.statusCode)",
+                host: authority)
         }
         return converted
         #endif

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -16,7 +17,8 @@ extension URLSessionTransport {
             urlError = URLError(_nsError: error as NSError)
         } else {
             return HTTPTransportError(
-                code: .other, message: "the request to \(authority ?? "the server") failed: \(error)", host: authority, underlying: error
+                code: .other, message: "the request to \(authority ?? "the server") failed: \(error)", host: authority,
+                underlying: error
             )
         }
         if urlError.code == .cancelled { return CancellationError() }
@@ -36,7 +38,8 @@ extension URLSessionTransport {
         case .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .cannotLoadFromNetwork, .callIsActive:
             (.notConnected, nil)
         case .secureConnectionFailed: (.tls, nil)
-        case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot: (.tls, "the server's certificate is not trusted")
+        case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot:
+            (.tls, "the server's certificate is not trusted")
         case .serverCertificateHasBadDate: (.tls, "the server's certificate has expired")
         case .serverCertificateNotYetValid: (.tls, "the server's certificate is not valid yet")
         case .clientCertificateRejected: (.tls, "the server rejected the client certificate")

@@ -1,8 +1,9 @@
 import Foundation
+public import HTTPTypes
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-public import HTTPTypes
 
 /// An ``HTTPTransport`` over `URLSession`, on Apple platforms and on Linux.
 ///
@@ -93,7 +94,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         let delegate = self.delegate
         do {
             let (response, data) = try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
+                try await withCheckedThrowingContinuation {
+                    (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
                     delegate.register(box.task, .init(continuation: continuation, progress: progress))
                     box.task.resume()
                 }

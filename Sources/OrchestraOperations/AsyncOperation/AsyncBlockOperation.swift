@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 /// An asynchronous operation made from a closure that starts the work and calls
 /// ``AsyncOperation/finish()`` on the operation it is given when the work is done: the

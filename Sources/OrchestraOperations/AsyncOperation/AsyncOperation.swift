@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 /// An `Operation` that stays executing until its work calls ``finish()``, so `addDependency`
 /// and `maxConcurrentOperationCount` work with completion-handler and async APIs.
@@ -152,7 +153,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         let action = state.withLock { $0.finish() }
         switch action {
         case .reportDoubleFinish(let expected):
-            report(.doubleFinish, "\(displayName) was finished again after it had finished; the call was ignored", expected: expected)
+            report(
+                .doubleFinish, "\(displayName) was finished again after it had finished; the call was ignored",
+                expected: expected)
         case .finish(let wasExecuting):
             if let timeout = state.withLock({ $0.timeout }) {
                 record(error: timeout)
@@ -244,7 +247,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     private func report(_ kind: OrchestraDiagnostic.Kind, _ message: String, expected: Bool = false) {
-        diagnostics.report(OrchestraDiagnostic(kind: kind, message: message, location: displayName, isExpected: expected))
+        diagnostics.report(
+            OrchestraDiagnostic(kind: kind, message: message, location: displayName, isExpected: expected))
     }
 
     var displayName: String {

@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 /// An operation that runs an async closure: async code on an `OperationQueue`, with its
 /// dependencies and concurrency limit.

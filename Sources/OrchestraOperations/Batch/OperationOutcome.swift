@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 /// How one operation ended.
 public struct OperationOutcome: Sendable, CustomStringConvertible {

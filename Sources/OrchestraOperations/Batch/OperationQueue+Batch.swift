@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 extension OperationQueue {
     /// Adds operations and calls `completion` once, when every one of them has finished, with

@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 // Dependency checks that run before Foundation sees the operations. swift-corelibs-foundation
 // deadlocks inside `addDependency` when an operation is made to depend on itself (measured:
@@ -35,15 +36,18 @@ extension Operation {
     public func addDependencyChecked(_ operation: Operation) throws(TaskGraphError) {
         if operation === self {
             let name = OperationDependencyCheck.name(of: self)
-            throw TaskGraphError(code: .selfDependency, message: "operation \(name) cannot depend on itself", path: [name])
+            throw TaskGraphError(
+                code: .selfDependency, message: "operation \(name) cannot depend on itself", path: [name])
         }
         // A cycle closes if `self` is among what `operation` already (transitively) waits for.
         if let path = OperationDependencyCheck.dependencyPath(from: operation, to: self) {
             // path: operation → … → self along "depends on"; in run order: self → … → operation → self.
-            let names = path.reversed().map(OperationDependencyCheck.name(of:)) + [OperationDependencyCheck.name(of: self)]
+            let names =
+                path.reversed().map(OperationDependencyCheck.name(of:)) + [OperationDependencyCheck.name(of: self)]
             throw TaskGraphError(
                 code: .cycle,
-                message: "making \(OperationDependencyCheck.name(of: self)) depend on \(OperationDependencyCheck.name(of: operation)) would close a cycle: \(names.joined(separator: " → "))",
+                message:
+                    "making \(OperationDependencyCheck.name(of: self)) depend on \(OperationDependencyCheck.name(of: operation)) would close a cycle: \(names.joined(separator: " → "))",
                 path: names
             )
         }
@@ -56,7 +60,9 @@ extension OperationQueue {
     /// `Sequence.validateDependencies()`), then adds them.
     ///
     /// - Throws: `TaskGraphError` for a cycle or a self-dependency; then nothing is added.
-    public func addOperationsCheckingDependencies(_ operations: [Operation], waitUntilFinished wait: Bool = false) throws(TaskGraphError) {
+    public func addOperationsCheckingDependencies(
+        _ operations: [Operation], waitUntilFinished wait: Bool = false
+    ) throws(TaskGraphError) {
         try operations.validateDependencies()
         addOperations(operations, waitUntilFinished: wait)
     }
@@ -85,7 +91,8 @@ enum OperationDependencyCheck {
                 let current = stack[stack.count - 1].operation
                 if next === current {
                     let name = name(of: current)
-                    throw TaskGraphError(code: .selfDependency, message: "operation \(name) depends on itself", path: [name])
+                    throw TaskGraphError(
+                        code: .selfDependency, message: "operation \(name) depends on itself", path: [name])
                 }
                 switch colour[ObjectIdentifier(next)] {
                 case .black:

@@ -1,9 +1,10 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Foundation
 #else
 @preconcurrency import Foundation
 #endif
-import Orchestra
 
 extension TaskGraph {
     /// A graph whose nodes are `operations`, their `addDependency` links its edges: run it with
@@ -59,7 +60,8 @@ extension TaskGraph {
                     let name = Self.nodeID(of: dependency)
                     throw TaskGraphError(
                         code: .unknownDependency,
-                        message: "operation \"\(ids[position])\" depends on \"\(name)\", which is not among the operations given",
+                        message:
+                            "operation \"\(ids[position])\" depends on \"\(name)\", which is not among the operations given",
                         path: [ids[position], name]
                     )
                 }

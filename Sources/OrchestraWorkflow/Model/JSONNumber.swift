@@ -95,8 +95,12 @@ package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         }
         if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
             position += 1
-            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
-            guard isDigit(position) else { throw JSONSyntaxError("a number needs a digit in its exponent", offset: position) }
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            guard isDigit(position) else {
+                throw JSONSyntaxError("a number needs a digit in its exponent", offset: position)
+            }
             digits()
         }
         return position

@@ -61,13 +61,15 @@ struct JSONParser {
             // Read a value, or open a container and go on with its first key or element.
             skipWhitespace()
             guard let byte = peek() else {
-                throw JSONSyntaxError(stack.isEmpty ? "no JSON value" : "the text ends inside \(Self.describe(stack))", offset: position)
+                throw JSONSyntaxError(
+                    stack.isEmpty ? "no JSON value" : "the text ends inside \(Self.describe(stack))", offset: position)
             }
             var value: JSONValue
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 guard stack.count < JSONValue.maxDepth else {
-                    throw JSONSyntaxError("arrays and objects nested deeper than \(JSONValue.maxDepth) levels", offset: position)
+                    throw JSONSyntaxError(
+                        "arrays and objects nested deeper than \(JSONValue.maxDepth) levels", offset: position)
                 }
                 let isObject = byte == UInt8(ascii: "{")
                 position += 1
@@ -122,7 +124,8 @@ struct JSONParser {
                 }
                 guard next == UInt8(ascii: isObject ? "}" : "]") else {
                     let expected = isObject ? "',' or '}' after an object member" : "',' or ']' after an array element"
-                    throw JSONSyntaxError("unexpected \(Self.describe(next)); expected \(expected)", offset: position - 1)
+                    throw JSONSyntaxError(
+                        "unexpected \(Self.describe(next)); expected \(expected)", offset: position - 1)
                 }
                 let closed = stack.removeLast()
                 value = closed.isObject ? .object(closed.members) : .array(closed.elements)
@@ -130,7 +133,8 @@ struct JSONParser {
             if stack.isEmpty {
                 skipWhitespace()
                 guard position == bytes.count else {
-                    throw JSONSyntaxError("unexpected \(Self.describe(bytes[position])) after the JSON value", offset: position)
+                    throw JSONSyntaxError(
+                        "unexpected \(Self.describe(bytes[position])) after the JSON value", offset: position)
                 }
                 return value
             }
@@ -147,7 +151,9 @@ struct JSONParser {
 
     private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
         let expected = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
-        guard bytes.count - position >= expected.count, bytes[position..<position + expected.count].elementsEqual(expected) else {
+        guard bytes.count - position >= expected.count,
+            bytes[position..<position + expected.count].elementsEqual(expected)
+        else {
             throw JSONSyntaxError("expected '\(word)'", offset: position)
         }
         position += expected.count
@@ -156,7 +162,9 @@ struct JSONParser {
     /// An object key and the ':' after it.
     private mutating func key() throws(JSONSyntaxError) -> String {
         guard peek() == UInt8(ascii: "\"") else {
-            throw JSONSyntaxError(peek().map { "unexpected \(Self.describe($0)); expected an object key in double quotes" } ?? "the text ends inside an object", offset: position)
+            throw JSONSyntaxError(
+                peek().map { "unexpected \(Self.describe($0)); expected an object key in double quotes" }
+                    ?? "the text ends inside an object", offset: position)
         }
         let key = try string()
         skipWhitespace()
@@ -188,7 +196,8 @@ struct JSONParser {
                 try escape(into: &decoded)
                 segment = position
             case 0..<0x20:
-                throw JSONSyntaxError("a control character (U+\(Self.hex(UInt32(byte)))) must be escaped in a string", offset: position)
+                throw JSONSyntaxError(
+                    "a control character (U+\(Self.hex(UInt32(byte)))) must be escaped in a string", offset: position)
             default:
                 position += 1
             }
@@ -201,15 +210,16 @@ struct JSONParser {
         position += 1
         guard let letter = peek() else { throw JSONSyntaxError("a string is not closed", offset: start) }
         position += 1
-        let simple: UInt8? = switch letter {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): letter
-        case UInt8(ascii: "b"): 0x08
-        case UInt8(ascii: "f"): 0x0C
-        case UInt8(ascii: "n"): 0x0A
-        case UInt8(ascii: "r"): 0x0D
-        case UInt8(ascii: "t"): 0x09
-        default: nil
-        }
+        let simple: UInt8? =
+            switch letter {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): letter
+            case UInt8(ascii: "b"): 0x08
+            case UInt8(ascii: "f"): 0x0C
+            case UInt8(ascii: "n"): 0x0A
+            case UInt8(ascii: "r"): 0x0D
+            case UInt8(ascii: "t"): 0x09
+            default: nil
+            }
         if let simple { return decoded.append(simple) }
         guard letter == UInt8(ascii: "u") else {
             throw JSONSyntaxError("unknown escape '\\\(Self.describeCharacter(letter))' in a string", offset: start)
@@ -218,17 +228,24 @@ struct JSONParser {
         if (0xD800..<0xDC00).contains(value) {
             // A high surrogate: a low one must follow, as \uDC00–\uDFFF.
             let low = position
-            guard bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
-                throw JSONSyntaxError("lone surrogate '\\u\(Self.hex(value))' in a string (not followed by a low surrogate)", offset: start)
+            guard bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"),
+                bytes[position + 1] == UInt8(ascii: "u")
+            else {
+                throw JSONSyntaxError(
+                    "lone surrogate '\\u\(Self.hex(value))' in a string (not followed by a low surrogate)",
+                    offset: start)
             }
             position += 2
             let second = try hexQuad(escapeAt: low)
             guard (0xDC00..<0xE000).contains(second) else {
-                throw JSONSyntaxError("lone surrogate '\\u\(Self.hex(value))' in a string (followed by '\\u\(Self.hex(second))')", offset: start)
+                throw JSONSyntaxError(
+                    "lone surrogate '\\u\(Self.hex(value))' in a string (followed by '\\u\(Self.hex(second))')",
+                    offset: start)
             }
             value = 0x10000 + ((value - 0xD800) << 10) + (second - 0xDC00)
         } else if (0xDC00..<0xE000).contains(value) {
-            throw JSONSyntaxError("lone surrogate '\\u\(Self.hex(value))' in a string (no high surrogate before it)", offset: start)
+            throw JSONSyntaxError(
+                "lone surrogate '\\u\(Self.hex(value))' in a string (no high surrogate before it)", offset: start)
         }
         decoded += Array(String(Unicode.Scalar(value)!).utf8)
     }
@@ -262,7 +279,8 @@ struct JSONParser {
 
     /// `'x'` for a printable ASCII byte, `byte 0xC3` otherwise.
     private static func describe(_ byte: UInt8) -> String {
-        (0x21..<0x7F).contains(byte) ? "'\(describeCharacter(byte))'" : "byte 0x\(String(byte, radix: 16, uppercase: true))"
+        (0x21..<0x7F).contains(byte)
+            ? "'\(describeCharacter(byte))'" : "byte 0x\(String(byte, radix: 16, uppercase: true))"
     }
 
     private static func describeCharacter(_ byte: UInt8) -> String {

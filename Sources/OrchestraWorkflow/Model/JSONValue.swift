@@ -127,7 +127,10 @@ private enum JSONWriter {
                 case .string(let value): output += jsonQuoted(value)
                 case .array(let elements):
                     output += "["
-                    guard !elements.isEmpty else { output += "]"; continue }
+                    guard !elements.isEmpty else {
+                        output += "]"
+                        continue
+                    }
                     tasks.append(.text(closing(level: level, indent: indent) + "]"))
                     for (offset, element) in elements.enumerated().reversed() {
                         tasks.append(.value(element, level: level + 1))
@@ -135,7 +138,10 @@ private enum JSONWriter {
                     }
                 case .object(let members):
                     output += "{"
-                    guard !members.isEmpty else { output += "}"; continue }
+                    guard !members.isEmpty else {
+                        output += "}"
+                        continue
+                    }
                     tasks.append(.text(closing(level: level, indent: indent) + "}"))
                     for (offset, member) in members.enumerated().reversed() {
                         tasks.append(.value(member.value, level: level + 1))

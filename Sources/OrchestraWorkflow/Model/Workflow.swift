@@ -137,7 +137,10 @@ package struct RequestTemplate: Sendable, Hashable {
     /// Where the `url` field is, for messages.
     package var urlLocation: SourceLocation?
 
-    package init(method: HTTPRequest.Method = .get, url: Template, headers: [(name: String, value: Template)] = [], body: RequestBody? = nil, urlLocation: SourceLocation? = nil) {
+    package init(
+        method: HTTPRequest.Method = .get, url: Template, headers: [(name: String, value: Template)] = [],
+        body: RequestBody? = nil, urlLocation: SourceLocation? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -152,7 +155,8 @@ package struct RequestTemplate: Sendable, Hashable {
 
     package static func == (lhs: RequestTemplate, rhs: RequestTemplate) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
-            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 
     package func hash(into hasher: inout Hasher) {

@@ -35,10 +35,15 @@ struct NodeReader {
     }
 
     mutating func fail(
-        _ code: WorkflowError.Code, _ message: String, at location: SourceLocation?, step: String? = nil, field: String? = nil
+        _ code: WorkflowError.Code, _ message: String, at location: SourceLocation?, step: String? = nil,
+        field: String? = nil
     ) {
         // The same problem at the same place is reported once, under the first step that met it.
-        if let location, !reported.insert(Reported(code: code, message: message, location: location, field: field)).inserted { return }
+        if let location,
+            !reported.insert(Reported(code: code, message: message, location: location, field: field)).inserted
+        {
+            return
+        }
         errors.append(WorkflowError(code, message, file: file, location: location, step: step, field: field))
     }
 
@@ -50,13 +55,17 @@ struct NodeReader {
         _ node: Node, allowed: [String], step: String?, field: String?
     ) -> [(key: String, node: Node)]? {
         guard case .mapping(let mapping) = node else {
-            fail(.invalidValue, "must be a mapping (key: value), got \(Self.describe(node))", at: node, step: step, field: field)
+            fail(
+                .invalidValue, "must be a mapping (key: value), got \(Self.describe(node))", at: node, step: step,
+                field: field)
             return nil
         }
         var result: [(key: String, node: Node)] = []
         for (keyNode, value) in mapping {
             guard let key = scalarText(keyNode) else {
-                fail(.invalidValue, "keys must be plain names, got \(Self.describe(keyNode))", at: keyNode, step: step, field: field)
+                fail(
+                    .invalidValue, "keys must be plain names, got \(Self.describe(keyNode))", at: keyNode, step: step,
+                    field: field)
                 continue
             }
             guard allowed.contains(key) else {
@@ -75,15 +84,20 @@ struct NodeReader {
     }
 
     /// A mapping's entries without checking the keys (`vars`, `headers`, `captures`, `hosts`).
-    mutating func freeEntries(_ node: Node, step: String?, field: String) -> [(key: String, keyNode: Node, node: Node)]? {
+    mutating func freeEntries(_ node: Node, step: String?, field: String) -> [(key: String, keyNode: Node, node: Node)]?
+    {
         guard case .mapping(let mapping) = node else {
-            fail(.invalidValue, "must be a mapping (name: value), got \(Self.describe(node))", at: node, step: step, field: field)
+            fail(
+                .invalidValue, "must be a mapping (name: value), got \(Self.describe(node))", at: node, step: step,
+                field: field)
             return nil
         }
         var result: [(key: String, keyNode: Node, node: Node)] = []
         for (keyNode, value) in mapping {
             guard let key = scalarText(keyNode) else {
-                fail(.invalidValue, "names must be text, got \(Self.describe(keyNode))\(Self.templateHint(keyNode))", at: keyNode, step: step, field: field)
+                fail(
+                    .invalidValue, "names must be text, got \(Self.describe(keyNode))\(Self.templateHint(keyNode))",
+                    at: keyNode, step: step, field: field)
                 continue
             }
             result.append((key, keyNode, value))
@@ -96,7 +110,9 @@ struct NodeReader {
     /// Text: any scalar (numbers and booleans as written).
     mutating func string(_ node: Node, step: String?, field: String) -> String? {
         if let text = scalarText(node) { return text }
-        fail(.invalidValue, "must be text, got \(Self.describe(node))\(Self.templateHint(node))", at: node, step: step, field: field)
+        fail(
+            .invalidValue, "must be text, got \(Self.describe(node))\(Self.templateHint(node))", at: node, step: step,
+            field: field)
         return nil
     }
 
@@ -112,13 +128,18 @@ struct NodeReader {
     }
 
     /// A whole number of at least `minimum`.
-    mutating func integer(_ node: Node, minimum: Int, step: String?, field: String, what: String = "an integer") -> Int? {
+    mutating func integer(_ node: Node, minimum: Int, step: String?, field: String, what: String = "an integer") -> Int?
+    {
         guard case .scalar(let scalar) = node, node.tagName == .int, let value = node.int else {
-            fail(.invalidValue, "must be \(what) ≥ \(minimum), got \(Self.describe(node))", at: node, step: step, field: field)
+            fail(
+                .invalidValue, "must be \(what) ≥ \(minimum), got \(Self.describe(node))", at: node, step: step,
+                field: field)
             return nil
         }
         guard value >= minimum else {
-            fail(.invalidValue, "must be \(what) ≥ \(minimum), got '\(short: scalar.string)'", at: node, step: step, field: field)
+            fail(
+                .invalidValue, "must be \(what) ≥ \(minimum), got '\(short: scalar.string)'", at: node, step: step,
+                field: field)
             return nil
         }
         return value
@@ -147,7 +168,9 @@ struct NodeReader {
             return nil
         }
         guard seconds > 0 || (allowZero && seconds == 0) else {
-            fail(.invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(short: scalar.string)'", at: node, step: step, field: field)
+            fail(
+                .invalidValue, "must be \(allowZero ? "0 or more" : "more than 0"), got '\(short: scalar.string)'",
+                at: node, step: step, field: field)
             return nil
         }
         // Compared as seconds, before any conversion: a huge value is refused, not overflowed.
@@ -193,7 +216,8 @@ struct NodeReader {
         switch node {
         case .scalar(let scalar):
             if node.tagName == .null { return "nothing (null)" }
-            return "'\(short: scalar.string)'" + (scalar.style == .doubleQuoted || scalar.style == .singleQuoted ? " (quoted text)" : "")
+            return "'\(short: scalar.string)'"
+                + (scalar.style == .doubleQuoted || scalar.style == .singleQuoted ? " (quoted text)" : "")
         case .mapping: return "a mapping"
         case .sequence: return "a list"
         }
@@ -203,7 +227,7 @@ struct NodeReader {
     /// quote it.
     static func templateHint(_ node: Node) -> String {
         guard case .mapping(let outer) = node, outer.count == 1, case .mapping(let inner) = outer[0].key,
-              inner.count == 1, case .scalar(let name) = inner[0].key
+            inner.count == 1, case .scalar(let name) = inner[0].key
         else { return "" }
         return " (YAML read an unquoted template as a mapping: quote it, as in \"{{\(short: name.string)}}\")"
     }
@@ -222,7 +246,8 @@ struct NodeReader {
     /// Edits (insert, delete, replace, or swap two neighbours: `bsae` is one from `base`) that
     /// turn `a` into `b`.
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }
         var beforePrevious: [Int] = []

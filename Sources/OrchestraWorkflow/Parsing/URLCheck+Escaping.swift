@@ -46,7 +46,9 @@ extension URLCheck {
 
     /// `http` in `http://…`: letters, digits, `+ - .`, starting with a letter, before a ':'.
     private static func scheme(of text: Substring) -> Substring? {
-        guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter else { return nil }
+        guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter else {
+            return nil
+        }
         let scheme = text[..<colon]
         let valid = scheme.utf8.allSatisfy(schemeCharacters.contains)
         return valid ? scheme : nil
@@ -61,11 +63,14 @@ extension URLCheck {
             hostAndPort = authority[authority.index(after: at)...]
         }
         // An IP literal ([::1]) is ASCII already; otherwise the port follows the last ':'.
-        let portStart = hostAndPort.hasPrefix("[") ? hostAndPort.lastIndex(of: "]").flatMap { hostAndPort[$0...].firstIndex(of: ":") }
+        let portStart =
+            hostAndPort.hasPrefix("[")
+            ? hostAndPort.lastIndex(of: "]").flatMap { hostAndPort[$0...].firstIndex(of: ":") }
             : hostAndPort.lastIndex(of: ":")
         let host = hostAndPort[..<(portStart ?? hostAndPort.endIndex)]
         let port = hostAndPort[(portStart ?? hostAndPort.endIndex)...]
-        return userInfo + asciiHost(host) + (port.isEmpty ? "" : ":" + encoded(port.dropFirst(), allowing: portCharacters))
+        return userInfo + asciiHost(host)
+            + (port.isEmpty ? "" : ":" + encoded(port.dropFirst(), allowing: portCharacters))
     }
 
     /// `host` in its IDNA form if it has non-ASCII letters and one exists, else as written.
@@ -74,7 +79,9 @@ extension URLCheck {
         var components = URLComponents()
         components.host = String(host)
         // Foundation falls back to percent-encoding a host that has no IDNA form.
-        guard let encoded = components.encodedHost, !encoded.contains("%"), encoded.allSatisfy(\.isASCII) else { return String(host) }
+        guard let encoded = components.encodedHost, !encoded.contains("%"), encoded.allSatisfy(\.isASCII) else {
+            return String(host)
+        }
         return encoded
     }
 
@@ -136,7 +143,7 @@ extension URLCheck {
     }
 }
 
-private extension String {
+extension String {
     /// `A` → `0A`: two hex digits.
-    var leftPadded: String { count < 2 ? "0" + self : self }
+    fileprivate var leftPadded: String { count < 2 ? "0" + self : self }
 }

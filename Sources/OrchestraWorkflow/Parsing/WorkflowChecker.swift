@@ -50,15 +50,23 @@ struct WorkflowChecker {
             let id = steps[position].id
             let location = steps[position].location
             if !Self.isPlainID(id), !id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
-                reader.fail(.invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: id)'", at: location, step: id, field: "id")
+                reader.fail(
+                    .invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: id)'",
+                    at: location, step: id, field: "id")
             } else if id == Template.variablesNamespace {
-                reader.fail(.invalidValue, "'\(short: id)' is reserved for variables ({{vars.NAME}}); choose another id", at: location, step: id, field: "id")
+                reader.fail(
+                    .invalidValue, "'\(short: id)' is reserved for variables ({{vars.NAME}}); choose another id",
+                    at: location, step: id, field: "id")
             } else if id == Template.itemNamespace || id == Template.indexNamespace {
-                reader.fail(.invalidValue, "'\(short: id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id", at: location, step: id, field: "id")
+                reader.fail(
+                    .invalidValue,
+                    "'\(short: id)' is reserved for the element of a for_each step ({{item}}, {{index}}); choose another id",
+                    at: location, step: id, field: "id")
             }
             if let first = workflow.position(of: id), first != position {
                 let where_ = steps[first].location.map { " (first at line \($0.line))" } ?? ""
-                reader.fail(.duplicateStep, "duplicate step id '\(short: id)'\(where_)", at: location, step: id, field: "id")
+                reader.fail(
+                    .duplicateStep, "duplicate step id '\(short: id)'\(where_)", at: location, step: id, field: "id")
             }
         }
     }
@@ -68,14 +76,20 @@ struct WorkflowChecker {
         id.utf8.allSatisfy(plainIDCharacters.contains)
     }
 
-    private static let plainIDCharacters = URLCheck.ASCIISet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+    private static let plainIDCharacters = URLCheck.ASCIISet(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
     private mutating func checkNeeds() {
         for site in needSites {
             if site.need == site.step {
-                reader.fail(.cycle, "step '\(short: site.step)' needs itself", at: site.location, step: site.step, field: "needs")
+                reader.fail(
+                    .cycle, "step '\(short: site.step)' needs itself", at: site.location, step: site.step,
+                    field: "needs")
             } else if !isKnown(site.need) {
-                reader.fail(.unknownStep, "needs '\(short: site.need)', which is not a step\(suggestion(for: site.need, in: ids))", at: site.location, step: site.step, field: "needs")
+                reader.fail(
+                    .unknownStep,
+                    "needs '\(short: site.need)', which is not a step\(suggestion(for: site.need, in: ids))",
+                    at: site.location, step: site.step, field: "needs")
             }
         }
     }
@@ -111,11 +125,14 @@ struct WorkflowChecker {
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.namespace == site.step {
-                    reader.fail(.cycle, "\(short: reference) uses the step's own capture", at: site.location, step: site.step, field: site.field)
+                    reader.fail(
+                        .cycle, "\(short: reference) uses the step's own capture", at: site.location, step: site.step,
+                        field: site.field)
                 } else if let target = workflow.step(reference.namespace) {
                     guard !target.captures.contains(where: { $0.name == reference.name }) else { continue }
                     let names = target.captures.map(\.name)
-                    let defines = names.isEmpty ? "it captures nothing" : "it captures \(short: names.joined(separator: ", "))"
+                    let defines =
+                        names.isEmpty ? "it captures nothing" : "it captures \(short: names.joined(separator: ", "))"
                     reader.fail(
                         .unknownCapture,
                         "\(short: reference): step '\(short: target.id)' has no capture '\(short: reference.name)'\(suggestion(for: reference.name, in: names)); \(defines)",
@@ -178,7 +195,8 @@ struct WorkflowChecker {
                     let cycle = Array(path[positionInPath[next]...]) + [next]
                     guard reported.insert(Set(cycle)).inserted else { continue }
                     reader.fail(
-                        .cycle, "the steps depend on each other in a cycle: \(Self.describe(cycle: cycle.reversed().map { steps[$0].id }))",
+                        .cycle,
+                        "the steps depend on each other in a cycle: \(Self.describe(cycle: cycle.reversed().map { steps[$0].id }))",
                         at: steps[next].location, step: steps[next].id, field: "needs"
                     )
                 case .done:
@@ -194,27 +212,35 @@ struct WorkflowChecker {
 
     /// `a → b → c → a`; a long cycle shows its first and last steps and how many are between.
     static func describe(cycle: [String]) -> String {
-        let shown = cycle.count > 12 ? cycle.prefix(5) + ["… \(cycle.count - 10) more steps …"] + cycle.suffix(5) : cycle[...]
+        let shown =
+            cycle.count > 12 ? cycle.prefix(5) + ["… \(cycle.count - 10) more steps …"] + cycle.suffix(5) : cycle[...]
         return shown.map { MessageValue.shortened($0) }.joined(separator: " → ")
     }
 
     private mutating func checkURLs() {
-        var requests: [(request: RequestTemplate, step: String?, field: String)] = workflow.steps.map { ($0.request, $0.id, "url") }
+        var requests: [(request: RequestTemplate, step: String?, field: String)] = workflow.steps.map {
+            ($0.request, $0.id, "url")
+        }
         if let auth = workflow.auth {
             requests.append((auth.login.request, nil, "auth.login.url"))
             if let refresh = auth.refresh { requests.append((refresh.request, nil, "auth.refresh.url")) }
         }
         for (request, step, field) in requests {
             // A URL that starts with a capture is checked when it is sent.
-            if let first = request.url.references.first, !first.isVariable, case .reference = request.url.segments[0] { continue }
+            if let first = request.url.references.first, !first.isVariable, case .reference = request.url.segments[0] {
+                continue
+            }
             // Captures and elements are not known yet: a stand-in (a path for a raw one)
             // checks the rest.
             var values = TemplateValues(variables: workflow.variables)
             values.placeholders = true
             guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
             if let problem = URLCheck.problem(with: rendered) {
-                let shown = rendered == request.url.source ? "'\(short: rendered)'" : "'\(short: request.url.source)' (= '\(short: rendered)')"
-                reader.fail(.invalidURL, "\(shown) \(short: problem)", at: request.urlLocation, step: step, field: field)
+                let shown =
+                    rendered == request.url.source
+                    ? "'\(short: rendered)'" : "'\(short: request.url.source)' (= '\(short: rendered)')"
+                reader.fail(
+                    .invalidURL, "\(shown) \(short: problem)", at: request.urlLocation, step: step, field: field)
             }
         }
         checkHeaderValues()
@@ -228,9 +254,11 @@ struct WorkflowChecker {
         for step in workflow.steps {
             for header in step.request.headers {
                 guard let rendered = try? header.value.render(for: .text, with: values),
-                      rendered.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
+                    rendered.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" })
+                else { continue }
                 reader.fail(
-                    .invalidValue, "header '\(short: header.name)' has a line break in its value, which would end the header; remove it",
+                    .invalidValue,
+                    "header '\(short: header.name)' has a line break in its value, which would end the header; remove it",
                     at: step.location, step: step.id, field: "headers.\(header.name)"
                 )
             }
@@ -253,7 +281,12 @@ enum URLCheck {
     /// ``problem(with:)`` without the fast path: the text escaped, then read by
     /// `URLComponents`.
     static func fullCheck(_ text: String) -> String? {
-        guard !text.utf8.contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\t") }) else {
+        guard
+            !text.utf8.contains(where: {
+                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r")
+                    || $0 == UInt8(ascii: "\t")
+            })
+        else {
             return "contains a space or a line break"
         }
         let escaped = escaped(text)
@@ -292,10 +325,14 @@ enum URLCheck {
             bytes = bytes.dropFirst()
             let portEnd = bytes.firstIndex { !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? bytes.endIndex
             let digits = bytes[..<portEnd]
-            guard (1...5).contains(digits.count), let port = Int(String(decoding: digits, as: UTF8.self)), (1...65_535).contains(port) else { return false }
+            guard (1...5).contains(digits.count), let port = Int(String(decoding: digits, as: UTF8.self)),
+                (1...65_535).contains(port)
+            else { return false }
             bytes = bytes[portEnd...]
         }
-        guard bytes.isEmpty || bytes.first == UInt8(ascii: "/") || bytes.first == UInt8(ascii: "?") else { return false }
+        guard bytes.isEmpty || bytes.first == UInt8(ascii: "/") || bytes.first == UInt8(ascii: "?") else {
+            return false
+        }
         return bytes.allSatisfy(queryCharacters.contains)
     }
 

@@ -23,24 +23,32 @@ extension WorkflowParser {
             var value: JSONTemplate
             switch node {
             case .scalar:
-                guard let scalar = jsonScalar(node, step: step, field: nodeField, variablesOnly: variablesOnly) else { return nil }
+                guard let scalar = jsonScalar(node, step: step, field: nodeField, variablesOnly: variablesOnly) else {
+                    return nil
+                }
                 value = scalar
             case .sequence, .mapping:
                 guard stack.count < JSONValue.maxDepth else {
-                    reader.fail(.invalidValue, "lists and mappings nested deeper than \(JSONValue.maxDepth) levels", at: node, step: step, field: nodeField)
+                    reader.fail(
+                        .invalidValue, "lists and mappings nested deeper than \(JSONValue.maxDepth) levels", at: node,
+                        step: step, field: nodeField)
                     return nil
                 }
                 var container: Container
                 if case .sequence(let sequence) = node {
-                    container = Container(isObject: false, children: sequence.enumerated().map { ("", "\(nodeField)[\($0.offset)]", $0.element) })
+                    container = Container(
+                        isObject: false,
+                        children: sequence.enumerated().map { ("", "\(nodeField)[\($0.offset)]", $0.element) })
                 } else {
                     let hint = NodeReader.templateHint(node)
                     guard hint.isEmpty else {
-                        reader.fail(.invalidTemplate, "an unquoted template\(hint)", at: node, step: step, field: nodeField)
+                        reader.fail(
+                            .invalidTemplate, "an unquoted template\(hint)", at: node, step: step, field: nodeField)
                         return nil
                     }
                     guard let entries = reader.freeEntries(node, step: step, field: nodeField) else { return nil }
-                    container = Container(isObject: true, children: entries.map { ($0.key, "\(nodeField).\($0.key)", $0.node) })
+                    container = Container(
+                        isObject: true, children: entries.map { ($0.key, "\(nodeField).\($0.key)", $0.node) })
                 }
                 if let first = container.children.first {
                     stack.append(container)
@@ -58,7 +66,8 @@ extension WorkflowParser {
                     break
                 }
                 let done = stack.removeLast()
-                value = done.isObject ? .object(zip(done.children, done.values).map { ($0.key, $1) }) : .array(done.values)
+                value =
+                    done.isObject ? .object(zip(done.children, done.values).map { ($0.key, $1) }) : .array(done.values)
             }
             if stack.isEmpty { return value }
         }
@@ -83,12 +92,19 @@ extension WorkflowParser {
             }
             // A YAML spelling JSON does not have: its value, when JSON can write it.
             if node.tagName == .int, let integer = node.int { return .integer(integer) }
-            if node.tagName == .float, let double = node.float, let number = JSONNumber(double) { return .number(number) }
+            if node.tagName == .float, let double = node.float, let number = JSONNumber(double) {
+                return .number(number)
+            }
         default:
             return site(node, step: step, field: field, variablesOnly: variablesOnly).map(JSONTemplate.string)
         }
-        let hint = node.tagName == .int ? "; write it in decimal digits (any size), or quote it to send text" : "; quote it to send text"
-        reader.fail(.invalidValue, "'\(short: scalar.string)' is not a JSON \(node.tagName == .bool ? "boolean" : "number")\(hint)", at: node, step: step, field: field)
+        let hint =
+            node.tagName == .int
+            ? "; write it in decimal digits (any size), or quote it to send text" : "; quote it to send text"
+        reader.fail(
+            .invalidValue,
+            "'\(short: scalar.string)' is not a JSON \(node.tagName == .bool ? "boolean" : "number")\(hint)", at: node,
+            step: step, field: field)
         return nil
     }
 
@@ -98,28 +114,36 @@ extension WorkflowParser {
         let example = "as in for_each: \"{{album.images}}\""
         guard case .scalar(let scalar) = node, scalar.style == .doubleQuoted || scalar.style == .singleQuoted else {
             reader.fail(
-                .invalidValue, "must be a quoted {{STEP.CAPTURE}} naming a list another step captured, \(example); got \(NodeReader.describe(node))\(NodeReader.templateHint(node))",
+                .invalidValue,
+                "must be a quoted {{STEP.CAPTURE}} naming a list another step captured, \(example); got \(NodeReader.describe(node))\(NodeReader.templateHint(node))",
                 at: node, step: step, field: "for_each"
             )
             return nil
         }
         guard let template = reader.template(node, step: step, field: "for_each") else { return nil }
         guard let reference = template.soleReference, reference.isCapture else {
-            let found = template.references.isEmpty ? "no template" : MessageValue.shortened(template.references.map(\.description).joined(separator: " "))
+            let found =
+                template.references.isEmpty
+                ? "no template" : MessageValue.shortened(template.references.map(\.description).joined(separator: " "))
             reader.fail(
-                .invalidTemplate, "'\(short: template.source)' must be exactly one {{STEP.CAPTURE}} naming a list another step captured, \(example) (found \(found))",
+                .invalidTemplate,
+                "'\(short: template.source)' must be exactly one {{STEP.CAPTURE}} naming a list another step captured, \(example) (found \(found))",
                 at: node, step: step, field: "for_each"
             )
             return nil
         }
         guard !reference.isRaw else {
             reader.fail(
-                .invalidTemplate, "'\(short: template.source)': '| raw' only changes how a value is inserted into a URL; for_each takes the list itself, \(example)",
+                .invalidTemplate,
+                "'\(short: template.source)': '| raw' only changes how a value is inserted into a URL; for_each takes the list itself, \(example)",
                 at: node, step: step, field: "for_each"
             )
             return nil
         }
-        sites.append(TemplateSite(template: template, step: step, field: "for_each", location: NodeReader.location(node), variablesOnly: false))
+        sites.append(
+            TemplateSite(
+                template: template, step: step, field: "for_each", location: NodeReader.location(node),
+                variablesOnly: false))
         return reference
     }
 
@@ -128,7 +152,9 @@ extension WorkflowParser {
         return entries.compactMap { name, keyNode, value in
             let field = "captures.\(name)"
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
-                reader.fail(.invalidValue, "capture name '\(short: name)' may use only letters, digits, '_' and '-'", at: keyNode, step: step, field: field)
+                reader.fail(
+                    .invalidValue, "capture name '\(short: name)' may use only letters, digits, '_' and '-'",
+                    at: keyNode, step: step, field: field)
                 return nil
             }
             guard let source = captureSource(value, step: step, field: field) else { return nil }
@@ -150,13 +176,18 @@ extension WorkflowParser {
         }
         guard let entries = reader.entries(node, allowed: ["header"], step: step, field: field) else { return nil }
         guard let entry = entries.first else {
-            reader.fail(.missingField, "missing 'header': a capture is $.path into the JSON body or { header: NAME }", at: node, step: step, field: field)
+            reader.fail(
+                .missingField, "missing 'header': a capture is $.path into the JSON body or { header: NAME }", at: node,
+                step: step, field: field)
             return nil
         }
         let headerField = "\(field).header"
         guard let text = reader.string(entry.node, step: step, field: headerField) else { return nil }
         guard let name = HTTPField.Name(text) else {
-            reader.fail(.invalidValue, "'\(short: text)' is not a header name (letters, digits and !#$%&'*+-.^_`|~, no spaces or ':')", at: entry.node, step: step, field: headerField)
+            reader.fail(
+                .invalidValue,
+                "'\(short: text)' is not a header name (letters, digits and !#$%&'*+-.^_`|~, no spaces or ':')",
+                at: entry.node, step: step, field: headerField)
             return nil
         }
         return .header(name)
@@ -177,16 +208,25 @@ extension WorkflowParser {
 
     mutating func retry(_ node: Node, step: String) -> RetrySettings? {
         if case .scalar = node {
-            return reader.integer(node, minimum: 1, step: step, field: "retry", what: "a number of attempts").map { RetrySettings(attempts: $0) }
+            return reader.integer(node, minimum: 1, step: step, field: "retry", what: "a number of attempts").map {
+                RetrySettings(attempts: $0)
+            }
         }
-        guard let entries = reader.entries(node, allowed: ["attempts", "backoff"], step: step, field: "retry") else { return nil }
+        guard let entries = reader.entries(node, allowed: ["attempts", "backoff"], step: step, field: "retry") else {
+            return nil
+        }
         var settings = RetrySettings(attempts: 3)
         for (key, value) in entries {
             switch key {
             case "attempts":
-                settings.attempts = reader.integer(value, minimum: 1, step: step, field: "retry.attempts", what: "a number of attempts") ?? settings.attempts
+                settings.attempts =
+                    reader.integer(value, minimum: 1, step: step, field: "retry.attempts", what: "a number of attempts")
+                    ?? settings.attempts
             default:
-                settings.backoff = reader.duration(value, step: step, field: "retry.backoff", allowZero: true, maximum: RetrySettings.maximumBackoff) ?? settings.backoff
+                settings.backoff =
+                    reader.duration(
+                        value, step: step, field: "retry.backoff", allowZero: true,
+                        maximum: RetrySettings.maximumBackoff) ?? settings.backoff
             }
         }
         return settings
@@ -197,7 +237,9 @@ extension WorkflowParser {
     mutating func auth(_ node: Node) -> WorkflowAuth? {
         guard let fields = reader.entries(node, allowed: Self.authFields, step: nil, field: "auth") else { return nil }
         guard let loginNode = fields.first(where: { $0.key == "login" })?.node else {
-            reader.fail(.missingField, "an auth block needs 'login': the request that returns a token", at: node, field: "auth.login")
+            reader.fail(
+                .missingField, "an auth block needs 'login': the request that returns a token", at: node,
+                field: "auth.login")
             return nil
         }
         guard let login = tokenRequest(loginNode, field: "auth.login") else { return nil }
@@ -213,7 +255,8 @@ extension WorkflowParser {
                 if HTTPField.Name(name) != nil {
                     auth.header = name
                 } else {
-                    reader.fail(.invalidValue, "'\(short: name)' is not a valid header name", at: value, field: "auth.header")
+                    reader.fail(
+                        .invalidValue, "'\(short: name)' is not a valid header name", at: value, field: "auth.header")
                 }
             case "scheme": auth.scheme = reader.string(value, step: nil, field: "auth.scheme") ?? auth.scheme
             case "failure": failure(value, into: &auth)
@@ -224,7 +267,9 @@ extension WorkflowParser {
     }
 
     private mutating func failure(_ node: Node, into auth: inout WorkflowAuth) {
-        guard let entries = reader.entries(node, allowed: ["status", "body_contains"], step: nil, field: "auth.failure") else { return }
+        guard
+            let entries = reader.entries(node, allowed: ["status", "body_contains"], step: nil, field: "auth.failure")
+        else { return }
         let statuses = entries.first { $0.key == "status" }.map { entry in
             reader.list(entry.node).compactMap { statusCode($0, step: nil, field: "auth.failure.status") }
         }
@@ -237,20 +282,27 @@ extension WorkflowParser {
     }
 
     private mutating func tokenRequest(_ node: Node, field: String) -> TokenRequest? {
-        guard let fields = reader.entries(node, allowed: Self.tokenRequestFields, step: nil, field: field) else { return nil }
+        guard let fields = reader.entries(node, allowed: Self.tokenRequestFields, step: nil, field: field) else {
+            return nil
+        }
         guard fields.contains(where: { $0.key == "url" }) else {
             reader.fail(.missingField, "missing 'url'", at: node, field: "\(field).url")
             return nil
         }
         guard let tokenNode = fields.first(where: { $0.key == "token" })?.node else {
-            reader.fail(.missingField, "missing 'token': where the token is in the response, as in $.access_token or { header: X-Auth-Token }", at: node, field: "\(field).token")
+            reader.fail(
+                .missingField,
+                "missing 'token': where the token is in the response, as in $.access_token or { header: X-Auth-Token }",
+                at: node, field: "\(field).token")
             return nil
         }
         guard var request = request(fields, context: FieldContext(step: nil, prefix: field + ".", variablesOnly: true)),
-              let token = captureSource(tokenNode, step: nil, field: "\(field).token")
+            let token = captureSource(tokenNode, step: nil, field: "\(field).token")
         else { return nil }
         if !fields.contains(where: { $0.key == "method" }) { request.method = .post }
-        let expiresIn = fields.first { $0.key == "expires_in" }.flatMap { captureSource($0.node, step: nil, field: "\(field).expires_in") }
+        let expiresIn = fields.first { $0.key == "expires_in" }.flatMap {
+            captureSource($0.node, step: nil, field: "\(field).expires_in")
+        }
         return TokenRequest(request: request, token: token, expiresIn: expiresIn, location: NodeReader.location(node))
     }
 }

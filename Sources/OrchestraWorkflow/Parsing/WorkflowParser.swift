@@ -12,7 +12,9 @@ extension Workflow {
     ///   - variables: Overrides of `vars:` (`--var base=http://…`); they may add variables.
     /// - Throws: ``WorkflowErrors`` listing every problem found, each with the file, line,
     ///   step and field.
-    package static func load(contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
+    package static func load(
+        contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]
+    ) throws(WorkflowErrors) -> Workflow {
         let file = name ?? url.path
         let text = try readText(at: url.path, file: file)
         return try parse(text, file: file, variables: variables)
@@ -28,7 +30,9 @@ extension Workflow {
             WorkflowErrors([WorkflowError(.unreadable, reason, file: file)])
         }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw unreadable("no such file") }
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw unreadable("no such file")
+        }
         guard !isDirectory.boolValue else { throw unreadable("is a directory, not a workflow file") }
         guard let handle = FileHandle(forReadingAtPath: path) else { throw unreadable("cannot be opened for reading") }
         defer { try? handle.close() }
@@ -52,7 +56,9 @@ extension Workflow {
     /// `other`.
     ///
     /// - Throws: ``WorkflowErrors`` listing every problem found, in file order.
-    package static func parse(_ text: String, file: String? = nil, variables: [String: String] = [:]) throws(WorkflowErrors) -> Workflow {
+    package static func parse(
+        _ text: String, file: String? = nil, variables: [String: String] = [:]
+    ) throws(WorkflowErrors) -> Workflow {
         var parser = WorkflowParser(file: file, overrides: variables)
         guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
             throw WorkflowErrors(parser.reader.errors)
@@ -126,9 +132,11 @@ struct WorkflowParser {
                 if let policy = WorkflowFailurePolicy(rawValue: text) {
                     workflow.failurePolicy = policy
                 } else {
-                    reader.fail(.invalidValue, "must be 'continue' or 'stop', got '\(short: text)'", at: node, field: key)
+                    reader.fail(
+                        .invalidValue, "must be 'continue' or 'stop', got '\(short: text)'", at: node, field: key)
                 }
-            case "follow_redirects": workflow.followRedirects = reader.bool(node, step: nil, field: key) ?? workflow.followRedirects
+            case "follow_redirects":
+                workflow.followRedirects = reader.bool(node, step: nil, field: key) ?? workflow.followRedirects
             case "steps": stepsNode = node
             default: break
             }
@@ -149,7 +157,8 @@ struct WorkflowParser {
         workflow.steps = steps(stepsNode)
         workflow.usedVariables = Set(sites.flatMap { $0.template.references.filter(\.isVariable).map(\.name) })
         var checker = WorkflowChecker(
-            workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps, forEachSteps: forEachSteps, reader: reader
+            workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps,
+            forEachSteps: forEachSteps, reader: reader
         )
         checker.check()
         reader = checker.reader
@@ -170,17 +179,22 @@ struct WorkflowParser {
     private mutating func hostLimits(_ node: Node, variables: [String: String]) -> [HostLimit] {
         guard let entries = reader.freeEntries(node, step: nil, field: "hosts") else { return [] }
         return entries.compactMap { key, keyNode, value in
-            guard let limit = reader.integer(value, minimum: 1, step: nil, field: "hosts.\(key)", what: "a limit") else { return nil }
+            guard let limit = reader.integer(value, minimum: 1, step: nil, field: "hosts.\(key)", what: "a limit")
+            else { return nil }
             var host = key
             if let template = reader.template(keyNode, step: nil, field: "hosts") {
                 host = (try? template.render(for: .text, with: TemplateValues(variables: variables))) ?? key
-                sites.append(TemplateSite(template: template, step: nil, field: "hosts", location: NodeReader.location(keyNode), variablesOnly: true))
+                sites.append(
+                    TemplateSite(
+                        template: template, step: nil, field: "hosts", location: NodeReader.location(keyNode),
+                        variablesOnly: true))
             }
             // A key with a template the checker reports (an unknown variable) stays as written.
             guard host.contains("{{") || HTTPCoordinator.isHostPattern(host) else {
                 let shown = host == key ? "'\(short: key)'" : "'\(short: key)' (= '\(short: host)')"
                 reader.fail(
-                    .invalidValue, "\(shown) is not a host: write 'host' (any port) or 'host:port', as in 127.0.0.1:8080, without a scheme or path",
+                    .invalidValue,
+                    "\(shown) is not a host: write 'host' (any port) or 'host:port', as in 127.0.0.1:8080, without a scheme or path",
                     at: keyNode, field: "hosts"
                 )
                 return nil
@@ -213,7 +227,9 @@ struct WorkflowParser {
                     // libyaml's own words name a C function of its API.
                     message = "not valid YAML or JSON: lists and mappings are nested more than 1000 levels deep"
                 } else {
-                    message = "not valid YAML or JSON: \(problem)" + (context.map { " (\($0.text) at line \($0.mark.line))" } ?? "")
+                    message =
+                        "not valid YAML or JSON: \(problem)"
+                        + (context.map { " (\($0.text) at line \($0.mark.line))" } ?? "")
                 }
             case .reader(let problem, let offset, let value, _):
                 // libyaml gives the byte offset of the character it refused.
@@ -244,7 +260,9 @@ struct WorkflowParser {
 
     private mutating func steps(_ node: Node) -> [WorkflowStep] {
         guard case .sequence(let sequence) = node else {
-            reader.fail(.invalidValue, "must be a list of steps (- id: …), got \(NodeReader.describe(node))", at: node, field: "steps")
+            reader.fail(
+                .invalidValue, "must be a list of steps (- id: …), got \(NodeReader.describe(node))", at: node,
+                field: "steps")
             return []
         }
         guard !sequence.isEmpty else {
@@ -268,7 +286,9 @@ struct WorkflowParser {
         }
         let id = idNode.flatMap(reader.scalarText)
         if let id, hasForEach { forEachSteps.insert(id) }
-        guard let fields = reader.entries(node, allowed: WorkflowStep.fieldNames, step: id, field: id == nil ? "steps[\(number - 1)]" : nil)
+        guard
+            let fields = reader.entries(
+                node, allowed: WorkflowStep.fieldNames, step: id, field: id == nil ? "steps[\(number - 1)]" : nil)
         else { return nil }
         if let idNode, id == nil {
             // `id: [a]` or `id: {a: 1}`: the id is there, but not as text.
@@ -276,7 +296,8 @@ struct WorkflowParser {
             return nil
         }
         guard let id, !id.isEmpty else {
-            reader.fail(.missingField, "step \(number) has no 'id' (every step needs a unique id)", at: node, field: "id")
+            reader.fail(
+                .missingField, "step \(number) has no 'id' (every step needs a unique id)", at: node, field: "id")
             return nil
         }
         guard fields.contains(where: { $0.key == "url" }) else {
@@ -295,8 +316,9 @@ struct WorkflowParser {
             return nil
         }
         assert(
-            reader.errors.count > errorsBefore || sites[sitesBefore...].flatMap(\.template.references).count(where: \.isCapture)
-                == step.captureReferences.count,
+            reader.errors.count > errorsBefore
+                || sites[sitesBefore...].flatMap(\.template.references).count(where: \.isCapture)
+                    == step.captureReferences.count,
             "step '\(id)': a field read a {{STEP.CAPTURE}} that WorkflowStep.fields does not list in its references"
         )
         return step
@@ -317,7 +339,9 @@ struct WorkflowParser {
     mutating func method(_ node: Node, field: String, step: String?) -> HTTPRequest.Method? {
         guard let text = reader.string(node, step: step, field: field) else { return nil }
         guard let method = HTTPRequest.Method(text.uppercased()) else {
-            reader.fail(.invalidValue, "'\(short: text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)", at: node, step: step, field: field)
+            reader.fail(
+                .invalidValue, "'\(short: text)' is not an HTTP method (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS…)",
+                at: node, step: step, field: field)
             return nil
         }
         return method
@@ -330,10 +354,14 @@ struct WorkflowParser {
         var headers: [(name: String, value: Template)] = []
         for (name, keyNode, valueNode) in entries {
             guard HTTPField.Name(name) != nil else {
-                reader.fail(.invalidValue, "'\(short: name)' is not a valid header name", at: keyNode, step: context.step, field: field)
+                reader.fail(
+                    .invalidValue, "'\(short: name)' is not a valid header name", at: keyNode, step: context.step,
+                    field: field)
                 continue
             }
-            if let template = site(valueNode, step: context.step, field: "\(field).\(name)", variablesOnly: context.variablesOnly) {
+            if let template = site(
+                valueNode, step: context.step, field: "\(field).\(name)", variablesOnly: context.variablesOnly)
+            {
                 headers.append((name, template))
             }
         }
@@ -354,7 +382,10 @@ struct WorkflowParser {
     /// A template, remembered with where it was written for the reference checks.
     mutating func site(_ node: Node, step: String?, field: String, variablesOnly: Bool) -> Template? {
         guard let template = reader.template(node, step: step, field: field) else { return nil }
-        sites.append(TemplateSite(template: template, step: step, field: field, location: NodeReader.location(node), variablesOnly: variablesOnly))
+        sites.append(
+            TemplateSite(
+                template: template, step: step, field: field, location: NodeReader.location(node),
+                variablesOnly: variablesOnly))
         return template
     }
 

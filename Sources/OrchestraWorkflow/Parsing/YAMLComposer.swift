@@ -91,31 +91,47 @@ enum YAMLComposer {
                     continue
                 case YAML_SCALAR_EVENT:
                     let scalar = event.data.scalar
-                    let value = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
+                    let value = String(
+                        decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
                     let tag = scalar.quoted_implicit == 1 ? Tag.Name.str : tag(scalar.tag)
                     let style = Yams.Node.Scalar.Style(rawValue: numericCast(scalar.style.rawValue)) ?? .any
-                    let node = Node.scalar(Node.Scalar(string: value, tag: tag, style: style, mark: SourceLocation(line: line, column: column)))
+                    let node = Node.scalar(
+                        Node.Scalar(
+                            string: value, tag: tag, style: style, mark: SourceLocation(line: line, column: column)))
                     ended = (node, 1, Self.string(scalar.anchor))
                 case YAML_ALIAS_EVENT:
-                    guard let anchor = Self.string(event.data.alias.anchor), let target = anchors[anchor] else { return .syntaxError }
+                    guard let anchor = Self.string(event.data.alias.anchor), let target = anchors[anchor] else {
+                        return .syntaxError
+                    }
                     repeated += target.size
                     guard repeated <= YAMLComposer.aliasBudget else {
-                        problems.append(Problem(
-                            message: "aliases would repeat more than \(YAMLComposer.aliasBudget) values (this *\(short: anchor) repeats \(target.size)); an alias bomb is refused: anchor smaller values or write them out",
-                            line: line, column: column
-                        ))
+                        problems.append(
+                            Problem(
+                                message:
+                                    "aliases would repeat more than \(YAMLComposer.aliasBudget) values (this *\(short: anchor) repeats \(target.size)); an alias bomb is refused: anchor smaller values or write them out",
+                                line: line, column: column
+                            ))
                         return .problems(problems)
                     }
                     ended = (target.node, target.size, nil)
                 case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                     let isMapping = event.type == YAML_MAPPING_START_EVENT
-                    let (anchor, written, implicit) = isMapping
-                        ? (event.data.mapping_start.anchor, event.data.mapping_start.tag, event.data.mapping_start.implicit)
-                        : (event.data.sequence_start.anchor, event.data.sequence_start.tag, event.data.sequence_start.implicit)
-                    stack.append(Open(
-                        isMapping: isMapping, anchor: Self.string(anchor), tag: implicit != 0 ? .implicit : tag(written),
-                        mark: SourceLocation(line: line, column: column)
-                    ))
+                    let (anchor, written, implicit) =
+                        isMapping
+                        ? (
+                            event.data.mapping_start.anchor, event.data.mapping_start.tag,
+                            event.data.mapping_start.implicit
+                        )
+                        : (
+                            event.data.sequence_start.anchor, event.data.sequence_start.tag,
+                            event.data.sequence_start.implicit
+                        )
+                    stack.append(
+                        Open(
+                            isMapping: isMapping, anchor: Self.string(anchor),
+                            tag: implicit != 0 ? .implicit : tag(written),
+                            mark: SourceLocation(line: line, column: column)
+                        ))
                     continue
                 case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                     guard let open = stack.popLast() else { return .syntaxError }
@@ -156,7 +172,8 @@ enum YAMLComposer {
             } else {
                 if stack[top].keyLines.isEmpty {
                     for earlier in stride(from: 0, to: position, by: 2) {
-                        if case .scalar(let other) = stack[top].nodes[earlier], stack[top].keyLines[other.string] == nil {
+                        if case .scalar(let other) = stack[top].nodes[earlier], stack[top].keyLines[other.string] == nil
+                        {
                             stack[top].keyLines[other.string] = other.mark?.line ?? 0
                         }
                     }
@@ -165,10 +182,12 @@ enum YAMLComposer {
                 if first == nil { stack[top].keyLines[key] = line }
             }
             guard let first else { return }
-            problems.append(Problem(
-                message: "the key '\(short: key)' is given twice in one mapping (first at line \(first)); remove one",
-                line: line, column: column
-            ))
+            problems.append(
+                Problem(
+                    message:
+                        "the key '\(short: key)' is given twice in one mapping (first at line \(first)); remove one",
+                    line: line, column: column
+                ))
         }
 
         func close(_ open: Open) -> Node {
@@ -229,7 +248,9 @@ extension YAMLComposer {
                     let tag = sequence.tag == .implicit ? Tag.Name.seq : sequence.tag
                     built.append(.sequence(Node.Sequence(nodes: children, tag: tag, mark: sequence.mark)))
                 case .mapping(let mapping):
-                    let pairs = stride(from: 0, to: children.count, by: 2).map { (key: children[$0], value: children[$0 + 1]) }
+                    let pairs = stride(from: 0, to: children.count, by: 2).map {
+                        (key: children[$0], value: children[$0 + 1])
+                    }
                     let tag = mapping.tag == .implicit ? Tag.Name.map : mapping.tag
                     built.append(.mapping(Node.Mapping(pairs: pairs, tag: tag, mark: mapping.mark)))
                 case .scalar:

@@ -27,7 +27,8 @@ enum YAMLScalarType {
     }
 
     private static let booleans: Set<String> = [
-        "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF",
+        "yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON",
+        "off", "Off", "OFF",
     ]
     private static let nulls: Set<String> = ["~", "null", "Null", "NULL", ""]
 
@@ -40,10 +41,13 @@ enum YAMLScalarType {
         guard let first = rest.first else { return false }
         if first == zero {
             let after = rest.dropFirst()
-            guard let marker = after.first else { return true }   // "0"
+            guard let marker = after.first else { return true }  // "0"
             switch marker {
-            case UInt8(ascii: "b"): return after.count > 1 && after.dropFirst().allSatisfy { $0 == zero || $0 == zero + 1 || $0 == underscore }
-            case UInt8(ascii: "x"): return after.count > 1 && after.dropFirst().allSatisfy { isHexDigit($0) || $0 == underscore }
+            case UInt8(ascii: "b"):
+                return after.count > 1
+                    && after.dropFirst().allSatisfy { $0 == zero || $0 == zero + 1 || $0 == underscore }
+            case UInt8(ascii: "x"):
+                return after.count > 1 && after.dropFirst().allSatisfy { isHexDigit($0) || $0 == underscore }
             case UInt8(ascii: "o"): return after.count > 1 && after.dropFirst().allSatisfy(isOctalDigitOrUnderscore)
             default: return after.allSatisfy(isOctalDigitOrUnderscore)
             }
@@ -119,8 +123,11 @@ enum YAMLScalarType {
     private static let minus = UInt8(ascii: "-")
     private static func isDigit(_ byte: UInt8) -> Bool { (zero...zero + 9).contains(byte) }
     private static func isDigitOrUnderscore(_ byte: UInt8) -> Bool { isDigit(byte) || byte == underscore }
-    private static func isOctalDigitOrUnderscore(_ byte: UInt8) -> Bool { (zero...zero + 7).contains(byte) || byte == underscore }
+    private static func isOctalDigitOrUnderscore(_ byte: UInt8) -> Bool {
+        (zero...zero + 7).contains(byte) || byte == underscore
+    }
     private static func isHexDigit(_ byte: UInt8) -> Bool {
-        isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+        isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 }

@@ -41,9 +41,13 @@ struct RenderedRequest: Sendable {
                 throw StepFailure("\(error)", url: url)
             }
             guard !value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
-                throw StepFailure("header '\(short: name)' would contain a line break (from '\(short: valueTemplate.source)'); refusing to send it", url: url)
+                throw StepFailure(
+                    "header '\(short: name)' would contain a line break (from '\(short: valueTemplate.source)'); refusing to send it",
+                    url: url)
             }
-            guard let field = HTTPField.Name(name) else { throw StepFailure("'\(short: name)' is not a valid header name", url: url) }
+            guard let field = HTTPField.Name(name) else {
+                throw StepFailure("'\(short: name)' is not a valid header name", url: url)
+            }
             request.headerFields.append(HTTPField(name: field, value: value))
             if field == .contentType { hasContentType = true }
         }

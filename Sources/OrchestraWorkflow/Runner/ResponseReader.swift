@@ -39,7 +39,8 @@ struct ResponseReader {
         switch source {
         case .body(let path):
             guard let document = document() else {
-                throw Missing(reason: "the response\(typeNote) is not JSON, so \(short: path) cannot be read: \(snippet)")
+                throw Missing(
+                    reason: "the response\(typeNote) is not JSON, so \(short: path) cannot be read: \(snippet)")
             }
             guard let value = path.evaluate(in: document) else {
                 throw Missing(reason: "\(short: path) not found in the response: \(snippet)")

@@ -1,9 +1,10 @@
 import Foundation
+import Orchestra
+import OrchestraHTTP
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Orchestra
-import OrchestraHTTP
 
 /// How errors read in a step's report: the reason, in words, with the host involved.
 enum StepErrors {
@@ -51,7 +52,8 @@ enum StepErrors {
 
     /// Whether a media type (`text/html`, `application/problem+json`…) is text worth quoting.
     static func isTextual(_ type: String) -> Bool {
-        type.hasPrefix("text/") || ["json", "xml", "javascript", "x-www-form-urlencoded"].contains { type.contains($0) }
+        type.hasPrefix("text/")
+            || ["json", "xml", "javascript", "x-www-form-urlencoded"].contains { type.contains($0) }
     }
 
     /// `500 ms`, `5 s`, `1.5 s`, `2 min`.
@@ -59,8 +61,12 @@ enum StepErrors {
         let (seconds, attoseconds) = duration.components
         let milliseconds = Double(seconds) * 1_000 + Double(attoseconds) / 1e15
         if milliseconds < 1_000 { return "\(Int(milliseconds.rounded())) ms" }
-        if milliseconds >= 7_200_000, milliseconds.truncatingRemainder(dividingBy: 3_600_000) == 0 { return "\(Int(milliseconds / 3_600_000)) h" }
-        if milliseconds >= 120_000, milliseconds.truncatingRemainder(dividingBy: 60_000) == 0 { return "\(Int(milliseconds / 60_000)) min" }
+        if milliseconds >= 7_200_000, milliseconds.truncatingRemainder(dividingBy: 3_600_000) == 0 {
+            return "\(Int(milliseconds / 3_600_000)) h"
+        }
+        if milliseconds >= 120_000, milliseconds.truncatingRemainder(dividingBy: 60_000) == 0 {
+            return "\(Int(milliseconds / 60_000)) min"
+        }
         let value = milliseconds / 1_000
         return value == value.rounded() ? "\(Int(value)) s" : "\(String(format: "%.1f", value)) s"
     }

@@ -14,7 +14,9 @@ extension StepExecutor {
     /// (reported cancelled) and throws `CancellationError` once they have ended. A cancellation
     /// that arrives after every element has ended changes nothing: the step reports what its
     /// elements did.
-    func fanOut(_ step: WorkflowStep, over reference: Template.Reference, values: TemplateValues) async throws -> [String: JSONValue] {
+    func fanOut(
+        _ step: WorkflowStep, over reference: Template.Reference, values: TemplateValues
+    ) async throws -> [String: JSONValue] {
         let list: JSONValue
         do {
             list = try values.value(of: reference)
@@ -29,7 +31,9 @@ extension StepExecutor {
         var outcome = FanOutOutcome(keepsAll: keepsItemReports, capturing: !step.captures.isEmpty, count: total)
         await withTaskGroup(of: (Int, Result<[String: JSONValue], any Error>, StepReport?).self) { group in
             var next = 0
-            func start(_ index: Int, in group: inout TaskGroup<(Int, Result<[String: JSONValue], any Error>, StepReport?)>) {
+            func start(
+                _ index: Int, in group: inout TaskGroup<(Int, Result<[String: JSONValue], any Error>, StepReport?)>
+            ) {
                 var elementValues = values
                 elementValues.item = elements[index]
                 elementValues.index = index
@@ -37,7 +41,8 @@ extension StepExecutor {
                     let id = "\(step.id)[\(index)]"
                     let result: Result<[String: JSONValue], any Error>
                     do {
-                        result = .success(try await tracked(step, id: id) { try await perform(step, id: id, values: elementValues) })
+                        result = .success(
+                            try await tracked(step, id: id) { try await perform(step, id: id, values: elementValues) })
                     } catch {
                         result = .failure(error)
                     }
@@ -60,10 +65,13 @@ extension StepExecutor {
             }
             // Cancelled before every element started: the rest are cancelled unsent.
             while next < total {
-                outcome.record(next, .failure(CancellationError()), StepReport(
-                    id: "\(step.id)[\(next)]", state: .cancelled, method: step.request.method.rawValue, url: step.request.url.source,
-                    error: "cancelled"
-                ))
+                outcome.record(
+                    next, .failure(CancellationError()),
+                    StepReport(
+                        id: "\(step.id)[\(next)]", state: .cancelled, method: step.request.method.rawValue,
+                        url: step.request.url.source,
+                        error: "cancelled"
+                    ))
                 next += 1
             }
         }
@@ -77,7 +85,8 @@ extension StepExecutor {
         // every element had ended, it reports what the elements did.
         if outcome.wasCancelled { throw CancellationError() }
         if let first = outcome.firstFailure {
-            throw StepFailure("\(outcome.failures) of \(total) requests failed; first: \(step.id)[\(first.index)]: \(first.error)")
+            throw StepFailure(
+                "\(outcome.failures) of \(total) requests failed; first: \(step.id)[\(first.index)]: \(first.error)")
         }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {

@@ -22,7 +22,6 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// Where a step says it started, and a `for_each` step how far it is.
     let emit: @Sendable (WorkflowEvent) -> Void
 
-
     func elapsed() -> Duration {
         start.duration(to: clock.now)
     }
@@ -51,10 +50,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     ) async throws -> [String: JSONValue] {
         let isFanOut = id == step.id && step.forEach != nil
         // A for_each step has no single URL: its report shows the template, variables filled in.
-        let url = isFanOut ? step.request.url.substitutingVariables(workflow.variables, for: .url) : step.request.url.source
+        let url =
+            isFanOut ? step.request.url.substitutingVariables(workflow.variables, for: .url) : step.request.url.source
         records.withLock {
             $0[id] = StepReport(
-                id: id, state: .failed, method: step.request.method.rawValue, url: url, started: elapsed(), items: isFanOut ? [] : nil
+                id: id, state: .failed, method: step.request.method.rawValue, url: url, started: elapsed(),
+                items: isFanOut ? [] : nil
             )
         }
         do {
@@ -100,8 +101,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         var reader = ResponseReader(result)
         // The coordinator re-sent the request with fresh tokens and gave up: the last response
         // still refuses the token, whatever its status (`failure: { status: [200] }`).
-        if step.usesAuth, let auth = workflow.auth, auth.isFailure(status: status, body: String(decoding: result.body, as: UTF8.self)) {
-            throw StepFailure("the server still refused the token after it was refreshed (status \(status) matches the auth block's failure rule): \(reader.snippet)")
+        if step.usesAuth, let auth = workflow.auth,
+            auth.isFailure(status: status, body: String(decoding: result.body, as: UTF8.self))
+        {
+            throw StepFailure(
+                "the server still refused the token after it was refreshed (status \(status) matches the auth block's failure rule): \(reader.snippet)"
+            )
         }
         guard step.accepts(status: status) else {
             throw StepFailure("expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
@@ -110,7 +115,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         // One message for every capture a body that is not JSON defeats.
         if step.captures.contains(where: \.readsBody), reader.document() == nil {
             let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
-            throw StepFailure("the response\(reader.typeNote) is not JSON, so the captures \(short: names) cannot be read: \(reader.snippet)")
+            throw StepFailure(
+                "the response\(reader.typeNote) is not JSON, so the captures \(short: names) cannot be read: \(reader.snippet)"
+            )
         }
         var captures: [String: JSONValue] = [:]
         for capture in step.captures {
@@ -174,7 +181,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                     report.attempts = Self.attempts(sends: report.attempts, followedRedirects: followed)
                 }
             }
-            throw StepFailure(StepErrors.describe(error, authority: rendered.authority) + attemptsNote(id), url: rendered.url)
+            throw StepFailure(
+                StepErrors.describe(error, authority: rendered.authority) + attemptsNote(id), url: rendered.url)
         }
     }
 

@@ -26,12 +26,15 @@ final class WorkflowAuthenticator: Sendable {
             // A refresh that fails falls back to a new login.
             if current != nil, let refresh = auth.refresh {
                 counts.withLock { $0.refreshes += 1 }
-                if let token = try? await Self.fetch(refresh, kind: "refresh", values: values, transport: transport, timeout: timeout, clock: clock) {
+                if let token = try? await Self.fetch(
+                    refresh, kind: "refresh", values: values, transport: transport, timeout: timeout, clock: clock)
+                {
                     return token
                 }
             }
             counts.withLock { $0.logins += 1 }
-            return try await Self.fetch(auth.login, kind: "login", values: values, transport: transport, timeout: timeout, clock: clock)
+            return try await Self.fetch(
+                auth.login, kind: "login", values: values, transport: transport, timeout: timeout, clock: clock)
         }
     }
 
@@ -57,7 +60,8 @@ final class WorkflowAuthenticator: Sendable {
     /// Sends a login or refresh request and reads the token (and its lifetime) from the
     /// response.
     private static func fetch<C: Clock>(
-        _ tokenRequest: TokenRequest, kind: String, values: TemplateValues, transport: any HTTPTransport, timeout: Duration, clock: C
+        _ tokenRequest: TokenRequest, kind: String, values: TemplateValues, transport: any HTTPTransport,
+        timeout: Duration, clock: C
     ) async throws -> AuthToken where C.Duration == Duration {
         let rendered = try RenderedRequest(tokenRequest.request, values: values)
         let what = "\(kind) \(rendered.request.method) \(short: rendered.url)"

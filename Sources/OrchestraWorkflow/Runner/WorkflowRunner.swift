@@ -68,23 +68,29 @@ package struct WorkflowRunner: Sendable {
         async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
         let authenticator = workflow.auth.map {
-            WorkflowAuthenticator($0, variables: workflow.variables, transport: transport, timeout: WorkflowStep.defaultTimeout, clock: clock)
+            WorkflowAuthenticator(
+                $0, variables: workflow.variables, transport: transport, timeout: WorkflowStep.defaultTimeout,
+                clock: clock)
         }
         // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
         // `hosts:` entry is limited by `limit` alone.
         let configuration = HTTPCoordinator.Configuration(
             maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
-            hostLimits: Dictionary(workflow.hostLimits.map { ($0.host, $0.limit) }, uniquingKeysWith: { first, _ in first }),
+            hostLimits: Dictionary(
+                workflow.hostLimits.map { ($0.host, $0.limit) }, uniquingKeysWith: { first, _ in first }),
             requestTimeout: nil, retry: .never, redirects: .never, authentication: authenticator?.authentication
         )
         let executor = StepExecutor(
-            workflow: workflow, coordinator: HTTPCoordinator(transport: transport, configuration: configuration, clock: clock),
+            workflow: workflow,
+            coordinator: HTTPCoordinator(transport: transport, configuration: configuration, clock: clock),
             userAgent: userAgent, keepsItemReports: keepsItemReports, clock: clock, start: start, records: Locked([:]),
             emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
         for step in workflow.steps {
-            graph.add(id: step.id, dependsOn: step.dependencies) { inputs in try await executor.run(step, inputs: inputs) }
+            graph.add(id: step.id, dependsOn: step.dependencies) { inputs in
+                try await executor.run(step, inputs: inputs)
+            }
         }
         var finished: [String: StepReport] = [:]
         var firstFailure: String?
@@ -101,7 +107,9 @@ package struct WorkflowRunner: Sendable {
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
             ) { run in
                 for await event in run.events {
-                    guard let report = report(of: event, executor: executor, firstFailure: &firstFailure) else { continue }
+                    guard let report = report(of: event, executor: executor, firstFailure: &firstFailure) else {
+                        continue
+                    }
                     finished[report.id] = report
                     eventSink.yield(.finished(report))
                 }
@@ -127,7 +135,8 @@ package struct WorkflowRunner: Sendable {
             }
             return StepReport(
                 id: step.id, state: stoppedBy == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
-                url: step.request.url.source, ended: ended, error: stoppedBy.map { "skipped because '\(short: $0)' failed" } ?? "cancelled",
+                url: step.request.url.source, ended: ended,
+                error: stoppedBy.map { "skipped because '\(short: $0)' failed" } ?? "cancelled",
                 cause: stoppedBy
             )
         }
@@ -147,11 +156,14 @@ package struct WorkflowRunner: Sendable {
 
     /// The report of a step that just ended, from what its executor recorded and how the graph
     /// says it ended; `nil` for events that are not an end.
-    private func report<C>(of event: GraphEvent, executor: StepExecutor<C>, firstFailure: inout String?) -> StepReport? {
+    private func report<C>(of event: GraphEvent, executor: StepExecutor<C>, firstFailure: inout String?) -> StepReport?
+    {
         guard let step = workflow.step(event.node) else { return nil }
-        var report = executor.records.withLock { $0[step.id] } ?? StepReport(
-            id: step.id, state: .skipped, method: step.request.method.rawValue, url: step.request.url.source
-        )
+        var report =
+            executor.records.withLock { $0[step.id] }
+            ?? StepReport(
+                id: step.id, state: .skipped, method: step.request.method.rawValue, url: step.request.url.source
+            )
         switch event.kind {
         case .succeeded:
             report.state = .succeeded

@@ -24,7 +24,8 @@ package struct CapturePath: Sendable, Hashable, CustomStringConvertible {
         self.source = source
         var characters = Substring(source.trimmingCharacters(in: .whitespaces))
         guard characters.first == "$" else {
-            throw CapturePathError(message: "capture path '\(short: source)' must start with '$' (as in $.access_token)")
+            throw CapturePathError(
+                message: "capture path '\(short: source)' must start with '$' (as in $.access_token)")
         }
         characters = characters.dropFirst()
         var components: [Component] = []
@@ -43,12 +44,16 @@ package struct CapturePath: Sendable, Hashable, CustomStringConvertible {
                 }
                 let inside = characters[characters.index(after: characters.startIndex)..<close]
                 guard let index = Int(inside), index >= 0 else {
-                    throw CapturePathError(message: "capture path '\(short: source)': '[\(short: inside)]' is not an index (a whole number ≥ 0)")
+                    throw CapturePathError(
+                        message:
+                            "capture path '\(short: source)': '[\(short: inside)]' is not an index (a whole number ≥ 0)"
+                    )
                 }
                 components.append(.index(index))
                 characters = characters[characters.index(after: close)...]
             } else {
-                throw CapturePathError(message: "capture path '\(short: source)': expected '.key' or '[index]' at '\(short: characters)'")
+                throw CapturePathError(
+                    message: "capture path '\(short: source)': expected '.key' or '[index]' at '\(short: characters)'")
             }
         }
         self.components = components

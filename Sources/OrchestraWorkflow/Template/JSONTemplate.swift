@@ -40,7 +40,9 @@ package indirect enum JSONTemplate: Sendable, Hashable {
             return .array(rendered)
         case .object(let members):
             var rendered: [JSONValue.Member] = []
-            for member in members { rendered.append(JSONValue.Member(member.key, try member.value.render(with: values))) }
+            for member in members {
+                rendered.append(JSONValue.Member(member.key, try member.value.render(with: values)))
+            }
             return .object(rendered)
         }
     }
@@ -63,7 +65,8 @@ package indirect enum JSONTemplate: Sendable, Hashable {
         case (.number(let a), .number(let b)): a == b
         case (.string(let a), .string(let b)): a == b
         case (.array(let a), .array(let b)): a == b
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: false
         }
     }

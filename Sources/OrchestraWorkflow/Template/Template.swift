@@ -93,7 +93,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
             guard let close = Self.range(of: UInt8(ascii: "}"), in: rest[open.upperBound...]) else {
                 throw TemplateSyntaxError(message: "'{{' without a closing '}}' in \"\(short: source)\"")
             }
-            segments.append(.reference(try Self.reference(String(rest[open.upperBound..<close.lowerBound]), in: source)))
+            segments.append(
+                .reference(try Self.reference(String(rest[open.upperBound..<close.lowerBound]), in: source)))
             rest = rest[close.upperBound...]
         }
         if !rest.isEmpty { segments.append(.literal(String(rest))) }
@@ -130,7 +131,9 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``TemplateValues/Missing`` if a value is missing (validation prevents it).
     package func render(for context: Context, with values: TemplateValues) throws(TemplateValues.Missing) -> String {
-        try rendered(for: context) { reference throws(TemplateValues.Missing) in try values.value(of: reference).interpolated }
+        try rendered(for: context) { reference throws(TemplateValues.Missing) in
+            try values.value(of: reference).interpolated
+        }
     }
 
     /// The text with its variables replaced (escaped for `context`) and every other reference
@@ -160,7 +163,9 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `value` as `reference`, the segment at `index`, inserts it into `context`.
-    private static func inserted(_ value: String, for reference: Reference, at index: Int, in context: Context) -> String {
+    private static func inserted(
+        _ value: String, for reference: Reference, at index: Int, in context: Context
+    ) -> String {
         context == .text || reference.isRaw || index == 0 ? value : percentEncoded(value)
     }
 
@@ -170,22 +175,29 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     private static func reference(_ inner: String, in source: String) throws(TemplateSyntaxError) -> Reference {
-        var parts = inner.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        var parts = inner.split(separator: "|", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         let path = parts.removeFirst()
         var isRaw = false
         for filter in parts {
             guard filter == "raw" else {
-                throw TemplateSyntaxError(message: "unknown filter '\(short: filter)' in {{\(short: inner)}}; the only filter is 'raw'")
+                throw TemplateSyntaxError(
+                    message: "unknown filter '\(short: filter)' in {{\(short: inner)}}; the only filter is 'raw'")
             }
             isRaw = true
         }
-        guard !path.isEmpty else { throw TemplateSyntaxError(message: "empty reference '{{}}' in \"\(short: source)\"") }
+        guard !path.isEmpty else {
+            throw TemplateSyntaxError(message: "empty reference '{{}}' in \"\(short: source)\"")
+        }
         if path == indexNamespace { return Reference(namespace: indexNamespace, name: "", isRaw: isRaw) }
         if path.hasPrefix(indexNamespace + ".") || path.hasPrefix(indexNamespace + "[") {
-            throw TemplateSyntaxError(message: "'{{\(short: inner)}}': {{index}} is the element's position, a number with no path")
+            throw TemplateSyntaxError(
+                message: "'{{\(short: inner)}}': {{index}} is the element's position, a number with no path")
         }
         if path == itemNamespace || path.hasPrefix(itemNamespace + ".") || path.hasPrefix(itemNamespace + "[") {
             let rest = String(path.dropFirst(itemNamespace.count))
@@ -193,7 +205,10 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
                 let itemPath = try CapturePath(parsing: "$" + rest)
                 return Reference(namespace: itemNamespace, name: rest, isRaw: isRaw, itemPath: itemPath)
             } catch {
-                throw TemplateSyntaxError(message: "'{{\(short: inner)}}' is not a path into the element: write {{item}}, {{item.key}} or {{item.list[0]}}")
+                throw TemplateSyntaxError(
+                    message:
+                        "'{{\(short: inner)}}' is not a path into the element: write {{item}}, {{item.key}} or {{item.list[0]}}"
+                )
             }
         }
         let names = path.split(separator: ".", omittingEmptySubsequences: false)
@@ -226,7 +241,10 @@ package struct TemplateValues: Sendable {
     /// `x` (`/x` when raw).
     var placeholders = false
 
-    package init(variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil, index: Int? = nil) {
+    package init(
+        variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil,
+        index: Int? = nil
+    ) {
         self.variables = variables
         self.captures = captures
         self.item = item
@@ -237,7 +255,9 @@ package struct TemplateValues: Sendable {
     package struct Missing: Error, Sendable, CustomStringConvertible {
         package var reference: Template.Reference
         package var description: String {
-            reference.namespace == Template.itemNamespace ? "\(short: reference): the element has no '\(short: reference.name)'" : "no value for \(short: reference)"
+            reference.namespace == Template.itemNamespace
+                ? "\(short: reference): the element has no '\(short: reference.name)'"
+                : "no value for \(short: reference)"
         }
     }
 
@@ -254,7 +274,9 @@ package struct TemplateValues: Sendable {
             return .integer(index)
         }
         if reference.namespace == Template.itemNamespace {
-            guard let item, let value = (reference.itemPath ?? CapturePath.whole).evaluate(in: item) else { throw Missing(reference: reference) }
+            guard let item, let value = (reference.itemPath ?? CapturePath.whole).evaluate(in: item) else {
+                throw Missing(reference: reference)
+            }
             return value
         }
         guard let value = captures[reference.namespace]?[reference.name] else { throw Missing(reference: reference) }

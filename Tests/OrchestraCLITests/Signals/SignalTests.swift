@@ -45,7 +45,8 @@ struct SignalTests {
         arguments: [(SIGINT, "SIGINT", Int32(130)), (SIGTERM, "SIGTERM", 143)]
     )
     func signalCancelsAndReports(signal: Int32, name: String, status: Int32) async throws {
-        let traces = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-signal-\(UUID().uuidString)")
+        let traces = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchestra-signal-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: traces) }
         try await withDemoServer { server in
             let running = try await Self.startHanging(
@@ -56,15 +57,19 @@ struct SignalTests {
 
             #expect(output.status == status, "\(output)")
             #expect(output.stderr.contains("orchestra run: \(name): cancelling the run"), "\(output)")
-            let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output)")
             let steps = try #require(document["steps"] as? [[String: Any]])
-            let states = Dictionary(uniqueKeysWithValues: steps.map { ($0["id"] as? String ?? "", $0["state"] as? String ?? "") })
+            let states = Dictionary(
+                uniqueKeysWithValues: steps.map { ($0["id"] as? String ?? "", $0["state"] as? String ?? "") })
             #expect(states == ["album": "succeeded", "hang": "cancelled", "after": "cancelled"], "\(output)")
             let summary = try #require(document["summary"] as? [String: Any])
             #expect(summary["cancelled"] as? Int == 2 && summary["ok"] as? Bool == false, "\(output)")
 
             let trace = try ChromeTrace(contentsOf: traces.appendingPathComponent("flow.trace.json"))
-            #expect(trace.completeEvents.contains { $0.name.hasPrefix("GET \(server.baseURL.absoluteString)/album") }, "\(trace.completeEvents)")
+            #expect(
+                trace.completeEvents.contains { $0.name.hasPrefix("GET \(server.baseURL.absoluteString)/album") },
+                "\(trace.completeEvents)")
             let html = try String(contentsOf: traces.appendingPathComponent("flow.html"), encoding: .utf8)
             #expect(html.hasPrefix("<!DOCTYPE html>"))
         }
@@ -88,13 +93,16 @@ struct SignalTests {
 
     @Test(
         "on a terminal, Ctrl-C clears the progress bar (and the echoed ^C) before the cancelled step and the summary",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: WorkflowCommandTests.script.path), "needs util-linux script for a terminal")
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: WorkflowCommandTests.script.path),
+            "needs util-linux script for a terminal")
     )
     func ctrlCOnATerminal() async throws {
         try await withDemoServer { server in
             // Element N answers after N × 10 s: element 0 at once (the bar shows 1/8), the
             // others long after the Ctrl-C.
-            let file = try WorkflowCommandTests.workflowFile("""
+            let file = try WorkflowCommandTests.workflowFile(
+                """
                 vars: { base: "http://127.0.0.1" }
                 steps:
                   - { id: album, url: "{{vars.base}}/album", captures: { images: $.images } }
@@ -108,13 +116,15 @@ struct SignalTests {
             )
             let drawn = await running.child.standardOutput.wait(for: "] 1/8", limit: Self.guardLimit)
             #expect(drawn, "the progress bar was drawn")
-            running.child.write("\u{03}")   // Ctrl-C, typed on the terminal: SIGINT from its line discipline
+            running.child.write("\u{03}")  // Ctrl-C, typed on the terminal: SIGINT from its line discipline
             let output = await running.finish(limit: Self.guardLimit)
 
             #expect(output.status == 130, "\(output)")
             let screen = output.stdout
             let bar = try #require(screen.range(of: "] 1/8", options: .backwards), "\(output)")
-            let cleared = try #require(screen.range(of: "\r\u{1B}[K", range: bar.upperBound..<screen.endIndex), "the line is cleared: \(output)")
+            let cleared = try #require(
+                screen.range(of: "\r\u{1B}[K", range: bar.upperBound..<screen.endIndex),
+                "the line is cleared: \(output)")
             let after = screen[cleared.upperBound...]
             #expect(!after.contains("█") && !after.contains("░"), "no bar after the Ctrl-C: \(output)")
             #expect(after.contains("SIGINT: cancelling the run"), "\(output)")
@@ -132,15 +142,21 @@ struct SignalTests {
         let waiting = (0..<200).map { "  - { id: s\($0), url: \"{{vars.base}}/album?pad=\(padding)\", needs: hang }" }
         let workflow = Self.hangingWorkflow + "\n" + waiting.joined(separator: "\n") + "\n"
         try await withDemoServer { server in
-            let running = try await Self.startHanging(workflow, server: server, options: ["--output", "json"], readsOutput: false)
+            let running = try await Self.startHanging(
+                workflow, server: server, options: ["--output", "json"], readsOutput: false)
             running.child.send(SIGINT)
-            let acknowledged = await running.child.standardError.wait(for: "SIGINT: cancelling the run", limit: Self.guardLimit)
+            let acknowledged = await running.child.standardError.wait(
+                for: "SIGINT: cancelling the run", limit: Self.guardLimit)
             #expect(acknowledged, "the first SIGINT was acknowledged")
             running.child.send(SIGINT)
             let output = await running.finish(limit: Self.guardLimit)
 
-            #expect(output.status == 130, "exited (not killed by the signal) with SIGINT's status: \(output.status)\n\(output.stderr)")
-            #expect(output.stderr.contains("orchestra run: SIGINT again: exiting now, without a report"), "\(output.stderr)")
+            #expect(
+                output.status == 130,
+                "exited (not killed by the signal) with SIGINT's status: \(output.status)\n\(output.stderr)")
+            #expect(
+                output.stderr.contains("orchestra run: SIGINT again: exiting now, without a report"), "\(output.stderr)"
+            )
             #expect(
                 (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) == nil,
                 "the report was cut short, not completed (\(output.stdout.utf8.count) bytes)"

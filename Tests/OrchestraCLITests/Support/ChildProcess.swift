@@ -1,5 +1,6 @@
 import Foundation
 import Orchestra
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -32,10 +33,14 @@ final class ChildProcess: Sendable {
     ///   a pipe holds blocks in `write`.
     /// - Parameter writesInput: Whether standard input is a pipe for ``write(_:)`` rather than
     ///   `/dev/null`.
-    init(executable: URL, arguments: [String], environment: [String: String], readsOutput: Bool = true, writesInput: Bool = false) throws {
+    init(
+        executable: URL, arguments: [String], environment: [String: String], readsOutput: Bool = true,
+        writesInput: Bool = false
+    ) throws {
         let started = try Self.spawning.withLock { count in
             defer { count += 1 }
-            return try Self.spawn(executable: executable, arguments: arguments, environment: environment, writesInput: writesInput)
+            return try Self.spawn(
+                executable: executable, arguments: arguments, environment: environment, writesInput: writesInput)
         }
         pid = started.pid
         input = started.input
@@ -108,7 +113,7 @@ final class ChildProcess: Sendable {
 
         let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
+        defer { for pointer in argv + envp { free(pointer) } }
         var pid = pid_t()
         let failure = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
         close(output.write)

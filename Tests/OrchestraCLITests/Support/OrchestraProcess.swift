@@ -11,7 +11,8 @@ struct ProcessOutput: Sendable, CustomStringConvertible {
 
     var description: String {
         let end = status < 0 ? "killed by signal \(-status)" : "exit \(status)"
-        return "orchestra \(arguments.joined(separator: " ")) → \(end)\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
+        return
+            "orchestra \(arguments.joined(separator: " ")) → \(end)\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
     }
 }
 
@@ -39,9 +40,9 @@ enum OrchestraExecutable {
 
     /// The package's root folder (for `Examples/`).
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()   // Support
-        .deletingLastPathComponent()   // OrchestraCLITests
-        .deletingLastPathComponent()   // Tests
+        .deletingLastPathComponent()  // Support
+        .deletingLastPathComponent()  // OrchestraCLITests
+        .deletingLastPathComponent()  // Tests
         .deletingLastPathComponent()
 
     /// Runs `orchestra` with `arguments` and returns its exit status and output. Standard
@@ -67,13 +68,15 @@ enum OrchestraExecutable {
     /// ``ChildProcess``), for a test that signals it while it runs; ``RunningOrchestra/finish(limit:sourceLocation:)``
     /// waits for its end.
     static func start(
-        _ arguments: [String], executable: URL = url, environment: [String: String] = [:], readsOutput: Bool = true, writesInput: Bool = false
+        _ arguments: [String], executable: URL = url, environment: [String: String] = [:], readsOutput: Bool = true,
+        writesInput: Bool = false
     ) throws -> RunningOrchestra {
         var env = ProcessInfo.processInfo.environment
         env["NO_COLOR"] = "1"
         for (key, value) in environment { env[key] = value }
         let child = try ChildProcess(
-            executable: executable, arguments: arguments, environment: env, readsOutput: readsOutput, writesInput: writesInput
+            executable: executable, arguments: arguments, environment: env, readsOutput: readsOutput,
+            writesInput: writesInput
         )
         return RunningOrchestra(arguments: arguments, child: child)
     }
@@ -87,18 +90,24 @@ struct RunningOrchestra: Sendable {
     /// Waits until it ends and returns what it did. One that has not ended within `limit` (a
     /// real-time guard far longer than a correct run, not a timing assertion) is killed, and
     /// the test fails naming the command.
-    func finish(limit: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async -> ProcessOutput {
+    func finish(
+        limit: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> ProcessOutput {
         if let status = await child.exitStatus(within: limit) {
             return await output(status: status)
         }
         child.send(SIGKILL)
         let status = await child.exitStatus(within: .seconds(10)) ?? -Int32(SIGKILL)
         let output = await output(status: status)
-        Issue.record("orchestra \(arguments.joined(separator: " ")) did not end within \(limit); killed.\n\(output)", sourceLocation: sourceLocation)
+        Issue.record(
+            "orchestra \(arguments.joined(separator: " ")) did not end within \(limit); killed.\n\(output)",
+            sourceLocation: sourceLocation)
         return output
     }
 
     private func output(status: Int32) async -> ProcessOutput {
-        ProcessOutput(arguments: arguments, status: status, stdout: await child.standardOutput.all(), stderr: await child.standardError.all())
+        ProcessOutput(
+            arguments: arguments, status: status, stdout: await child.standardOutput.all(),
+            stderr: await child.standardError.all())
     }
 }

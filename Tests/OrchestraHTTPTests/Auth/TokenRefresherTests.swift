@@ -1,7 +1,8 @@
 import Orchestra
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraHTTP
 
 /// A stand-in for an API server: it accepts one token value at a time and counts refreshes.
 final class TokenServer: Sendable {
@@ -165,7 +166,8 @@ struct TokenRefresherTests {
         let clock = ManualClock()
         let server = TokenServer()
         // The refresh endpoint hands out tokens the API server never accepts.
-        let refresher = TokenRefresher(initial: AuthToken("t0"), maxRefreshes: 3, per: .seconds(60), clock: clock) { _ in
+        let refresher = TokenRefresher(initial: AuthToken("t0"), maxRefreshes: 3, per: .seconds(60), clock: clock) {
+            _ in
             _ = server.refresh()
             return AuthToken("bad")
         }
@@ -183,15 +185,20 @@ struct TokenRefresherTests {
     @Test func onlyRefreshesInsideTheWindowCount() async throws {
         let clock = ManualClock()
         let counter = Locked(0)
-        let refresher = TokenRefresher(initial: AuthToken("t0"), maxRefreshes: 2, per: .seconds(60), clock: clock) { _ in
-            AuthToken("t\(counter.withLock { $0 += 1; return $0 })")
+        let refresher = TokenRefresher(initial: AuthToken("t0"), maxRefreshes: 2, per: .seconds(60), clock: clock) {
+            _ in
+            let number = counter.withLock {
+                $0 += 1
+                return $0
+            }
+            return AuthToken("t\(number)")
         }
         var token = try await refresher.token()
-        token = try await refresher.token(replacing: token)           // t = 0 s
+        token = try await refresher.token(replacing: token)  // t = 0 s
         _ = clock.advance(by: .seconds(30))
-        token = try await refresher.token(replacing: token)           // t = 30 s
+        token = try await refresher.token(replacing: token)  // t = 30 s
         _ = clock.advance(by: .seconds(31))
-        token = try await refresher.token(replacing: token)           // t = 61 s: the first has left the window
+        token = try await refresher.token(replacing: token)  // t = 61 s: the first has left the window
         #expect(token.version == 3)
         let error = await #expect(throws: AuthenticationError.self) { try await refresher.token(replacing: token) }
         #expect(error?.code == .excessiveRefresh)
@@ -226,7 +233,9 @@ struct TokenRefresherTests {
             _ = TokenRefresher(initial: nil, refreshMargin: .seconds(-1)) { _ in AuthToken("never") }
         }
         let marginMessage = String(decoding: margin?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(marginMessage.contains("TokenRefresher(refreshMargin:) must not be negative, got -1.0 seconds"), "\(marginMessage)")
+        #expect(
+            marginMessage.contains("TokenRefresher(refreshMargin:) must not be negative, got -1.0 seconds"),
+            "\(marginMessage)")
     }
 }
 
@@ -264,14 +273,16 @@ func refreshing(_ server: TokenServer, lifetime: Duration) -> @Sendable (AuthTok
 struct TokenLifetimeTests {
     @Test(arguments: LifetimeCase.all)
     func theMarginIsAtMostHalfTheLifetime(_ lifetimeCase: LifetimeCase) {
-        #expect(TokenStateMachine.refreshMargin(.seconds(30), forLifetime: lifetimeCase.lifetime) == lifetimeCase.margin)
+        #expect(
+            TokenStateMachine.refreshMargin(.seconds(30), forLifetime: lifetimeCase.lifetime) == lifetimeCase.margin)
     }
 
     @Test(arguments: LifetimeCase.all)
     func aFreshTokenIsUsedWithoutARefresh(_ lifetimeCase: LifetimeCase) async throws {
         let clock = ManualClock()
         let server = TokenServer()
-        let refresher = TokenRefresher(initial: nil, clock: clock, refresh: refreshing(server, lifetime: lifetimeCase.lifetime))
+        let refresher = TokenRefresher(
+            initial: nil, clock: clock, refresh: refreshing(server, lifetime: lifetimeCase.lifetime))
         // The login's token goes to its caller and to every request after it.
         #expect(try await refresher.token() == SignedToken(value: "t1", version: 1))
         for _ in 0..<10 {
@@ -316,7 +327,8 @@ struct TokenLifetimeTests {
         let server = TokenServer()
         // The defaults: at most 5 suspect refreshes a minute. A 1 s token is renewed 20 times
         // in the 10 s below.
-        let refresher = TokenRefresher(initial: nil, clock: clock, refresh: refreshing(server, lifetime: lifetimeCase.lifetime))
+        let refresher = TokenRefresher(
+            initial: nil, clock: clock, refresh: refreshing(server, lifetime: lifetimeCase.lifetime))
         _ = try await refresher.token()
         let logins = refresher.refreshCount
         for _ in 0..<100 {
@@ -339,7 +351,9 @@ struct TokenLifetimeTests {
         let clock = ManualClock()
         let server = TokenServer()
         // The refresh endpoint hands out tokens the API server never accepts.
-        let refresher = TokenRefresher(initial: AuthToken("t0", lifetime: lifetimeCase.lifetime), maxRefreshes: 3, clock: clock) { _ in
+        let refresher = TokenRefresher(
+            initial: AuthToken("t0", lifetime: lifetimeCase.lifetime), maxRefreshes: 3, clock: clock
+        ) { _ in
             _ = server.refresh()
             return AuthToken("bad", lifetime: lifetimeCase.lifetime)
         }
@@ -349,21 +363,28 @@ struct TokenLifetimeTests {
             try await authorizedRequest(refresher, server, maxResends: 10)
         }
         #expect(error?.code == .excessiveRefresh)
-        #expect(error?.message.hasPrefix("the server rejected 3 fresh tokens and 1 older one: stopped after 3 such refreshes") == true, "\(error?.message ?? "")")
+        #expect(
+            error?.message.hasPrefix(
+                "the server rejected 3 fresh tokens and 1 older one: stopped after 3 such refreshes") == true,
+            "\(error?.message ?? "")")
         #expect(error?.message.contains("(at most 3 allowed)") == true)
         #expect(server.refreshes == 3)
     }
 
     @Test func tokensThatArriveExpiredAreCountedAndNamed() async throws {
         let clock = ManualClock()
-        let refresher = TokenRefresher(initial: nil, maxRefreshes: 2, clock: clock) { _ in AuthToken("dead", lifetime: .zero) }
+        let refresher = TokenRefresher(initial: nil, maxRefreshes: 2, clock: clock) { _ in
+            AuthToken("dead", lifetime: .zero)
+        }
         // The login's token is used once, however short its life.
         #expect(try await refresher.token().version == 1)
         #expect(try await refresher.token().version == 2)
         #expect(try await refresher.token().version == 3)
         let error = await #expect(throws: AuthenticationError.self) { try await refresher.token() }
         #expect(error?.code == .excessiveRefresh)
-        #expect(error?.message.hasPrefix("3 tokens from the refresh had already expired when they arrived") == true, "\(error?.message ?? "")")
+        #expect(
+            error?.message.hasPrefix("3 tokens from the refresh had already expired when they arrived") == true,
+            "\(error?.message ?? "")")
         #expect(refresher.refreshCount == 3)
     }
 }

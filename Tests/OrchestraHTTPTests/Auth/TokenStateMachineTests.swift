@@ -1,6 +1,7 @@
 import Orchestra
-@testable import OrchestraHTTP
 import Testing
+
+@testable import OrchestraHTTP
 
 /// The state machine alone: decisions as text, times as offsets.
 @Suite("TokenRefresher: state machine", .timeLimit(.minutes(1)))
@@ -15,31 +16,39 @@ struct TokenStateMachineTests {
 
     /// Runs the refresh `decision` asked for, returning a token of `lifetime` named `value`.
     static func refresh(
-        _ machine: inout TokenStateMachine, _ decision: TokenStateMachine.Decision, to value: String, lifetime: Duration?, at now: Duration
+        _ machine: inout TokenStateMachine, _ decision: TokenStateMachine.Decision, to value: String,
+        lifetime: Duration?, at now: Duration
     ) -> SignedToken? {
-        guard case .refresh(let version) = decision, case .proceed = machine.beginRefresh(fromVersion: version, at: now) else { return nil }
+        guard case .refresh(let version) = decision, case .proceed = machine.beginRefresh(fromVersion: version, at: now)
+        else { return nil }
         return machine.refreshSucceeded(fromVersion: version, newToken: AuthToken(value, lifetime: lifetime), at: now)
     }
 
     @Test(arguments: LifetimeCase.all)
     func renewalsAtTheScaledMarginNeverFail(_ lifetimeCase: LifetimeCase) {
-        var machine = TokenStateMachine(token: AuthToken("t0", lifetime: lifetimeCase.lifetime), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0", lifetime: lifetimeCase.lifetime), margin: .seconds(30), maxRefreshes: 5,
+            window: .seconds(60))
         #expect(Self.describe(machine.decide(.valid, at: .zero)) == "use t0 v0")
         var now = Duration.zero
         for round in 1...100 {
-            #expect(Self.describe(machine.decide(.valid, at: now + lifetimeCase.due - .nanoseconds(1))) == "use t\(round - 1) v\(round - 1)")
+            #expect(
+                Self.describe(machine.decide(.valid, at: now + lifetimeCase.due - .nanoseconds(1)))
+                    == "use t\(round - 1) v\(round - 1)")
             now += lifetimeCase.due
             let decision = machine.decide(.valid, at: now)
             #expect(Self.describe(decision) == "refresh v\(round - 1)")
             let fresh = Self.refresh(&machine, decision, to: "t\(round)", lifetime: lifetimeCase.lifetime, at: now)
             #expect(fresh == SignedToken(value: "t\(round)", version: round))
-            #expect(Self.describe(machine.decide(.valid, at: now)) == "use t\(round) v\(round)", "a fresh token is used")
+            #expect(
+                Self.describe(machine.decide(.valid, at: now)) == "use t\(round) v\(round)", "a fresh token is used")
         }
         #expect(machine.refreshCount == 100)
     }
 
     @Test func rejectionsAreCountedInTheWindowAndTheMessageSaysSo() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 2, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 2, window: .seconds(60))
         var decision = machine.decide(.replacing(version: 0), at: .zero)
         _ = Self.refresh(&machine, decision, to: "t1", lifetime: nil, at: .zero)
         decision = machine.decide(.replacing(version: 1), at: .seconds(1))
@@ -50,7 +59,10 @@ struct TokenStateMachineTests {
             return
         }
         #expect(error.code == .excessiveRefresh)
-        #expect(error.message == "the server rejected 2 fresh tokens and 1 older one: stopped after 2 such refreshes in the last 60.0 seconds (at most 2 allowed) instead of refreshing again")
+        #expect(
+            error.message
+                == "the server rejected 2 fresh tokens and 1 older one: stopped after 2 such refreshes in the last 60.0 seconds (at most 2 allowed) instead of refreshing again"
+        )
         // Final for that version; a new login starts afresh.
         #expect(Self.describe(machine.decide(.valid, at: .seconds(3))) == "fail excessiveRefresh")
         machine.reset(to: AuthToken("again"), at: .seconds(4))
@@ -58,7 +70,8 @@ struct TokenStateMachineTests {
     }
 
     @Test func aCallerThatNeedsTheRefreshInFlightJoinsItEvenAtTheLimit() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
         let decision = machine.decide(.replacing(version: 0), at: .zero)
         #expect(Self.describe(decision) == "refresh v0")
         guard case .proceed = machine.beginRefresh(fromVersion: 0, at: .zero) else {
@@ -68,7 +81,9 @@ struct TokenStateMachineTests {
         // While it runs, the limit is reached, but this refresh is already counted: join it.
         #expect(Self.describe(machine.decide(.valid, at: .zero)) == "refresh v0")
         #expect(Self.describe(machine.decide(.replacing(version: 0), at: .zero)) == "refresh v0")
-        #expect(machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero) == SignedToken(value: "t1", version: 1))
+        #expect(
+            machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero)
+                == SignedToken(value: "t1", version: 1))
         #expect(Self.describe(machine.decide(.replacing(version: 1), at: .zero)) == "fail excessiveRefresh")
     }
 
@@ -76,34 +91,43 @@ struct TokenStateMachineTests {
 
     @Test func aTokenIsUsedUntilItsScaledMarginThenRenewed() {
         // Lifetime 100 s, margin 30 s (at most half of 100): due from 70 s on.
-        var machine = TokenStateMachine(token: AuthToken("t0", lifetime: .seconds(100)), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0", lifetime: .seconds(100)), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60)
+        )
         #expect(Self.describe(machine.decide(.valid, at: .zero)) == "use t0 v0")
         #expect(Self.describe(machine.decide(.valid, at: .seconds(70) - .nanoseconds(1))) == "use t0 v0")
         let decision = machine.decide(.valid, at: .seconds(70))
         #expect(Self.describe(decision) == "refresh v0")
-        #expect(Self.refresh(&machine, decision, to: "t1", lifetime: .seconds(100), at: .seconds(70)) == SignedToken(value: "t1", version: 1))
+        #expect(
+            Self.refresh(&machine, decision, to: "t1", lifetime: .seconds(100), at: .seconds(70))
+                == SignedToken(value: "t1", version: 1))
         #expect(Self.describe(machine.decide(.valid, at: .seconds(70))) == "use t1 v1", "a fresh token is used at once")
         #expect(Self.describe(machine.decide(.valid, at: .seconds(140) - .nanoseconds(1))) == "use t1 v1")
         #expect(Self.describe(machine.decide(.valid, at: .seconds(140))) == "refresh v1", "due 70 s after it arrived")
     }
 
     @Test func aTokenWithoutALifetimeIsRenewedOnlyAfterARejection() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
         #expect(Self.describe(machine.decide(.valid, at: .seconds(1_000_000))) == "use t0 v0")
         #expect(Self.describe(machine.decide(.replacing(version: 0), at: .seconds(1_000_000))) == "refresh v0")
     }
 
     @Test func onceTheServerRejectedTheCurrentTokenEveryRequestWaitsForItsRefresh() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
         #expect(Self.describe(machine.decide(.replacing(version: 0), at: .zero)) == "refresh v0")
         // The auth gate: a request that asks for any valid token no longer gets the rejected one.
         #expect(Self.describe(machine.decide(.valid, at: .zero)) == "refresh v0")
-        #expect(machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero) == SignedToken(value: "t1", version: 1))
+        #expect(
+            machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero)
+                == SignedToken(value: "t1", version: 1))
         #expect(Self.describe(machine.decide(.valid, at: .zero)) == "use t1 v1", "the gate opens with the new token")
     }
 
     @Test func aRejectionOfAnOlderVersionIsAnsweredWithTheCurrentTokenWithoutARefresh() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
         let decision = machine.decide(.replacing(version: 0), at: .zero)
         _ = Self.refresh(&machine, decision, to: "t1", lifetime: nil, at: .zero)
         #expect(machine.refreshCount == 1)
@@ -114,13 +138,16 @@ struct TokenStateMachineTests {
     }
 
     @Test func aRefreshIsRunOncePerVersion() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
         _ = machine.decide(.replacing(version: 0), at: .zero)
         guard case .proceed = machine.beginRefresh(fromVersion: 0, at: .zero) else {
             Issue.record("the first refresh of version 0 should run")
             return
         }
-        #expect(machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero) == SignedToken(value: "t1", version: 1))
+        #expect(
+            machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("t1"), at: .zero)
+                == SignedToken(value: "t1", version: 1))
         // A caller that decided to refresh version 0 before that refresh ended: it must not refresh again.
         guard case .use(let token) = machine.beginRefresh(fromVersion: 0, at: .zero) else {
             Issue.record("version 0 was already replaced")
@@ -128,14 +155,17 @@ struct TokenStateMachineTests {
         }
         #expect(token == SignedToken(value: "t1", version: 1))
         // A late result for version 0 replaces nothing.
-        #expect(machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("late"), at: .zero) == SignedToken(value: "t1", version: 1))
+        #expect(
+            machine.refreshSucceeded(fromVersion: 0, newToken: AuthToken("late"), at: .zero)
+                == SignedToken(value: "t1", version: 1))
         #expect(machine.currentVersion == 1)
         #expect(machine.currentToken == AuthToken("t1"))
         #expect(machine.refreshCount == 1)
     }
 
     @Test func aFailedRefreshIsFinalForItsVersionUntilAReset() {
-        var machine = TokenStateMachine(token: AuthToken("t0", lifetime: .seconds(10)), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0", lifetime: .seconds(10)), margin: .seconds(30), maxRefreshes: 5, window: .seconds(60))
         let decision = machine.decide(.valid, at: .seconds(5))
         #expect(Self.describe(decision) == "refresh v0")
         guard case .proceed = machine.beginRefresh(fromVersion: 0, at: .seconds(5)) else {
@@ -179,7 +209,8 @@ struct TokenStateMachineTests {
     }
 
     @Test func aSuspectRefreshOlderThanTheWindowNoLongerCounts() {
-        var machine = TokenStateMachine(token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0"), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
         var decision = machine.decide(.replacing(version: 0), at: .zero)
         _ = Self.refresh(&machine, decision, to: "t1", lifetime: nil, at: .zero)
         decision = machine.decide(.replacing(version: 1), at: .seconds(60) + .nanoseconds(1))
@@ -187,7 +218,8 @@ struct TokenStateMachineTests {
     }
 
     @Test func aTokenThatArrivesExpiredIsCountedAndNamed() {
-        var machine = TokenStateMachine(token: AuthToken("t0", lifetime: .zero), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
+        var machine = TokenStateMachine(
+            token: AuthToken("t0", lifetime: .zero), margin: .seconds(30), maxRefreshes: 1, window: .seconds(60))
         var decision = machine.decide(.valid, at: .zero)
         #expect(Self.describe(decision) == "refresh v0", "a lifetime of zero is due at once")
         _ = Self.refresh(&machine, decision, to: "t1", lifetime: .zero, at: .zero)

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import Orchestra
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraHTTP
 
 private func redirect(_ status: Int, to location: String) -> (HTTPResponse, Data) {
     var response = HTTPResponse(status: .init(code: status))
@@ -25,20 +26,24 @@ struct HTTPCoordinatorOptionsTests {
         let entries = Locked<[(method: String, url: String, body: String?, headers: HTTPFields)]>([])
         func add(_ request: HTTPRequest, _ body: Data?) {
             entries.withLock {
-                $0.append((
-                    request.method.rawValue, "\(request.scheme!)://\(request.authority!)\(request.path!)",
-                    body.map { String(decoding: $0, as: UTF8.self) }, request.headerFields
-                ))
+                $0.append(
+                    (
+                        request.method.rawValue, "\(request.scheme!)://\(request.authority!)\(request.path!)",
+                        body.map { String(decoding: $0, as: UTF8.self) }, request.headerFields
+                    ))
             }
         }
         var all: [(method: String, url: String, body: String?, headers: HTTPFields)] { entries.withLock { $0 } }
     }
 
-    @Test(arguments: [
-        (307, "POST", "payload"), (308, "POST", "payload"),
-        (303, "GET", nil), (302, "GET", nil), (301, "GET", nil),
-    ] as [(Int, String, String?)])
-    func aRedirectedPostKeepsOrChangesItsMethodAndBodyAsRFC9110Says(status: Int, method: String, body: String?) async throws {
+    @Test(
+        arguments: [
+            (307, "POST", "payload"), (308, "POST", "payload"),
+            (303, "GET", nil), (302, "GET", nil), (301, "GET", nil),
+        ] as [(Int, String, String?)])
+    func aRedirectedPostKeepsOrChangesItsMethodAndBodyAsRFC9110Says(
+        status: Int, method: String, body: String?
+    ) async throws {
         let log = Log()
         let transport = ScriptedHTTPTransport { request, body in
             log.add(request, body)
@@ -65,7 +70,9 @@ struct HTTPCoordinatorOptionsTests {
         }
         let api = HTTPCoordinator(transport: transport)
         for status in [301, 302, 303] {
-            _ = try await api.data(for: HTTPRequest(method: .put, scheme: "https", authority: "a.test", path: "/\(status)"), body: Data("b".utf8))
+            _ = try await api.data(
+                for: HTTPRequest(method: .put, scheme: "https", authority: "a.test", path: "/\(status)"),
+                body: Data("b".utf8))
         }
         let ends = log.all.filter { $0.url.hasSuffix("/end") }.map { "\($0.method) \($0.body ?? "-")" }
         #expect(ends == ["PUT b", "PUT b", "GET -"])
@@ -76,7 +83,9 @@ struct HTTPCoordinatorOptionsTests {
         let transport = ScriptedHTTPTransport { request, body in
             log.add(request, body)
             if request.authority == "a.test", request.path == "/same" { return redirect(302, to: "/there") }
-            if request.authority == "a.test", request.path == "/there" { return redirect(307, to: "https://b.test/elsewhere") }
+            if request.authority == "a.test", request.path == "/there" {
+                return redirect(307, to: "https://b.test/elsewhere")
+            }
             return ok()
         }
         let api = HTTPCoordinator(transport: transport)
@@ -88,26 +97,30 @@ struct HTTPCoordinatorOptionsTests {
         #expect(result.redirects.map(\.location) == ["https://a.test/there", "https://b.test/elsewhere"])
         let sent = log.all
         #expect(sent[1].headers[.authorization] == "Bearer secret", "same origin: credentials kept")
-        #expect(sent[2].headers[.authorization] == nil && sent[2].headers[.cookie] == nil, "other origin: credentials dropped")
+        #expect(
+            sent[2].headers[.authorization] == nil && sent[2].headers[.cookie] == nil,
+            "other origin: credentials dropped")
         #expect(sent[2].headers[.accept] == "text/plain")
     }
 
     @Test func aRedirectIsReturnedAsIsWhenTheRequestSaysNotToFollow() async throws {
         let transport = ScriptedHTTPTransport { _, _ in redirect(302, to: "/elsewhere") }
         let api = HTTPCoordinator(transport: transport)
-        let result = try await api.data(for: get("a.test", "/"), options: HTTPRequestOptions(redirects: HTTPRedirectPolicy.never))
+        let result = try await api.data(
+            for: get("a.test", "/"), options: HTTPRequestOptions(redirects: HTTPRedirectPolicy.never))
         #expect(result.status.code == 302 && result.response.headerFields[.location] == "/elsewhere")
         #expect(result.redirects.isEmpty && transport.requests.count == 1)
     }
 
     @Test func aChainLongerThanThePolicyFailsNamingTheCountAndTheLastLocation() async throws {
         let transport = ScriptedHTTPTransport { request, _ in
-            let step = Int(request.path!.dropFirst(7))!   // "/chain/N"
+            let step = Int(request.path!.dropFirst(7))!  // "/chain/N"
             return redirect(302, to: "/chain/\(step + 1)")
         }
         let api = HTTPCoordinator(transport: transport)
         let error = await #expect(throws: HTTPRedirectError.self) {
-            _ = try await api.data(for: get("a.test", "/chain/0"), options: HTTPRequestOptions(redirects: .follow(maxHops: 3)))
+            _ = try await api.data(
+                for: get("a.test", "/chain/0"), options: HTTPRequestOptions(redirects: .follow(maxHops: 3)))
         }
         #expect(error?.code == .tooManyRedirects)
         #expect(error?.hops.count == 4)
@@ -130,9 +143,12 @@ struct HTTPCoordinatorOptionsTests {
             return ok()
         }
         // "slow.test" (any port) at most 2 together; other hosts 5 each.
-        let api = HTTPCoordinator(transport: transport, configuration: .init(
-            maxConcurrentRequests: 100, maxConcurrentRequestsPerHost: 5, hostLimits: ["SLOW.test": 2, "fast.test:8443": 1]
-        ))
+        let api = HTTPCoordinator(
+            transport: transport,
+            configuration: .init(
+                maxConcurrentRequests: 100, maxConcurrentRequestsPerHost: 5,
+                hostLimits: ["SLOW.test": 2, "fast.test:8443": 1]
+            ))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<30 {
                 let host = ["slow.test:1", "slow.test:2", "other.test", "fast.test:8443", "fast.test:9000"][index % 5]
@@ -156,7 +172,8 @@ struct HTTPCoordinatorOptionsTests {
             try await gate.pass()
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 50, hostLimits: ["h.test": 1]))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 50, hostLimits: ["h.test": 1]))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<6 { group.addTask { _ = try await api.data(for: get("h.test", "/\(index)")) } }
             try await waitUntil("one sent, five waiting") { transport.inFlight == 1 && api.waitingCount == 5 }
@@ -168,8 +185,10 @@ struct HTTPCoordinatorOptionsTests {
         }
     }
 
-    @Test(arguments: [("a.test", true), ("a.test:80", true), ("[::1]", true), ("[::1]:8080", true), ("a.test:0", false),
-                      ("a.test:99999", false), ("http://a.test", false), ("", false), ("a:b:c", false), ("a.test/x", false)])
+    @Test(arguments: [
+        ("a.test", true), ("a.test:80", true), ("[::1]", true), ("[::1]:8080", true), ("a.test:0", false),
+        ("a.test:99999", false), ("http://a.test", false), ("", false), ("a:b:c", false), ("a.test/x", false),
+    ])
     func hostPatternsAreAHostOrAHostAndPort(pattern: String, valid: Bool) {
         #expect(HTTPCoordinator.isHostPattern(pattern) == valid)
     }
@@ -178,12 +197,19 @@ struct HTTPCoordinatorOptionsTests {
         let clock = ManualClock()
         let count = Locked(0)
         let transport = ScriptedHTTPTransport { _, _ in
-            let n = count.withLock { $0 += 1; return $0 }
+            let n = count.withLock {
+                $0 += 1
+                return $0
+            }
             return n < 3 ? (HTTPResponse(status: .init(code: 409)), Data()) : ok("third")
         }
         let api = HTTPCoordinator(transport: transport, clock: clock)
-        let retry = HTTPRetry(policy: RetryPolicy(maxAttempts: 3, initialDelay: .seconds(1), jitter: 0), statuses: [409], methods: .all)
-        let task = Task { try await api.data(for: post("a.test", "/orders"), body: Data("x".utf8), options: HTTPRequestOptions(retry: retry)) }
+        let retry = HTTPRetry(
+            policy: RetryPolicy(maxAttempts: 3, initialDelay: .seconds(1), jitter: 0), statuses: [409], methods: .all)
+        let task = Task {
+            try await api.data(
+                for: post("a.test", "/orders"), body: Data("x".utf8), options: HTTPRequestOptions(retry: retry))
+        }
         try await waitUntil("first backoff") { clock.pendingSleepers.count == 1 }
         clock.advanceToNextDeadline()
         try await waitUntil("second backoff") { clock.pendingSleepers.count == 1 && count.withLock { $0 } == 2 }
@@ -203,7 +229,8 @@ struct HTTPCoordinatorOptionsTests {
             try await AsyncEvent().wait()
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: .seconds(60), retry: .never), clock: clock)
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(requestTimeout: .seconds(60), retry: .never), clock: clock)
         let task = Task { try await api.data(for: get("a.test"), options: HTTPRequestOptions(timeout: .seconds(2))) }
         try await waitUntil("the attempt's timer") { clock.pendingSleepers.count == 1 }
         #expect(clock.pendingSleepers.first?.offset == .seconds(2))
@@ -229,15 +256,17 @@ struct HTTPCoordinatorOptionsTests {
             }
         })
         _ = try await coordinator.data(for: get("a.test", "/a"), options: options)
-        #expect(events.withLock { $0 } == [
-            "start /a in flight 1", "end /a 307 in flight 1", "start /b in flight 1", "end /b 200 in flight 1",
-        ])
+        #expect(
+            events.withLock { $0 } == [
+                "start /a in flight 1", "end /a 307 in flight 1", "start /b in flight 1", "end /b 200 in flight 1",
+            ])
     }
 
     @Test func anUnsignedRequestSkipsAuthentication() async throws {
         let refresher = TokenRefresher(initial: AuthToken("t0")) { _ in AuthToken("t1") }
         let transport = ScriptedHTTPTransport { _, _ in ok() }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(authentication: .init(refresher: refresher)))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(authentication: .init(refresher: refresher)))
         _ = try await api.data(for: get("a.test", "/signed"))
         _ = try await api.data(for: get("a.test", "/public"), options: HTTPRequestOptions(isAuthenticated: false))
         let authorizations = transport.requests.map { $0.headerFields[.authorization] }

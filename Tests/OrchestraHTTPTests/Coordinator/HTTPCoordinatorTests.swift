@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import Orchestra
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraHTTP
 
 func get(_ host: String, _ path: String = "/") -> HTTPRequest {
     HTTPRequest(method: .get, scheme: "https", authority: host, path: path)
@@ -21,7 +22,8 @@ struct HTTPCoordinatorTests {
             try await gate.pass()
             return ok(request.path ?? "")
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 4, maxConcurrentRequestsPerHost: 2))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 4, maxConcurrentRequestsPerHost: 2))
         let hosts = ["a.test", "b.test", "c.test"]
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<60 {
@@ -47,7 +49,8 @@ struct HTTPCoordinatorTests {
             if request.path == "/first" { try await gate.pass() }
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 2, maxConcurrentRequestsPerHost: 1))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 2, maxConcurrentRequestsPerHost: 1))
         let first = Task { try await api.data(for: get("a.test", "/first")) }
         try await waitUntil("first in flight") { transport.inFlight == 1 }
         let low = Task { try await api.data(for: get("a.test", "/low"), priority: 0) }
@@ -67,7 +70,8 @@ struct HTTPCoordinatorTests {
             if request.path == "/first" { try await gate.pass() }
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 1, maxConcurrentRequestsPerHost: 5))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 1, maxConcurrentRequestsPerHost: 5))
         let first = Task { try await api.data(for: get("a.test", "/first")) }
         try await waitUntil("first in flight") { transport.inFlight == 1 }
         let low = Task { try await api.data(for: get("a.test", "/low"), priority: 1) }
@@ -97,7 +101,8 @@ struct HTTPCoordinatorTests {
             try await gate.pass()
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 1, maxConcurrentRequestsPerHost: 10))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 1, maxConcurrentRequestsPerHost: 10))
         let tasks = (0..<5).map { index in Task { try await api.data(for: get("a.test", "/\(index)")) } }
         try await waitUntil("one in flight") { transport.inFlight == 1 && api.waitingCount == 4 }
         api.setLimits(total: 3)
@@ -111,7 +116,10 @@ struct HTTPCoordinatorTests {
         let clock = ManualClock()
         let calls = Locked(0)
         let transport = ScriptedHTTPTransport { _, _ in
-            if calls.withLock({ $0 += 1; return $0 }) == 1 {
+            if calls.withLock({
+                $0 += 1
+                return $0
+            }) == 1 {
                 var busy = HTTPResponse(status: .serviceUnavailable)
                 busy.headerFields[.retryAfter] = "7"
                 return (busy, Data())
@@ -133,13 +141,13 @@ struct HTTPCoordinatorTests {
         ("7", Duration.seconds(7)),
         ("0", Duration.zero),
         (" 12 ", Duration.seconds(12)),
-        ("Sun, 22 Nov 2026 18:02:00 GMT", Duration.seconds(120)),   // two minutes after `now`
-        ("Sun, 22 Nov 2026 17:59:00 GMT", Duration.zero),           // already passed
+        ("Sun, 22 Nov 2026 18:02:00 GMT", Duration.seconds(120)),  // two minutes after `now`
+        ("Sun, 22 Nov 2026 17:59:00 GMT", Duration.zero),  // already passed
     ])
     func retryAfterIsReadAsSecondsOrAnHTTPDate(header: String, expected: Duration) {
         var response = HTTPResponse(status: .serviceUnavailable)
         response.headerFields[.retryAfter] = header
-        let now = Date(timeIntervalSince1970: 1_795_370_400)    // Sun, 22 Nov 2026 18:00:00 GMT
+        let now = Date(timeIntervalSince1970: 1_795_370_400)  // Sun, 22 Nov 2026 18:00:00 GMT
         #expect(HTTPCoordinator.retryAfter(response, now: now) == expected)
     }
 
@@ -152,7 +160,9 @@ struct HTTPCoordinatorTests {
 
     @Test func onlyIdempotentRequestsAreRetried() async throws {
         let transport = ScriptedHTTPTransport { _, _ in (HTTPResponse(status: .badGateway), Data()) }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))
+        let api = HTTPCoordinator(
+            transport: transport,
+            configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))
         let post = HTTPRequest(method: .post, scheme: "https", authority: "a.test", path: "/orders")
         let once = try await api.data(for: post, body: Data("{}".utf8))
         #expect(once.status == .badGateway && once.attempts == 1)
@@ -170,7 +180,9 @@ struct HTTPCoordinatorTests {
     /// DELETE and GET are retried up to the policy's attempts.
     @Test(arguments: ["408", "429", "500", "502", "503 Retry-After", "504", "connection lost"])
     func everyTransientFailureIsRetriedOnlyForIdempotentRequests(_ outcome: String) async throws {
-        for (kind, expectedAttempts) in [("POST", 1), ("POST with Idempotency-Key", 3), ("PUT", 3), ("DELETE", 3), ("GET", 3)] {
+        for (kind, expectedAttempts) in [
+            ("POST", 1), ("POST with Idempotency-Key", 3), ("PUT", 3), ("DELETE", 3), ("GET", 3),
+        ] {
             let transport = ScriptedHTTPTransport { _, _ in
                 switch outcome {
                 case "connection lost":
@@ -181,7 +193,9 @@ struct HTTPCoordinatorTests {
                     return (HTTPResponse(status: .init(code: Int(outcome)!)), Data())
                 }
             }
-            let api = HTTPCoordinator(transport: transport, configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))
+            let api = HTTPCoordinator(
+                transport: transport,
+                configuration: .init(retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, jitter: 0)))
             var request = HTTPRequest(method: .get, scheme: "https", authority: "a.test", path: "/orders/1")
             switch kind {
             case "GET": break
@@ -193,7 +207,9 @@ struct HTTPCoordinatorTests {
             }
             let body: Data? = request.method == .get || request.method == .delete ? nil : Data("{}".utf8)
             if outcome == "connection lost" {
-                await #expect(throws: HTTPTransportError.self, "\(kind), \(outcome)") { try await api.data(for: request, body: body) }
+                await #expect(throws: HTTPTransportError.self, "\(kind), \(outcome)") {
+                    try await api.data(for: request, body: body)
+                }
             } else {
                 let result = try await api.data(for: request, body: body)
                 #expect(result.attempts == expectedAttempts, "\(kind), \(outcome)")
@@ -208,7 +224,8 @@ struct HTTPCoordinatorTests {
             try await AsyncEvent().wait()  // never answers; ends when cancelled
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: .seconds(10), retry: .never), clock: clock)
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(requestTimeout: .seconds(10), retry: .never), clock: clock)
         let request = Task { try await api.data(for: get("a.test")) }
         try await clock.waitForSleepers(1)
         _ = clock.advance(by: .seconds(10))
@@ -253,13 +270,15 @@ struct HTTPCoordinatorTests {
             let valid = server.withLock { "Bearer \($0.valid)" }
             if presented == valid { return ok("data") }
             // Some APIs answer 401; others 200 with an error in the body.
-            return bodySignalsExpiry ? ok("{\"error\":\"token_expired\"}") : (HTTPResponse(status: .unauthorized), Data())
+            return bodySignalsExpiry
+                ? ok("{\"error\":\"token_expired\"}") : (HTTPResponse(status: .unauthorized), Data())
         }
         let coordinator = Locked<HTTPCoordinator?>(nil)
         let refresher = TokenRefresher(initial: AuthToken("t0")) { _ in
             // The refresh bypasses the limits that the waiting requests hold.
             let api = coordinator.withLock { $0! }
-            let result = try await api.sendBypassingLimits(HTTPRequest(method: .post, scheme: "https", authority: "api.test", path: "/refresh"))
+            let result = try await api.sendBypassingLimits(
+                HTTPRequest(method: .post, scheme: "https", authority: "api.test", path: "/refresh"))
             return AuthToken(String(decoding: result.body, as: UTF8.self))
         }
         let authentication = HTTPCoordinator.Authentication(
@@ -268,7 +287,8 @@ struct HTTPCoordinatorTests {
                 response.status == .unauthorized || String(decoding: body, as: UTF8.self).contains("token_expired")
             }
         )
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 8, authentication: authentication))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 8, authentication: authentication))
         coordinator.withLock { $0 = api }
         server.withLock { $0.valid = "expired-on-the-server" }
         let bodies = try await withHangGuard {
@@ -289,7 +309,8 @@ struct HTTPCoordinatorTests {
             try await gate.pass()
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 10, maxConcurrentRequestsPerHost: 1))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 10, maxConcurrentRequestsPerHost: 1))
         let tasks = (0..<4).map { index in Task { try await api.data(for: get("a.test", "/\(index)")) } }
         try await waitUntil("one in flight, three waiting") { transport.inFlight == 1 && api.waitingCount == 3 }
         api.setLimits(perHost: 3)
@@ -306,7 +327,8 @@ struct HTTPCoordinatorTests {
             try await answers.wait()
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 10, maxConcurrentRequestsPerHost: 3))
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 10, maxConcurrentRequestsPerHost: 3))
         let tasks = (0..<5).map { index in Task { try await api.data(for: get("a.test", "/\(index)")) } }
         try await waitUntil("three in flight, two waiting") { transport.inFlight == 3 && api.waitingCount == 2 }
 
@@ -319,7 +341,9 @@ struct HTTPCoordinatorTests {
         try await waitUntil("another request ended") { api.inFlight.now == 1 }
         #expect(api.waitingCount == 2, "one in flight, limit 1: nothing starts")
         answers.signal()
-        try await waitUntil("the last of the three ended and one waiter started") { api.waitingCount == 1 && transport.inFlight == 1 }
+        try await waitUntil("the last of the three ended and one waiter started") {
+            api.waitingCount == 1 && transport.inFlight == 1
+        }
         #expect(api.inFlight.now == 1)
         answers.signal()
         try await waitUntil("the last waiter started") { api.waitingCount == 0 && transport.inFlight == 1 }
@@ -334,8 +358,10 @@ struct HTTPCoordinatorTests {
             try await answers.wait()
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 2, maxConcurrentRequestsPerHost: 5))
-        let tasks = (0..<3).map { index in Task { try await api.data(for: get(["a.test", "b.test", "c.test"][index])) } }
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(maxConcurrentRequests: 2, maxConcurrentRequestsPerHost: 5))
+        let tasks = (0..<3).map { index in Task { try await api.data(for: get(["a.test", "b.test", "c.test"][index])) }
+        }
         try await waitUntil("two in flight, one waiting") { transport.inFlight == 2 && api.waitingCount == 1 }
         api.setLimits(total: 1)
         answers.signal()
@@ -351,20 +377,29 @@ struct HTTPCoordinatorTests {
 
     @Test func limitsBelowOneInTheConfigurationAreProgrammerErrorsNamingTheValue() async {
         let total = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(maxConcurrentRequests: 0))
+            _ = HTTPCoordinator(
+                transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(maxConcurrentRequests: 0))
         }
         let totalMessage = String(decoding: total?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(totalMessage.contains("HTTPCoordinator: maxConcurrentRequests must be at least 1, got 0"), "\(totalMessage)")
+        #expect(
+            totalMessage.contains("HTTPCoordinator: maxConcurrentRequests must be at least 1, got 0"), "\(totalMessage)"
+        )
         let perHost = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(maxConcurrentRequestsPerHost: -1))
+            _ = HTTPCoordinator(
+                transport: ScriptedHTTPTransport { _, _ in ok() },
+                configuration: .init(maxConcurrentRequestsPerHost: -1))
         }
         let perHostMessage = String(decoding: perHost?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(perHostMessage.contains("HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got -1"), "\(perHostMessage)")
+        #expect(
+            perHostMessage.contains("HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got -1"),
+            "\(perHostMessage)")
         let host = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(hostLimits: ["a.test": 0]))
+            _ = HTTPCoordinator(
+                transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(hostLimits: ["a.test": 0]))
         }
         let hostMessage = String(decoding: host?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got 0"), "\(hostMessage)")
+        #expect(
+            hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got 0"), "\(hostMessage)")
         let resends = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let refresher = TokenRefresher(initial: AuthToken("t")) { _ in AuthToken("u") }
             _ = HTTPCoordinator(
@@ -372,7 +407,9 @@ struct HTTPCoordinatorTests {
                 configuration: .init(authentication: .init(refresher: refresher, maxResends: -1)))
         }
         let resendsMessage = String(decoding: resends?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(resendsMessage.contains("HTTPCoordinator: authentication.maxResends must not be negative, got -1"), "\(resendsMessage)")
+        #expect(
+            resendsMessage.contains("HTTPCoordinator: authentication.maxResends must not be negative, got -1"),
+            "\(resendsMessage)")
     }
 
     @Test func setLimitsBelowOneIsAProgrammerErrorNamingTheValue() async {
@@ -380,17 +417,21 @@ struct HTTPCoordinatorTests {
             HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(total: 0)
         }
         let totalMessage = String(decoding: total?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(totalMessage.contains("HTTPCoordinator.setLimits(total:): must be at least 1, got 0"), "\(totalMessage)")
+        #expect(
+            totalMessage.contains("HTTPCoordinator.setLimits(total:): must be at least 1, got 0"), "\(totalMessage)")
         let perHost = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(perHost: -2)
         }
         let perHostMessage = String(decoding: perHost?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(perHostMessage.contains("HTTPCoordinator.setLimits(perHost:): must be at least 1, got -2"), "\(perHostMessage)")
+        #expect(
+            perHostMessage.contains("HTTPCoordinator.setLimits(perHost:): must be at least 1, got -2"),
+            "\(perHostMessage)")
         let host = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(hosts: ["a.test": -5])
         }
         let hostMessage = String(decoding: host?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got -5"), "\(hostMessage)")
+        #expect(
+            hostMessage.contains("HTTPCoordinator: hostLimits['a.test'] must be at least 1, got -5"), "\(hostMessage)")
     }
 }
 
@@ -423,7 +464,9 @@ struct HTTPRequestHandleTests {
         let api = HTTPCoordinator(transport: transport, configuration: .init(retry: .never))
         let login = api.start(get("a.test", "/login"))
         let profile = api.start(get("a.test", "/profile"), after: [login])
-        let error = await #expect(throws: HTTPDependencyError.self) { try await withHangGuard { try await profile.result } }
+        let error = await #expect(throws: HTTPDependencyError.self) {
+            try await withHangGuard { try await profile.result }
+        }
         #expect(error?.dependency == "GET /login")
         #expect(transport.requests.map(\.path) == ["/login"])
     }
@@ -462,7 +505,7 @@ struct HTTPRequestHandleTests {
 struct HTTPBatchTests {
     @Test func aBatchReturnsResponsesInInputOrderAndReportsProgress() async throws {
         let transport = ScriptedHTTPTransport { request, _ in
-            for _ in 0..<Int.random(in: 0...20) { await Task.yield() }   // out-of-order completions
+            for _ in 0..<Int.random(in: 0...20) { await Task.yield() }  // out-of-order completions
             return ok(request.path ?? "")
         }
         let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 4))
@@ -484,10 +527,11 @@ struct HTTPBatchTests {
         await #expect(throws: URLError.self) { try await api.data(for: requests) }
         let outcomes = await api.results(for: requests)
         #expect(outcomes.count == 6)
-        #expect(outcomes.enumerated().allSatisfy { index, outcome in
-            if case .success(let result) = outcome { return index != 3 && text(result) == "/\(index)" }
-            return index == 3
-        })
+        #expect(
+            outcomes.enumerated().allSatisfy { index, outcome in
+                if case .success(let result) = outcome { return index != 3 && text(result) == "/\(index)" }
+                return index == 3
+            })
     }
 
     @Test func aBatchDeadlineCancelsWhatIsLeft() async throws {
@@ -496,14 +540,21 @@ struct HTTPBatchTests {
             if request.path == "/slow" { try await AsyncEvent().wait() }  // never answers; ends when cancelled
             return ok(request.path ?? "")
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
-        let batch = Task { await api.results(for: [get("a.test", "/fast"), get("a.test", "/slow")], deadline: .seconds(10)) }
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
+        let batch = Task {
+            await api.results(for: [get("a.test", "/fast"), get("a.test", "/slow")], deadline: .seconds(10))
+        }
         try await waitUntil("slow in flight") { transport.inFlight == 1 && transport.requests.count == 2 }
         try await clock.waitForSleepers(1)
         _ = clock.advance(by: .seconds(10))
         let outcomes = try await withHangGuard { await batch.value }
         #expect((try? outcomes[0].get()).map(text) == "/fast")
-        #expect({ if case .failure(let error as TimeoutError) = outcomes[1] { return error.timeout == .seconds(10) }; return false }())
+        #expect(
+            {
+                if case .failure(let error as TimeoutError) = outcomes[1] { return error.timeout == .seconds(10) }
+                return false
+            }())
     }
 
     @Test func aFailFastBatchThrowsTimeoutErrorAtItsDeadline() async throws {
@@ -512,7 +563,8 @@ struct HTTPBatchTests {
             try await AsyncEvent().wait()  // never answers; ends when cancelled
             return ok()
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
+        let api = HTTPCoordinator(
+            transport: transport, configuration: .init(requestTimeout: nil, retry: .never), clock: clock)
         let batch = Task { try await api.data(for: [get("a.test", "/1"), get("a.test", "/2")], deadline: .seconds(5)) }
         try await waitUntil("both in flight") { transport.inFlight == 2 }
         try await clock.waitForSleepers(1)

@@ -1,7 +1,8 @@
 import Orchestra
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraHTTP
 
 /// The coordinator's admission rules, from `RequestAdmission`'s doc comment: at most
 /// `totalLimit` in flight and at most its group's limit per host group; waiters in priority
@@ -34,7 +35,9 @@ struct RequestAdmissionTests {
         #expect(describe(machine.admitOrReserve(request("a"), isCancelled: false)) == "admitted")
         #expect(describe(machine.admitOrReserve(request("a"), isCancelled: false)) == "admitted")
         #expect(describe(machine.admitOrReserve(request("a"), isCancelled: false)) == "wait", "host a is full")
-        #expect(describe(machine.admitOrReserve(request("b"), isCancelled: false)) == "admitted", "a full host does not block another")
+        #expect(
+            describe(machine.admitOrReserve(request("b"), isCancelled: false)) == "admitted",
+            "a full host does not block another")
         #expect(describe(machine.admitOrReserve(request("c"), isCancelled: false)) == "wait", "the total is full")
         #expect(machine.inFlight == 3 && machine.inFlight(to: "a") == 2 && machine.inFlight(to: "b") == 1)
         #expect(machine.peakInFlight == 3)
@@ -72,10 +75,15 @@ struct RequestAdmissionTests {
     }
 
     @Test func aHostLimitPatternGroupsTheHostsItNamesAndReplacesThePerHostLimit() {
-        let groups = [RequestAdmission.groupKey(ofPattern: "API.test"): 5, RequestAdmission.groupKey(ofPattern: "cdn.test:8443"): 1]
+        let groups = [
+            RequestAdmission.groupKey(ofPattern: "API.test"): 5,
+            RequestAdmission.groupKey(ofPattern: "cdn.test:8443"): 1,
+        ]
         let machine = RequestAdmission(totalLimit: 10, perHostLimit: 2, groupLimits: groups)
         let byName = machine.group(scheme: "https", authority: "api.test:443")
-        #expect(byName == machine.group(scheme: "http", authority: "api.test"), "the pattern names the host, any port or scheme")
+        #expect(
+            byName == machine.group(scheme: "http", authority: "api.test"),
+            "the pattern names the host, any port or scheme")
         #expect(machine.limit(of: byName) == 5)
         let exact = machine.group(scheme: "https", authority: "cdn.test:8443")
         #expect(machine.limit(of: exact) == 1)
@@ -149,11 +157,11 @@ struct RequestAdmissionTests {
             Issue.record("the total is full: b must wait")
             return
         }
-        _ = machine.release(host: "a")   // between the fast path and the suspension
+        _ = machine.release(host: "a")  // between the fast path and the suspension
         var action: AdmissionSuspendAction?
         try await withCheckedThrowingContinuation { (continuation: RequestAdmission.Continuation) in
             action = machine.suspend(id: id, request: request("b"), continuation: continuation, isCancelled: false)
-            continuation.resume()   // admitted at once: the machine did not keep it
+            continuation.resume()  // admitted at once: the machine did not keep it
         }
         guard case .resumeAdmitted = action else {
             Issue.record("b should be admitted when it suspends, got \(String(describing: action))")

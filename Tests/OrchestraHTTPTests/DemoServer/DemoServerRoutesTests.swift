@@ -29,18 +29,23 @@ struct DemoServerRoutesTests {
                 #expect(args["x"] as? [String] == ["1", "2"])
                 #expect(args["y"] as? String == "é")
                 #expect((echo["headersHex"] as? [String: String])?["X-Text"] == "636166c3a9")
-                #expect((echo["headers"] as? [String: String])?["X-Text"] == "caf\u{C3}\u{A9}", "httpbin's reading: one character per byte")
+                #expect(
+                    (echo["headers"] as? [String: String])?["X-Text"] == "caf\u{C3}\u{A9}",
+                    "httpbin's reading: one character per byte")
                 #expect(echo["data"] as? String == "data:application/octet-stream;base64,/wBB")
                 #expect(echo["bodyLength"] as? Int == 3)
                 #expect(echo["bodyBase64"] as? String == "/wBB")
 
-                let (tooLarge, _) = try await transport.send(server.request("/anything", method: .post), body: Data(count: (4 << 20) + 1))
+                let (tooLarge, _) = try await transport.send(
+                    server.request("/anything", method: .post), body: Data(count: (4 << 20) + 1))
                 #expect(tooLarge.status == .contentTooLarge)
-                let (largest, echoed) = try await transport.send(server.request("/anything", method: .post), body: Data(repeating: 0xFF, count: 4 << 20))
+                let (largest, echoed) = try await transport.send(
+                    server.request("/anything", method: .post), body: Data(repeating: 0xFF, count: 4 << 20))
                 #expect(largest.status == .ok)
                 #expect(try json(echoed)["bodyLength"] as? Int == 4 << 20)
 
-                let (_, text) = try await transport.send(server.request("/anything", method: .post), body: Data(#"{"a":1}"#.utf8))
+                let (_, text) = try await transport.send(
+                    server.request("/anything", method: .post), body: Data(#"{"a":1}"#.utf8))
                 #expect(try json(text)["data"] as? String == #"{"a":1}"#)
                 #expect(try json(text)["json"] as? [String: Int] == ["a": 1])
             }
@@ -50,7 +55,10 @@ struct DemoServerRoutesTests {
     @Test func statusRedirectToBytesAndTheirBounds() async throws {
         try await withDemoServer { server in
             try await AsyncHTTPClientTransport.withTransport { transport in
-                for (path, status) in [("/status/418", 418), ("/status/199", 400), ("/status/600", 400), ("/status/401?challenge=NTLM", 400), ("/bytes/-1", 400), ("/bytes/\((64 << 20) + 1)", 400)] {
+                for (path, status) in [
+                    ("/status/418", 418), ("/status/199", 400), ("/status/600", 400),
+                    ("/status/401?challenge=NTLM", 400), ("/bytes/-1", 400), ("/bytes/\((64 << 20) + 1)", 400),
+                ] {
                     let method: HTTPRequest.Method = path.hasPrefix("/bytes") ? .get : .patch
                     let (response, _) = try await transport.send(server.request(path, method: method), body: nil)
                     #expect(response.status.code == status, "\(path)")
@@ -60,7 +68,8 @@ struct DemoServerRoutesTests {
                 let (digest, _) = try await transport.send(server.request("/status/401?challenge=Digest"), body: nil)
                 #expect(digest.headerFields[.wwwAuthenticate]?.hasPrefix("Digest ") == true)
 
-                let (redirect, body) = try await transport.send(server.request("/redirect-to?url=%2Fanything%3Fa%3D1&status_code=200", method: .put), body: nil)
+                let (redirect, body) = try await transport.send(
+                    server.request("/redirect-to?url=%2Fanything%3Fa%3D1&status_code=200", method: .put), body: nil)
                 #expect(redirect.status.code == 302, "302 unless 300…399")
                 #expect(redirect.headerFields[.location] == "/anything?a=1")
                 #expect(String(decoding: body, as: UTF8.self) == "redirecting to /anything?a=1\n")

@@ -2,9 +2,10 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraDemoServer
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraHTTP
 
 extension DemoServer {
     func request(_ path: String, method: HTTPRequest.Method = .get) -> HTTPRequest {
@@ -55,9 +56,12 @@ struct DemoServerTests {
         try await withDemoServer { server in
             let api = HTTPCoordinator(transport: URLSessionTransport(), configuration: .init(maxConcurrentRequests: 4))
             var ordered: [String] = []
-            for try await result in (0..<12).orderedResults(limit: 4, { index in
-                try await api.data(for: server.request("/echo/\(index)"))
-            }) {
+            for try await result in (0..<12).orderedResults(
+                limit: 4,
+                { index in
+                    try await api.data(for: server.request("/echo/\(index)"))
+                })
+            {
                 ordered.append(text(try result.get()))
             }
             #expect(ordered == (0..<12).map(String.init))
@@ -94,13 +98,17 @@ struct DemoServerTests {
 
             // A graph of requests: login, then profile and feed in parallel, then the page.
             let graph = TaskGraph()
-            let login = graph.add("login") { try token(from: try await api.data(for: server.request("/login", method: .post))) }
+            let login = graph.add("login") {
+                try token(from: try await api.data(for: server.request("/login", method: .post)))
+            }
             let profile = graph.add("profile", after: login) { token in
                 var request = server.request("/protected")
                 request.headerFields[.authorization] = "Bearer \(token.value)"
                 return try await api.data(for: request).status.code
             }
-            let feed = graph.add("feed", after: login) { _ in text(try await api.data(for: server.request("/echo/feed"))) }
+            let feed = graph.add("feed", after: login) { _ in
+                text(try await api.data(for: server.request("/echo/feed")))
+            }
             let page = graph.add("page", after: profile, feed) { status, feed in "\(status) \(feed)" }
             let result = try await graph.run(limit: 4)
             #expect(try result.value(of: page) == "200 feed")
@@ -130,7 +138,8 @@ struct DemoServerTests {
         try await withDemoServer { server in
             let clock = ManualClock()
             // No request timeout: the only sleeps on the clock are the backoffs.
-            let api = HTTPCoordinator(transport: URLSessionTransport(), configuration: .init(requestTimeout: nil), clock: clock)
+            let api = HTTPCoordinator(
+                transport: URLSessionTransport(), configuration: .init(requestTimeout: nil), clock: clock)
             let request = Task { try await api.data(for: server.request("/flaky/a?failures=2")) }
             for wait in 1...2 {
                 try await clock.waitForSleepers(1)
@@ -147,7 +156,9 @@ struct DemoServerTests {
     @Test func aRequestTheServerNeverAnswersTimesOut() async throws {
         try await withDemoServer { server in
             let clock = ManualClock()
-            let api = HTTPCoordinator(transport: URLSessionTransport(), configuration: .init(requestTimeout: .seconds(5), retry: .never), clock: clock)
+            let api = HTTPCoordinator(
+                transport: URLSessionTransport(), configuration: .init(requestTimeout: .seconds(5), retry: .never),
+                clock: clock)
             let request = Task { try await api.data(for: server.request("/hang")) }
             try await withHangGuard { try await server.arrival(of: "/hang") }
             try await clock.waitForSleepers(1)
@@ -169,7 +180,9 @@ struct DemoServerTests {
         }
     }
 
-    static func authenticatedAPI(_ server: DemoServer, maxRefreshes: Int = 5, path: String = "/protected") -> (HTTPCoordinator, TokenRefresher) {
+    static func authenticatedAPI(
+        _ server: DemoServer, maxRefreshes: Int = 5, path: String = "/protected"
+    ) -> (HTTPCoordinator, TokenRefresher) {
         let transport = URLSessionTransport()
         let refresher = TokenRefresher(initial: AuthToken(server.issueToken()), maxRefreshes: maxRefreshes) { _ in
             // Straight to the transport: not behind the limit the waiting requests hold.
@@ -177,12 +190,17 @@ struct DemoServerTests {
             guard response.status == .ok else { throw TestError("refresh answered \(response.status.code)") }
             return try token(from: HTTPResult(response: response, body: body))
         }
-        let api = HTTPCoordinator(transport: transport, configuration: .init(
-            maxConcurrentRequests: 32, maxConcurrentRequestsPerHost: 32,
-            authentication: .init(refresher: refresher, isAuthenticationFailure: { response, body in
-                response.status == .unauthorized || String(decoding: body, as: UTF8.self).contains("token_expired")
-            })
-        ))
+        let api = HTTPCoordinator(
+            transport: transport,
+            configuration: .init(
+                maxConcurrentRequests: 32, maxConcurrentRequestsPerHost: 32,
+                authentication: .init(
+                    refresher: refresher,
+                    isAuthenticationFailure: { response, body in
+                        response.status == .unauthorized
+                            || String(decoding: body, as: UTF8.self).contains("token_expired")
+                    })
+            ))
         return (api, refresher)
     }
 
@@ -210,10 +228,11 @@ struct DemoServerTests {
             let outcomes = await (0..<50).concurrentResults(limit: 50) { _ in
                 try await api.data(for: server.request("/protected"))
             }
-            #expect(outcomes.allSatisfy {
-                if case .failure(let error as AuthenticationError) = $0 { return error.code == .refreshFailed }
-                return false
-            })
+            #expect(
+                outcomes.allSatisfy {
+                    if case .failure(let error as AuthenticationError) = $0 { return error.code == .refreshFailed }
+                    return false
+                })
             #expect(server.refreshCalls == 1)
             await #expect(throws: AuthenticationError.self) { try await api.data(for: server.request("/protected")) }
             #expect(server.refreshCalls == 1)

@@ -3,9 +3,10 @@ import HTTPTypes
 import Orchestra
 import OrchestraAsyncHTTPClient
 import OrchestraDemoServer
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraHTTP
 
 /// The same guarantees over AsyncHTTPClient (SwiftNIO), against the demo server.
 @Suite("AsyncHTTPClientTransport against the demo server", .serialized, .timeLimit(.minutes(2)))
@@ -14,7 +15,9 @@ struct AsyncHTTPClientTransportTests {
         try await withDemoServer { server in
             try await AsyncHTTPClientTransport.withTransport { transport in
                 // 16 is above AsyncHTTPClient's default of 8 connections per host.
-                let api = HTTPCoordinator(transport: transport, configuration: .init(maxConcurrentRequests: 16, maxConcurrentRequestsPerHost: 16))
+                let api = HTTPCoordinator(
+                    transport: transport,
+                    configuration: .init(maxConcurrentRequests: 16, maxConcurrentRequestsPerHost: 16))
                 server.closeGate()
                 let names = try await withThrowingTaskGroup(of: String.self) { group in
                     for index in 0..<40 {
@@ -34,7 +37,8 @@ struct AsyncHTTPClientTransportTests {
         try await withDemoServer { server in
             try await AsyncHTTPClientTransport.withTransport { transport in
                 let api = HTTPCoordinator(transport: transport, configuration: .init(retry: .never))
-                let login = try token(from: try await api.data(for: server.request("/login", method: .post), body: Data("{}".utf8)))
+                let login = try token(
+                    from: try await api.data(for: server.request("/login", method: .post), body: Data("{}".utf8)))
                 var protected = server.request("/protected")
                 protected.headerFields[.authorization] = "Bearer \(login.value)"
                 #expect(try await api.data(for: protected).status == .ok)
@@ -58,9 +62,12 @@ struct AsyncHTTPClientTransportTests {
                     let (_, body) = try await transport.send(server.request("/refresh", method: .post), body: nil)
                     return try token(from: HTTPResult(response: HTTPResponse(status: .ok), body: body))
                 }
-                let api = HTTPCoordinator(transport: transport, configuration: .init(
-                    maxConcurrentRequests: 32, maxConcurrentRequestsPerHost: 32, authentication: .init(refresher: refresher)
-                ))
+                let api = HTTPCoordinator(
+                    transport: transport,
+                    configuration: .init(
+                        maxConcurrentRequests: 32, maxConcurrentRequestsPerHost: 32,
+                        authentication: .init(refresher: refresher)
+                    ))
                 server.expireToken()
                 let statuses = try await (0..<1_000).concurrentMap(limit: 1_000) { _ in
                     try await api.data(for: server.request("/protected")).status

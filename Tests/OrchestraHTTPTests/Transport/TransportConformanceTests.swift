@@ -51,12 +51,18 @@ struct TransportConformanceTests {
                 return try await real.send(request, body: nil)
             }
             let conformance = HTTPTransportConformance(transport: transport, server: server.baseURL)
-            let redirect = await #expect(throws: HTTPTransportConformanceFailure.self) { try await conformance.run(.redirectsAreReturned) }
+            let redirect = await #expect(throws: HTTPTransportConformanceFailure.self) {
+                try await conformance.run(.redirectsAreReturned)
+            }
             #expect(redirect?.description.contains("301") == true, "\(String(describing: redirect))")
             #expect(redirect?.description.contains("200 (followed)") == true, "\(String(describing: redirect))")
-            let body = await #expect(throws: HTTPTransportConformanceFailure.self) { try await conformance.run(.bodiesArriveByteForByte) }
+            let body = await #expect(throws: HTTPTransportConformanceFailure.self) {
+                try await conformance.run(.bodiesArriveByteForByte)
+            }
             #expect(body?.actual.hasPrefix("0 bytes") == true, "\(String(describing: body))")
-            let refused = await #expect(throws: HTTPTransportConformanceFailure.self) { try await conformance.run(.connectionRefusedIsTransient) }
+            let refused = await #expect(throws: HTTPTransportConformanceFailure.self) {
+                try await conformance.run(.connectionRefusedIsTransient)
+            }
             #expect(refused?.actual.contains("URLError") == true, "\(String(describing: refused))")
             // What it does right passes.
             try await conformance.run(.statusesAreReturned)

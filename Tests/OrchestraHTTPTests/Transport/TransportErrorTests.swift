@@ -1,16 +1,18 @@
 import AsyncHTTPClient
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-@testable import OrchestraAsyncHTTPClient
 import OrchestraDemoServer
-@testable import OrchestraHTTP
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraAsyncHTTPClient
+@testable import OrchestraHTTP
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Client errors in words: both transports map their clients' errors to the same codes and
 /// messages, and refuse before sending what they cannot send as it is.
@@ -24,23 +26,40 @@ struct TransportErrorTests {
     }
 
     static let urlErrors: [Case] = [
-        Case(error: URLError(.cannotConnectToHost), code: .connectionRefused, message: "connection refused by api.test:8080"),
+        Case(
+            error: URLError(.cannotConnectToHost), code: .connectionRefused,
+            message: "connection refused by api.test:8080"),
         Case(error: URLError(.cannotFindHost), code: .hostNotFound, message: "cannot resolve host api.test"),
         Case(error: URLError(.dnsLookupFailed), code: .hostNotFound, message: "cannot resolve host api.test"),
         Case(error: URLError(.timedOut), code: .timedOut, message: "the connection to api.test:8080 timed out"),
-        Case(error: URLError(.networkConnectionLost), code: .connectionLost, message: "the connection to api.test:8080 was lost"),
-        Case(error: URLError(.notConnectedToInternet), code: .notConnected, message: "not connected to the network (sending to api.test:8080)"),
-        Case(error: URLError(.serverCertificateUntrusted), code: .tls, message: "TLS connection to api.test:8080 failed (the server's certificate is not trusted)"),
+        Case(
+            error: URLError(.networkConnectionLost), code: .connectionLost,
+            message: "the connection to api.test:8080 was lost"),
+        Case(
+            error: URLError(.notConnectedToInternet), code: .notConnected,
+            message: "not connected to the network (sending to api.test:8080)"),
+        Case(
+            error: URLError(.serverCertificateUntrusted), code: .tls,
+            message: "TLS connection to api.test:8080 failed (the server's certificate is not trusted)"),
         Case(error: URLError(.badServerResponse), code: .badResponse, message: "bad response from api.test:8080"),
-        Case(error: URLError(.dataLengthExceedsMaximum), code: .responseTooLarge, message: "the response from api.test:8080 is too large"),
-        Case(error: URLError(.unsupportedURL), code: .invalidRequest, message: "the request to api.test:8080 failed (URLSession cannot send to this URL)"),
-        Case(error: URLError(.userAuthenticationRequired), code: .other, message: "the request to api.test:8080 failed (URLSession error -1013)"),
-        Case(error: NSError(domain: NSURLErrorDomain, code: -1004), code: .connectionRefused, message: "connection refused by api.test:8080"),
+        Case(
+            error: URLError(.dataLengthExceedsMaximum), code: .responseTooLarge,
+            message: "the response from api.test:8080 is too large"),
+        Case(
+            error: URLError(.unsupportedURL), code: .invalidRequest,
+            message: "the request to api.test:8080 failed (URLSession cannot send to this URL)"),
+        Case(
+            error: URLError(.userAuthenticationRequired), code: .other,
+            message: "the request to api.test:8080 failed (URLSession error -1013)"),
+        Case(
+            error: NSError(domain: NSURLErrorDomain, code: -1004), code: .connectionRefused,
+            message: "connection refused by api.test:8080"),
     ]
 
     @Test(arguments: urlErrors)
     func urlSessionErrorsInWords(_ expected: Case) throws {
-        let mapped = try #require(URLSessionTransport.mapped(expected.error, authority: "api.test:8080") as? HTTPTransportError)
+        let mapped = try #require(
+            URLSessionTransport.mapped(expected.error, authority: "api.test:8080") as? HTTPTransportError)
         #expect(mapped.code == expected.code)
         #expect(mapped.message == expected.message)
         #expect(mapped.host == "api.test:8080")
@@ -53,21 +72,38 @@ struct TransportErrorTests {
     }
 
     static let clientErrors: [Case] = [
-        Case(error: HTTPClientError.connectTimeout, code: .timedOut, message: "the connection to api.test:8080 timed out (connecting took too long)"),
+        Case(
+            error: HTTPClientError.connectTimeout, code: .timedOut,
+            message: "the connection to api.test:8080 timed out (connecting took too long)"),
         Case(error: HTTPClientError.readTimeout, code: .timedOut, message: "the connection to api.test:8080 timed out"),
-        Case(error: HTTPClientError.remoteConnectionClosed, code: .connectionLost, message: "the connection to api.test:8080 was lost"),
-        Case(error: HTTPClientError.alreadyShutdown, code: .invalidRequest, message: "the request to api.test:8080 failed (the HTTP client was shut down)"),
-        Case(error: HTTPClientError.traceRequestWithBody, code: .bodyNotAllowed, message: "the request to api.test:8080 failed (a TRACE request cannot have a body)"),
-        Case(error: IOError(errnoCode: ECONNREFUSED, reason: "connect"), code: .connectionRefused, message: "connection refused by api.test:8080"),
-        Case(error: IOError(errnoCode: ECONNRESET, reason: "read"), code: .connectionLost, message: "the connection to api.test:8080 was lost"),
+        Case(
+            error: HTTPClientError.remoteConnectionClosed, code: .connectionLost,
+            message: "the connection to api.test:8080 was lost"),
+        Case(
+            error: HTTPClientError.alreadyShutdown, code: .invalidRequest,
+            message: "the request to api.test:8080 failed (the HTTP client was shut down)"),
+        Case(
+            error: HTTPClientError.traceRequestWithBody, code: .bodyNotAllowed,
+            message: "the request to api.test:8080 failed (a TRACE request cannot have a body)"),
+        Case(
+            error: IOError(errnoCode: ECONNREFUSED, reason: "connect"), code: .connectionRefused,
+            message: "connection refused by api.test:8080"),
+        Case(
+            error: IOError(errnoCode: ECONNRESET, reason: "read"), code: .connectionLost,
+            message: "the connection to api.test:8080 was lost"),
         Case(error: ChannelError.eof, code: .connectionLost, message: "the connection to api.test:8080 was lost"),
-        Case(error: ChannelError.connectTimeout(.seconds(10)), code: .timedOut, message: "the connection to api.test:8080 timed out (connecting took too long)"),
-        Case(error: HTTPParserError.invalidStatus, code: .badResponse, message: "bad response from api.test:8080 (not a valid HTTP response)"),
+        Case(
+            error: ChannelError.connectTimeout(.seconds(10)), code: .timedOut,
+            message: "the connection to api.test:8080 timed out (connecting took too long)"),
+        Case(
+            error: HTTPParserError.invalidStatus, code: .badResponse,
+            message: "bad response from api.test:8080 (not a valid HTTP response)"),
     ]
 
     @Test(arguments: clientErrors)
     func asyncHTTPClientErrorsInWords(_ expected: Case) throws {
-        let mapped = try #require(AsyncHTTPClientTransport.mapped(expected.error, authority: "api.test:8080") as? HTTPTransportError)
+        let mapped = try #require(
+            AsyncHTTPClientTransport.mapped(expected.error, authority: "api.test:8080") as? HTTPTransportError)
         #expect(mapped.code == expected.code)
         #expect(mapped.message == expected.message)
         #expect(mapped.underlying != nil)
@@ -78,7 +114,9 @@ struct TransportErrorTests {
     }
 
     @Test func transientCodesAreTheFailuresWorthRetrying() {
-        let transient: [HTTPTransportError.Code] = [.connectionRefused, .hostNotFound, .timedOut, .connectionLost, .notConnected, .badResponse, .other]
+        let transient: [HTTPTransportError.Code] = [
+            .connectionRefused, .hostNotFound, .timedOut, .connectionLost, .notConnected, .badResponse, .other,
+        ]
         let final: [HTTPTransportError.Code] = [.invalidRequest, .bodyNotAllowed, .tls, .responseTooLarge]
         #expect(transient.allSatisfy { HTTPTransportError(code: $0, message: "").isTransient })
         #expect(final.allSatisfy { !HTTPTransportError(code: $0, message: "").isTransient })
@@ -92,7 +130,9 @@ struct TransportErrorTests {
                 try await URLSessionTransport().send(request, body: Data("body".utf8))
             }
             #expect(error?.code == .bodyNotAllowed)
-            #expect(error?.message == "URLSession cannot send a body with GET (to \(server.authority)); AsyncHTTPClientTransport can")
+            #expect(
+                error?.message
+                    == "URLSession cannot send a body with GET (to \(server.authority)); AsyncHTTPClientTransport can")
             #expect(server.arrivals(of: "/anything") == 0)
             // An empty body is no body.
             let (response, _) = try await URLSessionTransport().send(request, body: Data())
@@ -105,12 +145,16 @@ struct TransportErrorTests {
             var request = server.request("/anything")
             request.headerFields.append(HTTPField(name: HTTPField.Name("X-Latin1")!, value: [0x63, 0x61, 0x66, 0xE9]))
             #if canImport(FoundationNetworking)
-            let urlSession = await #expect(throws: HTTPTransportError.self) { try await URLSessionTransport().send(request, body: nil) }
+            let urlSession = await #expect(throws: HTTPTransportError.self) {
+                try await URLSessionTransport().send(request, body: nil)
+            }
             #expect(urlSession?.code == .invalidRequest)
             #expect(urlSession?.message.contains("'X-Latin1'") == true)
             #endif
             try await AsyncHTTPClientTransport.withTransport { transport in
-                let client = await #expect(throws: HTTPTransportError.self) { try await transport.send(request, body: nil) }
+                let client = await #expect(throws: HTTPTransportError.self) {
+                    try await transport.send(request, body: nil)
+                }
                 #expect(client?.code == .invalidRequest)
                 #expect(client?.message.contains("'X-Latin1'") == true)
             }
@@ -121,7 +165,9 @@ struct TransportErrorTests {
     @Test func aResponseLargerThanTheLimitIsResponseTooLarge() async throws {
         try await withDemoServer { server in
             try await AsyncHTTPClientTransport.withTransport(maximumBodySize: 1_000) { transport in
-                let error = await #expect(throws: HTTPTransportError.self) { try await transport.send(server.request("/bytes/1001"), body: nil) }
+                let error = await #expect(throws: HTTPTransportError.self) {
+                    try await transport.send(server.request("/bytes/1001"), body: nil)
+                }
                 #expect(error?.code == .responseTooLarge)
                 #expect(error?.message == "the response from \(server.authority) is larger than 1000 bytes")
                 let (_, data) = try await transport.send(server.request("/bytes/1000"), body: nil)

@@ -1,8 +1,9 @@
 import Foundation
 import Orchestra
-@testable import OrchestraOperations
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraOperations
 
 @Suite("AsyncOperation on OperationQueue", .timeLimit(.minutes(1)))
 struct AsyncOperationTests {
@@ -186,7 +187,7 @@ struct AsyncOperationTests {
         await #expect(throws: NeverHappened.self) {
             try await waitUntilAllOperationsAreFinished(queue, guard: .milliseconds(200))
         }
-        stuck.complete()   // lets the abandoned waiting thread return
+        stuck.complete()  // lets the abandoned waiting thread return
         try await waitUntilAllOperationsAreFinished(queue)
     }
 

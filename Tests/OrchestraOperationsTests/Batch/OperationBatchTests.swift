@@ -1,8 +1,9 @@
 import Foundation
 import Orchestra
-@testable import OrchestraOperations
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraOperations
 
 @Suite("Operation batches", .timeLimit(.minutes(1)))
 struct OperationBatchTests {
@@ -30,7 +31,10 @@ struct OperationBatchTests {
         try await waitUntil("delivered") { delivered.count == 1 }
         let outcomes = delivered.events[0]
         #expect(outcomes.map { $0.operation } == [slow, failing, cancelled, plain])
-        #expect(outcomes.map(\.state.description) == ["succeeded", "failed: TestError(name: \"boom\")", "cancelled", "succeeded"])
+        #expect(
+            outcomes.map(\.state.description) == [
+                "succeeded", "failed: TestError(name: \"boom\")", "cancelled", "succeeded",
+            ])
         #expect(onMain.events == [true])
         try await waitUntil("the chained block ran") { log.events.contains("plain's own completion") }
     }

@@ -1,8 +1,9 @@
 import Foundation
 import Orchestra
-@testable import OrchestraOperations
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraOperations
 
 @Suite("Operation dependency checks", .timeLimit(.minutes(1)))
 struct DependencyCheckTests {

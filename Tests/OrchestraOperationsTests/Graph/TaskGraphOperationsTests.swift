@@ -1,8 +1,9 @@
 import Foundation
 import Orchestra
-@testable import OrchestraOperations
 import OrchestraTestKit
 import Testing
+
+@testable import OrchestraOperations
 
 @Suite("Operations in a TaskGraph", .timeLimit(.minutes(1)))
 struct TaskGraphOperationsTests {
@@ -24,7 +25,9 @@ struct TaskGraphOperationsTests {
         let result = try await graph.run(limit: 3)
         #expect(result.allSucceeded)
         #expect(probe.maximum <= 3)
-        let chain = log.events.filter { ["op0", "op1", "op2", "op3", "op4", "op5", "op6", "op7", "op8", "op9"].contains($0) }
+        let chain = log.events.filter {
+            ["op0", "op1", "op2", "op3", "op4", "op5", "op6", "op7", "op8", "op9"].contains($0)
+        }
         #expect(chain == (0..<10).map { "op\($0)" })
         #expect(operations.allSatisfy { $0.isFinished })
     }
@@ -77,7 +80,8 @@ struct TaskGraphOperationsTests {
         inside.addDependency(outside)
         let error = #expect(throws: TaskGraphError.self) { try TaskGraph(operations: [inside]) }
         #expect(error?.code == .unknownDependency)
-        #expect(error?.message == "operation \"inside\" depends on \"outside\", which is not among the operations given")
+        #expect(
+            error?.message == "operation \"inside\" depends on \"outside\", which is not among the operations given")
     }
 
     @Test func aCycleAmongOperationsIsRejectedByTheGraphBeforeAnythingRuns() async throws {
@@ -122,7 +126,10 @@ struct TaskGraphOperationsTests {
     @Test func addOperationsAddsNodesToAGraphThatAlreadyHasSome() async throws {
         let graph = TaskGraph()
         let log = EventLog<String>()
-        let native = graph.add("native") { log.append("native"); return 1 }
+        let native = graph.add("native") {
+            log.append("native")
+            return 1
+        }
         let fetch = BlockOperation { log.append("fetch") }
         fetch.name = "fetch"
         let parse = BlockOperation { log.append("parse") }

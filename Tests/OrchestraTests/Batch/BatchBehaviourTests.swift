@@ -1,6 +1,7 @@
-@_spi(Simulation) @testable import Orchestra
 import OrchestraTestKit
 import Testing
+
+@_spi(Simulation) @testable import Orchestra
 
 /// Work items that wait until the test releases them, so every interleaving is chosen by the
 /// test. Records starts, cancellations and the concurrency seen.
@@ -89,8 +90,16 @@ struct BatchBehaviourTests {
         let started = EventLog<Int>()
         let outcome = Task { () -> (map: Result<[Int], any Error>, results: [Result<Int, any Error>]) in
             withUnsafeCurrentTask { $0?.cancel() }
-            let map = await Result { try await [1, 2, 3].concurrentMap(limit: 2) { started.append($0); return $0 } }
-            let results = await [1, 2, 3].concurrentResults(limit: 2) { started.append($0); return $0 }
+            let map = await Result {
+                try await [1, 2, 3].concurrentMap(limit: 2) {
+                    started.append($0)
+                    return $0
+                }
+            }
+            let results = await [1, 2, 3].concurrentResults(limit: 2) {
+                started.append($0)
+                return $0
+            }
             return (map, results)
         }
         let (map, results) = await outcome.value
@@ -160,7 +169,7 @@ struct BatchBehaviourTests {
 
     @MainActor
     @Test func handlersRunInTheCallersIsolation() async throws {
-        var handled: [Int] = []   // main-actor state, mutated without locks
+        var handled: [Int] = []  // main-actor state, mutated without locks
         for await (index, _) in (0..<4).completions(limit: 2, { $0 }) {
             MainActor.assertIsolated()
             handled.append(index)

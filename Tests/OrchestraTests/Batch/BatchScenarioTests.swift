@@ -14,8 +14,11 @@ struct BatchScenarioTests {
         for index in Gallery.latencies.indices {
             #expect(starts[index] == reference.starts[index], "download \(index)", sourceLocation: sourceLocation)
         }
-        #expect(network.probe.maximum == reference.maxConcurrency, "most downloads at once", sourceLocation: sourceLocation)
-        #expect(network.clock.pendingSleepers.isEmpty, "nothing left suspended on the clock", sourceLocation: sourceLocation)
+        #expect(
+            network.probe.maximum == reference.maxConcurrency, "most downloads at once", sourceLocation: sourceLocation)
+        #expect(
+            network.clock.pendingSleepers.isEmpty, "nothing left suspended on the clock", sourceLocation: sourceLocation
+        )
     }
 
     /// dispatch_group enter/leave + notify: all in parallel, one final callback.
@@ -72,7 +75,9 @@ struct BatchScenarioTests {
         // Item i + limit never starts before item i is delivered (i.e. before items 0...i end).
         for index in 3..<8 {
             let deliveredAt = (0...(index - 3)).map { reference.ends[$0] }.max()!
-            #expect(network.starts[index]! >= deliveredAt, "download \(index) started before download \(index - 3) was handled")
+            #expect(
+                network.starts[index]! >= deliveredAt,
+                "download \(index) started before download \(index - 3) was handled")
         }
     }
 

@@ -1,5 +1,6 @@
-@testable import Orchestra
 import Testing
+
+@testable import Orchestra
 
 /// The batch stream's pure state: its counting rule (an item is outstanding from its start
 /// until the consumer receives it, and at most `capacity` are outstanding), the two delivery
@@ -22,7 +23,8 @@ struct BatchStreamStateMachineTests {
     /// "deliver item 2", "suspend" or "end".
     func describe(_ action: Machine.NextAction) -> String {
         switch action {
-        case .deliver(let item, let driver): "deliver \((try? item.result.get()) ?? "error") at \(item.index)\(driver == nil ? "" : " and wake the driver")"
+        case .deliver(let item, let driver):
+            "deliver \((try? item.result.get()) ?? "error") at \(item.index)\(driver == nil ? "" : " and wake the driver")"
         case .end: "end"
         case .suspend: "suspend"
         }
@@ -67,8 +69,8 @@ struct BatchStreamStateMachineTests {
     @Test func inInputOrderALaterItemWaitsForTheEarlierOnesAndHoldsItsSlot() {
         var machine = Machine(order: .input, capacity: 2)
         _ = machine.started(idleTask())
-        #expect(describe(machine.reserveSlot()) == "proceed")   // item 0
-        #expect(describe(machine.reserveSlot()) == "proceed")   // item 1
+        #expect(describe(machine.reserveSlot()) == "proceed")  // item 0
+        #expect(describe(machine.reserveSlot()) == "proceed")  // item 1
         _ = machine.deliver(item(1))
         #expect(describe(machine.next()) == "suspend", "item 1 finished, but item 0 comes first")
         #expect(describe(machine.reserveSlot()) == "suspend", "item 2 cannot start before item 0 is delivered")

@@ -16,10 +16,11 @@ struct GraphRunTests {
             #expect(result.allSucceeded)
             return (events, run.progress)
         }
-        #expect(events == [
-            "a started(attempt: 1)", "a succeeded", "b started(attempt: 1)", "b succeeded",
-            "c started(attempt: 1)", "c succeeded",
-        ])
+        #expect(
+            events == [
+                "a started(attempt: 1)", "a succeeded", "b started(attempt: 1)", "b succeeded",
+                "c started(attempt: 1)", "c succeeded",
+            ])
         #expect(progress == GraphProgress(completed: 3, total: 3, running: 0))
         #expect(progress.fraction == 1)
     }
@@ -29,11 +30,14 @@ struct GraphRunTests {
         let graph = TaskGraph()
         let slow = graph.add("slow") { try await clock.sleep(for: .seconds(60)) }
         let after = graph.add("after", after: slow) { _ in "never" }
-        let other = graph.add("other") { try await clock.sleep(for: .seconds(1)); return "done" }
+        let other = graph.add("other") {
+            try await clock.sleep(for: .seconds(1))
+            return "done"
+        }
         let result = try await graph.withRun(limit: 4, clock: clock) { run in
             try await clock.waitForSleepers(2)
             run.cancel(slow)
-            try await clock.waitForSleepers(1)   // only "other" still sleeps
+            try await clock.waitForSleepers(1)  // only "other" still sleeps
             clock.advance(by: .seconds(1))
             return try await run.result
         }
@@ -45,7 +49,10 @@ struct GraphRunTests {
     @Test func cancellingAWaitingNodeNeverReleasesItsDependentsEarly() async throws {
         let clock = ManualClock()
         let graph = TaskGraph()
-        let first = graph.add("first") { try await clock.sleep(for: .seconds(1)); return 1 }
+        let first = graph.add("first") {
+            try await clock.sleep(for: .seconds(1))
+            return 1
+        }
         let middle = graph.add("middle", after: first) { $0 }
         let last = graph.add("last", after: middle) { $0 }
         let result = try await graph.withRun(limit: 4, clock: clock) { run in

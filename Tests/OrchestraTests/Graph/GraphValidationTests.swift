@@ -1,5 +1,6 @@
-@testable import Orchestra
 import Testing
+
+@testable import Orchestra
 
 @Suite("Graph validation", .timeLimit(.minutes(1)))
 struct GraphValidationTests {

@@ -59,7 +59,9 @@ struct ScheduleSimulationTests {
     }
 
     @Test func invalidInputIsATaskGraphError() {
-        let noWorkers = #expect(throws: TaskGraphError.self) { try ScheduleSimulation.makespan(of: [task("a", 1)], workers: 0) }
+        let noWorkers = #expect(throws: TaskGraphError.self) {
+            try ScheduleSimulation.makespan(of: [task("a", 1)], workers: 0)
+        }
         #expect(noWorkers?.code == .invalidLimit)
         #expect(noWorkers?.message.contains("got 0") == true, "\(String(describing: noWorkers))")
         let cycle = #expect(throws: TaskGraphError.self) {

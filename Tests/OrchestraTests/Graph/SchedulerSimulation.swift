@@ -51,6 +51,8 @@ struct SchedulerSimulation {
             }
             launch(transition)
         }
-        return Run(makespan: now, starts: starts, ends: ends, launchOrder: launchOrder, maxRunning: maxRunning, machine: machine)
+        return Run(
+            makespan: now, starts: starts, ends: ends, launchOrder: launchOrder, maxRunning: maxRunning,
+            machine: machine)
     }
 }

@@ -1,5 +1,6 @@
-@_spi(Simulation) @testable import Orchestra
 import Testing
+
+@_spi(Simulation) @testable import Orchestra
 
 @Suite("Scheduler state machine", .timeLimit(.minutes(1)))
 struct SchedulerStateMachineTests {
@@ -9,8 +10,13 @@ struct SchedulerStateMachineTests {
         try GraphBlueprint(nodes, resourceLimits: limits)
     }
 
-    func node(_ id: String, _ dependencies: String..., cost: Double = 1, priority: Int = 0, resources: [String] = [], always: Bool = false) -> NodeSpec {
-        NodeSpec(id: id, dependencies: dependencies, cost: cost, priority: priority, resources: resources, runsAfterAnyOutcome: always)
+    func node(
+        _ id: String, _ dependencies: String..., cost: Double = 1, priority: Int = 0, resources: [String] = [],
+        always: Bool = false
+    ) -> NodeSpec {
+        NodeSpec(
+            id: id, dependencies: dependencies, cost: cost, priority: priority, resources: resources,
+            runsAfterAnyOutcome: always)
     }
 
     /// The seed: "op1 after op and op3, op2 independent, at most 5 at once".
@@ -45,7 +51,10 @@ struct SchedulerStateMachineTests {
 
     @Test func aReadyNodeWhoseResourceIsFullNeverBlocksOthers() throws {
         let graph = try blueprint(
-            [node("db1", cost: 9, resources: ["db"]), node("db2", cost: 8, resources: ["db"]), node("net", cost: 1, resources: ["network"])],
+            [
+                node("db1", cost: 9, resources: ["db"]), node("db2", cost: 8, resources: ["db"]),
+                node("net", cost: 1, resources: ["network"]),
+            ],
             limits: ["db": 1, "network": 4]
         )
         var machine = Machine(graph, limit: 3)
@@ -55,7 +64,8 @@ struct SchedulerStateMachineTests {
     }
 
     @Test func aNodeBackingOffGivesBackItsSlotAndResources() throws {
-        let graph = try blueprint([node("flaky", cost: 5, resources: ["api"]), node("next", resources: ["api"])], limits: ["api": 1])
+        let graph = try blueprint(
+            [node("flaky", cost: 5, resources: ["api"]), node("next", resources: ["api"])], limits: ["api": 1])
         var machine = Machine(graph, limit: 1)
         #expect(machine.start().launch == [0])
         #expect(machine.suspendForBackoff(0).launch == [1])
@@ -127,14 +137,15 @@ struct SchedulerStateMachineTests {
             for index in 0..<count {
                 let dependencyCount = index == 0 ? 0 : Int.random(in: 0...min(4, index), using: &generator)
                 let dependencies = Set((0..<dependencyCount).map { _ in Int.random(in: 0..<index, using: &generator) })
-                nodes.append(NodeSpec(
-                    id: "n\(index)",
-                    dependencies: dependencies.map { "n\($0)" },
-                    cost: Double(Int.random(in: 0...9, using: &generator)),
-                    priority: Int.random(in: 0...2, using: &generator),
-                    resources: Bool.random(using: &generator) ? ["r"] : [],
-                    runsAfterAnyOutcome: Int.random(in: 0..<10, using: &generator) == 0
-                ))
+                nodes.append(
+                    NodeSpec(
+                        id: "n\(index)",
+                        dependencies: dependencies.map { "n\($0)" },
+                        cost: Double(Int.random(in: 0...9, using: &generator)),
+                        priority: Int.random(in: 0...2, using: &generator),
+                        resources: Bool.random(using: &generator) ? ["r"] : [],
+                        runsAfterAnyOutcome: Int.random(in: 0..<10, using: &generator) == 0
+                    ))
             }
             let graph = try GraphBlueprint(nodes, resourceLimits: ["r": Int.random(in: 1...3, using: &generator)])
             let limit = Int.random(in: 1...8, using: &generator)
@@ -152,19 +163,25 @@ struct SchedulerStateMachineTests {
             for node in 0..<count {
                 guard let start = run.starts[node] else {
                     // Never started: it must have been skipped or cancelled.
-                    #expect(run.machine.states[node] != .succeeded && run.machine.states[node] != .failed, "\(context): n\(node)")
+                    #expect(
+                        run.machine.states[node] != .succeeded && run.machine.states[node] != .failed,
+                        "\(context): n\(node)")
                     continue
                 }
                 for dependency in graph.dependencies(of: node).map(Int.init) {
                     guard let ended = run.ends[dependency] else {
                         // A dependency that never ran: only an afterOutcomesOf node may go on.
-                        #expect(graph.runsAfterAnyOutcome(node), "\(context): n\(node) started though n\(dependency) never ran")
+                        #expect(
+                            graph.runsAfterAnyOutcome(node),
+                            "\(context): n\(node) started though n\(dependency) never ran")
                         #expect(run.machine.states[dependency] != .succeeded, "\(context)")
                         continue
                     }
                     #expect(ended <= start, "\(context): edge n\(dependency) → n\(node)")
                     if !graph.runsAfterAnyOutcome(node) {
-                        #expect(run.machine.states[dependency] == .succeeded, "\(context): n\(node) ran after a failed dependency")
+                        #expect(
+                            run.machine.states[dependency] == .succeeded,
+                            "\(context): n\(node) ran after a failed dependency")
                     }
                 }
             }

@@ -1,6 +1,7 @@
-@testable import Orchestra
 import Foundation
 import Testing
+
+@testable import Orchestra
 
 /// Scheduling quality on the Standard Task Graph Set (Kasahara Laboratory; CC0; 180 random
 /// graphs of 50 tasks with optimal schedule lengths for 2, 4, 8 and 16 workers), run in a
@@ -54,14 +55,18 @@ struct StandardTaskGraphTests {
             }
         }
         let provenMean = provenRatios.reduce(0, +) / Double(provenRatios.count)
-        print("STG proven optima only (\(provenRatios.count) cases): critical path mean \(provenMean), worst \(provenRatios.max()!)")
+        print(
+            "STG proven optima only (\(provenRatios.count) cases): critical path mean \(provenMean), worst \(provenRatios.max()!)"
+        )
         #expect(provenMean <= 1.01)
         #expect(provenRatios.max()! <= 1.25)
         let critical = ratios[.criticalPath]!
         let fifo = ratios[.readyOrder]!
         let mean = critical.reduce(0, +) / Double(critical.count)
         let fifoMean = fifo.reduce(0, +) / Double(fifo.count)
-        print("STG 50 × {2,4,8,16}: critical path mean \(mean), worst \(critical.max()!); FIFO mean \(fifoMean), worst \(fifo.max()!)")
+        print(
+            "STG 50 × {2,4,8,16}: critical path mean \(mean), worst \(critical.max()!); FIFO mean \(fifoMean), worst \(fifo.max()!)"
+        )
         #expect(mean <= 1.01)
         #expect(critical.max()! <= 1.25)
         #expect(mean < fifoMean)

@@ -22,15 +22,16 @@ struct TaskGraphExportTests {
 
     @Test func mermaidUsesSafeKeysWithTheRealIdsAsLabels() {
         let mermaid = sampleGraph().mermaid()
-        #expect(mermaid == """
-        flowchart LR
-          n0["login"]
-          n1["say #quot;hi#quot;"]
-          n2["report"]
-          n0 --> n1
-          n1 -.-> n2
+        #expect(
+            mermaid == """
+                flowchart LR
+                  n0["login"]
+                  n1["say #quot;hi#quot;"]
+                  n2["report"]
+                  n0 --> n1
+                  n1 -.-> n2
 
-        """)
+                """)
     }
 
     @Test func chromeTraceHasOneCompleteEventPerNodeInNonOverlappingLanes() async throws {
@@ -44,12 +45,12 @@ struct TaskGraphExportTests {
         // Each step waits until the node started by the previous end is asleep, so every end
         // below is recorded before the clock moves on.
         try await clock.waitForSleepers(2)
-        clock.advanceToNextDeadline()      // 3 ms: a ends, c starts
+        clock.advanceToNextDeadline()  // 3 ms: a ends, c starts
         try await clock.waitForSleepers(2)
-        clock.advanceToNextDeadline()      // 4 ms: c ends, d starts
+        clock.advanceToNextDeadline()  // 4 ms: c ends, d starts
         try await clock.waitForSleepers(2)
-        clock.advanceToNextDeadline()      // 5 ms: b ends
-        clock.advanceToNextDeadline()      // 6 ms: d ends
+        clock.advanceToNextDeadline()  // 5 ms: b ends
+        clock.advanceToNextDeadline()  // 6 ms: d ends
         let result = try await run.value
 
         let json = try JSONSerialization.jsonObject(with: Data(result.chromeTrace().utf8)) as! [String: Any]

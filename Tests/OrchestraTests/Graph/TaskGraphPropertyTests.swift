@@ -1,6 +1,7 @@
-@_spi(Simulation) @testable import Orchestra
 import OrchestraTestKit
 import Testing
+
+@_spi(Simulation) @testable import Orchestra
 
 /// Random DAGs run for real, with failures, timeouts, abandoned callbacks and cancellations
 /// injected. Whatever the interleaving: every edge is respected, the limit holds, and every
@@ -17,7 +18,8 @@ struct TaskGraphPropertyTests {
         var dependencies: [[Int]] = []
         for index in 0..<count {
             let picks = index == 0 ? 0 : Int.random(in: 0...min(5, index), using: &generator)
-            let deps = Array(Set((0..<picks).map { _ in Int.random(in: max(0, index - 200)..<index, using: &generator) }))
+            let deps = Array(
+                Set((0..<picks).map { _ in Int.random(in: max(0, index - 200)..<index, using: &generator) }))
             dependencies.append(deps)
             let roll = Int.random(in: 0..<300, using: &generator)
             let fault: Fault = roll < 1 ? .fails : roll < 2 ? .hangsUntilTimeout : roll < 3 ? .abandonsCallback : .none

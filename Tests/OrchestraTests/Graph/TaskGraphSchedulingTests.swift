@@ -64,9 +64,10 @@ struct TaskGraphSchedulingTests {
         }
         #expect(!result.allSucceeded)
         #expect(result.problems.map(\.id) == ["broken", "dependent", "stuck"])
-        #expect(result.problems.map(\.state.description) == [
-            "failed: TestError(down)", "skipped because \"broken\" did not succeed", "cancelled",
-        ])
+        #expect(
+            result.problems.map(\.state.description) == [
+                "failed: TestError(down)", "skipped because \"broken\" did not succeed", "cancelled",
+            ])
     }
 
     @Test func aRunWhereEverythingSucceededHasNoProblems() async throws {

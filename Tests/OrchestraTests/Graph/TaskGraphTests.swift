@@ -1,3 +1,4 @@
+import Foundation
 import Orchestra
 import OrchestraTestKit
 import Testing
@@ -45,8 +46,18 @@ struct TaskGraphTests {
         let clock = ManualClock()
         let probe = ConcurrencyProbe()
         let graph = TaskGraph()
-        let first = graph.add("first") { try await probe.measure { try await clock.sleep(for: .seconds(1)); return 1 } }
-        let second = graph.add("second") { try await probe.measure { try await clock.sleep(for: .seconds(3)); return 2 } }
+        let first = graph.add("first") {
+            try await probe.measure {
+                try await clock.sleep(for: .seconds(1))
+                return 1
+            }
+        }
+        let second = graph.add("second") {
+            try await probe.measure {
+                try await clock.sleep(for: .seconds(3))
+                return 2
+            }
+        }
         let sum = graph.add("sum", after: first, second) { $0 + $1 }
         let run = Task { try await graph.run(limit: 5, clock: clock) }
         try await clock.waitForSleepers(2)
@@ -81,7 +92,10 @@ struct TaskGraphTests {
         let sawCancellation = AsyncEvent()
         let graph = TaskGraph()
         graph.add("slow") {
-            do { try await clock.sleep(for: .seconds(60)) } catch { sawCancellation.signal(); throw error }
+            do { try await clock.sleep(for: .seconds(60)) } catch {
+                sawCancellation.signal()
+                throw error
+            }
         }
         graph.add("broken") { () async throws -> Int in
             try await clock.sleep(for: .seconds(1))
@@ -104,11 +118,17 @@ struct TaskGraphTests {
         let flaky = graph.add(
             "flaky", timeout: .seconds(5), retry: RetryPolicy(maxAttempts: 2, initialDelay: .seconds(1), jitter: 0)
         ) { () async throws -> String in
-            let call = calls.withLock { $0 += 1; return $0 }
-            if call == 1 { try await clock.sleep(for: .seconds(100)) }   // times out
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            if call == 1 { try await clock.sleep(for: .seconds(100)) }  // times out
             return "ok on \(call)"
         }
-        let other = graph.add("other") { try await clock.sleep(for: .seconds(3)); return 1 }
+        let other = graph.add("other") {
+            try await clock.sleep(for: .seconds(3))
+            return 1
+        }
         let run = Task { try await graph.run(limit: 1, clock: clock) }
         // flaky runs first (insertion order), its attempt sleeps and its timeout timer waits.
         try await clock.waitForSleepers(2)
@@ -157,7 +177,10 @@ struct TaskGraphTests {
         let clock = ManualClock()
         let started = EventLog<String>()
         let graph = TaskGraph()
-        let first = graph.add("first") { started.append("first"); try await clock.sleep(for: .seconds(10)) }
+        let first = graph.add("first") {
+            started.append("first")
+            try await clock.sleep(for: .seconds(10))
+        }
         graph.add("second", after: first) { _ in started.append("second") }
         let run = Task { try await graph.run(clock: clock) }
         try await clock.waitForSleepers(1)
@@ -244,5 +267,3 @@ enum DispatchQueueStandIn {
         Thread.detachNewThread(work)
     }
 }
-
-import Foundation

@@ -18,7 +18,10 @@ struct RetryTests {
         var callCount: Int { calls.withLock { $0 } }
 
         func call() throws -> Int {
-            let attempt = calls.withLock { $0 += 1; return $0 }
+            let attempt = calls.withLock {
+                $0 += 1
+                return $0
+            }
             if attempt <= failures { throw error }
             return attempt
         }
@@ -79,7 +82,8 @@ struct RetryTests {
         struct RateLimited: Error { var retryAfter: Duration }
         let clock = ManualClock()
         let flaky = Flaky(failures: 1, error: RateLimited(retryAfter: .seconds(42)))
-        let policy = RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), serverDelay: { ($0 as? RateLimited)?.retryAfter })
+        let policy = RetryPolicy(
+            maxAttempts: 2, initialDelay: .milliseconds(100), serverDelay: { ($0 as? RateLimited)?.retryAfter })
         let work = Task { try await withRetry(policy, clock: clock) { try flaky.call() } }
         try await clock.waitForSleepers(1)
         #expect(clock.pendingSleepers == [.init(offset: .seconds(42))])
@@ -88,7 +92,8 @@ struct RetryTests {
     }
 
     @Test func backoffGrowsAndIsCappedAtMaxDelay() {
-        let policy = RetryPolicy(maxAttempts: 10, initialDelay: .milliseconds(100), multiplier: 3, maxDelay: .seconds(2), jitter: 0)
+        let policy = RetryPolicy(
+            maxAttempts: 10, initialDelay: .milliseconds(100), multiplier: 3, maxDelay: .seconds(2), jitter: 0)
         let delays = (1...5).map { policy.backoff(afterAttempt: $0) }
         #expect(delays == [.milliseconds(100), .milliseconds(300), .milliseconds(900), .seconds(2), .seconds(2)])
     }
@@ -98,18 +103,21 @@ struct RetryTests {
     @Test func backoffSaturatesAfterThousandsOfAttempts() {
         let zero = RetryPolicy(maxAttempts: 5_000, initialDelay: .zero, jitter: 0)
         #expect([1, 1_025, 1_100, 5_000].map { zero.backoff(afterAttempt: $0) } == Array(repeating: .zero, count: 4))
-        let capped = RetryPolicy(maxAttempts: 5_000, initialDelay: .seconds(1), maxDelay: .seconds(30), jitter: 1, randomSource: .seeded(7))
+        let capped = RetryPolicy(
+            maxAttempts: 5_000, initialDelay: .seconds(1), maxDelay: .seconds(30), jitter: 1, randomSource: .seeded(7))
         #expect(capped.backoff(afterAttempt: 1_100) == .seconds(30))
         #expect(capped.delay(afterAttempt: 4_999, error: TestError("x")) <= .seconds(30))
         // A cap beyond what nanoseconds in an Int64 can hold still gives a finite delay.
-        let huge = RetryPolicy(maxAttempts: 100, initialDelay: .seconds(1_000_000_000), maxDelay: .seconds(Int64.max / 2), jitter: 0)
+        let huge = RetryPolicy(
+            maxAttempts: 100, initialDelay: .seconds(1_000_000_000), maxDelay: .seconds(Int64.max / 2), jitter: 0)
         #expect(huge.backoff(afterAttempt: 5) > .seconds(1_000_000_000))
     }
 
     @Test(arguments: [1 as UInt64, 99, 12345])
     func seededJitterIsReproducibleAndStaysInItsRange(seed: UInt64) {
         func delays(_ source: RandomSource) -> [Duration] {
-            let policy = RetryPolicy(maxAttempts: 8, initialDelay: .seconds(1), maxDelay: .seconds(100), jitter: 0.5, randomSource: source)
+            let policy = RetryPolicy(
+                maxAttempts: 8, initialDelay: .seconds(1), maxDelay: .seconds(100), jitter: 0.5, randomSource: source)
             return (1...7).map { policy.delay(afterAttempt: $0, error: TestError("x")) }
         }
         let first = delays(.seeded(seed))
@@ -134,17 +142,22 @@ struct RetryTests {
             _ = RetryPolicy(initialDelay: .seconds(-1))
         }
         let delayMessage = String(decoding: delay?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(delayMessage.contains("RetryPolicy(initialDelay:): must not be negative, got -1.0 seconds"), "\(delayMessage)")
+        #expect(
+            delayMessage.contains("RetryPolicy(initialDelay:): must not be negative, got -1.0 seconds"),
+            "\(delayMessage)")
         let multiplier = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryPolicy(multiplier: 0.5)
         }
         let multiplierMessage = String(decoding: multiplier?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(multiplierMessage.contains("RetryPolicy(multiplier:): must be at least 1, got 0.5"), "\(multiplierMessage)")
+        #expect(
+            multiplierMessage.contains("RetryPolicy(multiplier:): must be at least 1, got 0.5"), "\(multiplierMessage)")
         let maxDelay = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryPolicy(maxDelay: .seconds(-2))
         }
         let maxDelayMessage = String(decoding: maxDelay?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(maxDelayMessage.contains("RetryPolicy(maxDelay:): must not be negative, got -2.0 seconds"), "\(maxDelayMessage)")
+        #expect(
+            maxDelayMessage.contains("RetryPolicy(maxDelay:): must not be negative, got -2.0 seconds"),
+            "\(maxDelayMessage)")
         let jitter = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryPolicy(jitter: 1.5)
         }

@@ -1,5 +1,6 @@
-@_spi(Simulation) @testable import Orchestra
 import Testing
+
+@_spi(Simulation) @testable import Orchestra
 
 @Suite("AsyncSemaphore", .timeLimit(.minutes(1)))
 struct AsyncSemaphoreTests {
@@ -28,10 +29,11 @@ struct AsyncSemaphoreTests {
         let served = EventLog<Int>()
         var waiters: [Task<Void, any Error>] = []
         for index in 0..<8 {
-            waiters.append(Task {
-                try await semaphore.wait()
-                served.append(index)
-            })
+            waiters.append(
+                Task {
+                    try await semaphore.wait()
+                    served.append(index)
+                })
             try await waitUntil("waiter \(index) is queued") { semaphore.waitingCount == index + 1 }
         }
         for round in 0..<8 {
@@ -100,14 +102,15 @@ struct AsyncSemaphoreTests {
         let semaphore = AsyncSemaphore(value: 0)
         var waiters: [Task<Bool, Never>] = []
         for _ in 0..<waiterCount {
-            waiters.append(Task {
-                do {
-                    try await semaphore.wait()
-                    return true
-                } catch {
-                    return false
-                }
-            })
+            waiters.append(
+                Task {
+                    do {
+                        try await semaphore.wait()
+                        return true
+                    } catch {
+                        return false
+                    }
+                })
         }
         let cancelOrder = Array(stride(from: 0, to: waiterCount, by: 2))
         let started = waiters

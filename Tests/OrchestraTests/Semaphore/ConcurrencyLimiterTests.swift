@@ -102,14 +102,15 @@ struct ConcurrencyLimiterTests {
         let admitted = EventLog<Int>()
         var waiters: [Task<Void, any Error>] = []
         for index in 0..<8 {
-            waiters.append(Task {
-                try await limiter.acquire()
-                admitted.append(index)
-            })
+            waiters.append(
+                Task {
+                    try await limiter.acquire()
+                    admitted.append(index)
+                })
             try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
         }
         for round in 0..<8 {
-            limiter.release()   // the slot held before, then each admitted waiter's in turn
+            limiter.release()  // the slot held before, then each admitted waiter's in turn
             try await waitUntil("waiter \(round) is admitted") { admitted.count == round + 1 }
             #expect(limiter.running == 1)
         }
@@ -123,10 +124,11 @@ struct ConcurrencyLimiterTests {
         let admitted = EventLog<Int>()
         var waiters: [Task<Void, any Error>] = []
         for index in 0..<6 {
-            waiters.append(Task {
-                try await limiter.acquire()
-                admitted.append(index)
-            })
+            waiters.append(
+                Task {
+                    try await limiter.acquire()
+                    admitted.append(index)
+                })
             try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
         }
         limiter.limit = 4

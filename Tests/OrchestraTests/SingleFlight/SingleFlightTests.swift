@@ -60,7 +60,9 @@ struct SingleFlightTests {
             let one = Task { try await flight.run(key: "1") { try await first.run(.success("one")) } }
             try await waitUntil("key 1 in flight") { first.runs == 1 }
             second.release.signal()
-            #expect(try await flight.run(key: "2") { try await second.run(.success("two")) } == "two", "key 2 did not wait for key 1")
+            #expect(
+                try await flight.run(key: "2") { try await second.run(.success("two")) } == "two",
+                "key 2 did not wait for key 1")
             #expect(flight.waiterCount(for: "1") == 1, "key 1 still in flight")
             first.release.signal()
             #expect(try await one.value == "one")

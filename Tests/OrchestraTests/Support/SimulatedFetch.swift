@@ -78,10 +78,11 @@ struct ReferenceSchedule {
             while progress {
                 progress = false
                 let finished = (0..<count).filter { !delivered[$0] && end[$0].map { $0 <= now } == true }
-                let candidate: Int? = switch order {
-                case .completion: finished.min { (end[$0]!, $0) < (end[$1]!, $1) }
-                case .input: finished.contains(deliveries.count) ? deliveries.count : nil
-                }
+                let candidate: Int? =
+                    switch order {
+                    case .completion: finished.min { (end[$0]!, $0) < (end[$1]!, $1) }
+                    case .input: finished.contains(deliveries.count) ? deliveries.count : nil
+                    }
                 if let candidate {
                     delivered[candidate] = true
                     deliveries.append(candidate)

@@ -1,5 +1,6 @@
-@testable import Orchestra
 import Testing
+
+@testable import Orchestra
 
 /// The waiter queue's rules, from its doc comment: first in, first out; any waiter can leave
 /// by id; ids are never reused; tombstones left by leavers are compacted so memory stays

@@ -1,6 +1,7 @@
-@testable import Orchestra
 import OrchestraTestKit
 import Testing
+
+@testable import Orchestra
 
 /// The timer behind `withTimeout` on `ContinuousClock`: deadlines in order, one driver, and a
 /// cancelled sleeper forgotten at once (a cancelled `Task.sleep` keeps its timer until the
@@ -14,17 +15,28 @@ struct SharedTimerTests {
 
     @Test func wakesSleepersInDeadlineOrderAndArmsOnlyForAnEarlierDeadline() {
         var machine = Machine()
-        let a = machine.reserve(), b = machine.reserve(), c = machine.reserve()
-        guard case .suspended(let first?) = machine.suspend(id: a, until: Self.at(5), waiter: "a", isCancelled: false, now: Self.t0) else {
+        let a = machine.reserve()
+        let b = machine.reserve()
+        let c = machine.reserve()
+        guard
+            case .suspended(let first?) = machine.suspend(
+                id: a, until: Self.at(5), waiter: "a", isCancelled: false, now: Self.t0)
+        else {
             Issue.record("the first sleeper arms a driver")
             return
         }
         #expect(first.deadline == Self.at(5))
-        guard case .suspended(nil) = machine.suspend(id: b, until: Self.at(9), waiter: "b", isCancelled: false, now: Self.t0) else {
+        guard
+            case .suspended(nil) = machine.suspend(
+                id: b, until: Self.at(9), waiter: "b", isCancelled: false, now: Self.t0)
+        else {
             Issue.record("a later deadline needs no new driver")
             return
         }
-        guard case .suspended(let earlier?) = machine.suspend(id: c, until: Self.at(2), waiter: "c", isCancelled: false, now: Self.t0) else {
+        guard
+            case .suspended(let earlier?) = machine.suspend(
+                id: c, until: Self.at(2), waiter: "c", isCancelled: false, now: Self.t0)
+        else {
             Issue.record("an earlier deadline arms a new driver")
             return
         }
@@ -45,11 +57,17 @@ struct SharedTimerTests {
     @Test func aPassedDeadlineOrACancelledTaskResumesAtOnce() {
         var machine = Machine()
         let id = machine.reserve()
-        guard case .resumeExpired = machine.suspend(id: id, until: Self.at(1), waiter: "x", isCancelled: false, now: Self.at(1)) else {
+        guard
+            case .resumeExpired = machine.suspend(
+                id: id, until: Self.at(1), waiter: "x", isCancelled: false, now: Self.at(1))
+        else {
             Issue.record("a deadline that has come does not wait")
             return
         }
-        guard case .resumeCancelled = machine.suspend(id: id, until: Self.at(9), waiter: "x", isCancelled: true, now: Self.t0) else {
+        guard
+            case .resumeCancelled = machine.suspend(
+                id: id, until: Self.at(9), waiter: "x", isCancelled: true, now: Self.t0)
+        else {
             Issue.record("a cancelled task does not wait")
             return
         }
@@ -72,8 +90,12 @@ struct SharedTimerTests {
 
     @Test func aStaleTopIsSkippedAndTheDriverArmsForTheNextLiveDeadline() {
         var machine = Machine()
-        let a = machine.reserve(), b = machine.reserve()
-        guard case .suspended(let arm?) = machine.suspend(id: a, until: Self.at(1), waiter: "a", isCancelled: false, now: Self.t0) else {
+        let a = machine.reserve()
+        let b = machine.reserve()
+        guard
+            case .suspended(let arm?) = machine.suspend(
+                id: a, until: Self.at(1), waiter: "a", isCancelled: false, now: Self.t0)
+        else {
             Issue.record("armed")
             return
         }
@@ -87,9 +109,9 @@ struct SharedTimerTests {
         let clock = ManualClock()
         let timer = SharedTimer(clock: clock)
         let late = Task { try await timer.sleep(until: clock.now.advanced(by: .seconds(2))) }
-        try await clock.waitForSleepers(1)   // a driver for t+2
+        try await clock.waitForSleepers(1)  // a driver for t+2
         let early = Task { try await timer.sleep(until: clock.now.advanced(by: .seconds(1))) }
-        try await clock.waitForSleepers(2)   // and one for t+1, which supersedes it
+        try await clock.waitForSleepers(2)  // and one for t+1, which supersedes it
         let cancelled = Task { try await timer.sleep(until: clock.now.advanced(by: .seconds(30))) }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }

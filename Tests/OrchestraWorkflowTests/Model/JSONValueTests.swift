@@ -22,10 +22,13 @@ struct JSONValueTests {
 
     @Test func wholeNumbersThatIntHoldsAreIntegersAndTheRestKeepTheirText() throws {
         let value = try Self.parsed("[42,-7,12345678901234567890,1.0,-0,0.5]")
-        #expect(value == .array([
-            .integer(42), .integer(-7), .number(JSONNumber("12345678901234567890")!), .number(JSONNumber("1.0")!),
-            .number(JSONNumber("-0")!), .number(0.5),
-        ]))
+        #expect(
+            value
+                == .array([
+                    .integer(42), .integer(-7), .number(JSONNumber("12345678901234567890")!),
+                    .number(JSONNumber("1.0")!),
+                    .number(JSONNumber("-0")!), .number(0.5),
+                ]))
         #expect(value[3] != .integer(1), "1.0 is not written 1")
         #expect(JSONNumber("12345678901234567890")?.doubleValue == 12345678901234567890.0)
         #expect(JSONNumber("12345678901234567890")?.intValue == nil)
@@ -60,7 +63,9 @@ struct JSONValueTests {
         #expect(value["z"] == .integer(1), "the first of a repeated key")
         #expect(value["m"] == .string("éé😀\n\"\\/"))
         #expect(value.text == #"{"z":1,"a":{"y":[true,false,null],"b":"x"},"m":"éé😀\n\"\\/","z":2}"#)
-        #expect(try JSONValue(parsing: Data([0xEF, 0xBB, 0xBF] + Array("[1]".utf8))).text == "[1]", "a byte order mark is skipped")
+        #expect(
+            try JSONValue(parsing: Data([0xEF, 0xBB, 0xBF] + Array("[1]".utf8))).text == "[1]",
+            "a byte order mark is skipped")
     }
 
     @Test(arguments: [
@@ -108,7 +113,9 @@ struct JSONValueTests {
             #expect(error?.reason == "arrays and objects nested deeper than 512 levels")
             #expect(error?.offset == JSONValue.maxDepth * open.utf8.count)
 
-            let deepest = String(repeating: open, count: JSONValue.maxDepth) + "1" + String(repeating: close, count: JSONValue.maxDepth)
+            let deepest =
+                String(repeating: open, count: JSONValue.maxDepth) + "1"
+                + String(repeating: close, count: JSONValue.maxDepth)
             let value = try Self.parsed(deepest)
             #expect(value.text == deepest)
             #expect(value == (try Self.parsed(deepest)))
@@ -116,17 +123,18 @@ struct JSONValueTests {
     }
 
     @Test func prettyTextIndentsByTwoSpaces() throws {
-        #expect(try Self.parsed(#"{"a":[1,{"b":null}],"c":{},"d":[]}"#).prettyText == """
-            {
-              "a": [
-                1,
+        #expect(
+            try Self.parsed(#"{"a":[1,{"b":null}],"c":{},"d":[]}"#).prettyText == """
                 {
-                  "b": null
+                  "a": [
+                    1,
+                    {
+                      "b": null
+                    }
+                  ],
+                  "c": {},
+                  "d": []
                 }
-              ],
-              "c": {},
-              "d": []
-            }
-            """)
+                """)
     }
 }

@@ -3,8 +3,9 @@ import HTTPTypes
 @_spi(Simulation) import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
-@testable import OrchestraWorkflow
 import Testing
+
+@testable import OrchestraWorkflow
 
 /// URLs are made ASCII before any transport: what a component does not allow is encoded,
 /// escapes already written are kept (issue 13: `São%20Paulo` was sent as `S%C3%A3o%2520Paulo`).
@@ -39,7 +40,9 @@ struct URLEscapingTests {
     }
 
     @Test func aHostWithNoASCIIFormIsRefusedSayingSo() {
-        #expect(URLCheck.problem(with: "http://ü..example/") == "has a host with non-ASCII letters that is not a valid internationalized domain name")
+        #expect(
+            URLCheck.problem(with: "http://ü..example/")
+                == "has a host with non-ASCII letters that is not a valid internationalized domain name")
         #expect(URLCheck.problem(with: "http://x.test/São%20Paulo") == nil)
         #expect(URLCheck.problem(with: "http://x.test/a b") == "contains a space or a line break")
     }
@@ -48,12 +51,15 @@ struct URLEscapingTests {
         let transport = ScriptedHTTPTransport { request, _ in
             request.path == "/first" ? respond(200, #"{"path":"/é%2F","v":"a b/é"}"#) : respond()
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: first, url: "http://x.test/first", captures: { path: $.path, v: $.v } }
               - { id: city, url: "http://x.test/cities/café?city=São%20Paulo&raw={{first.path | raw}}&v={{first.v}}" }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report.allSucceeded, "\(report)")
         let sent = "/cities/caf%C3%A9?city=S%C3%A3o%20Paulo&raw=/%C3%A9%2F&v=a%20b%2F%C3%A9"
         #expect(transport.requests.last?.path == sent)
@@ -62,14 +68,17 @@ struct URLEscapingTests {
 
     @Test func theDemoServerReceivesTheEscapesAsWritten() async throws {
         try await withDemoServer { server in
-            let workflow = try parse("""
+            let workflow = try parse(
+                """
                 vars: { base: "\(server.baseURL.absoluteString)" }
                 steps:
                   - { id: city, url: "{{vars.base}}/echo/São%20Paulo%2Fcafé?city=São%20Paulo" }
                 """)
             let report = await WorkflowRunner(workflow: workflow).run()
             #expect(report.allSucceeded, "\(report)")
-            #expect(report["city"]?.url.hasSuffix("/echo/S%C3%A3o%20Paulo%2Fcaf%C3%A9?city=S%C3%A3o%20Paulo") == true, "\(report["city"]?.url ?? "")")
+            #expect(
+                report["city"]?.url.hasSuffix("/echo/S%C3%A3o%20Paulo%2Fcaf%C3%A9?city=S%C3%A3o%20Paulo") == true,
+                "\(report["city"]?.url ?? "")")
             #expect(server.arrivals(of: "/echo/S%C3%A3o%20Paulo%2Fcaf%C3%A9") == 1)
         }
     }
@@ -78,12 +87,19 @@ struct URLEscapingTests {
     /// `URLComponents`) accepts as it is; random URLs from the characters that matter.
     @Test func theFastURLCheckAgreesWithTheFullOne() {
         var generator = SplitMix64(seed: 14)
-        let pieces = ["a", "Z", "0", "9", ".", "-", ":", "/", "?", "#", "%", "%20", "@", "[", "]", " ", "ü", "_", "~", "!", "=", "&", "{", "}", "|", "^", "65535", "65536", "0", "x.test"]
-        let starts = ["http://", "https://", "HTTP://", "ftp://", "http:/", "http://x.test:", "https://x.test:8080", ""]
+        let pieces = [
+            "a", "Z", "0", "9", ".", "-", ":", "/", "?", "#", "%", "%20", "@", "[", "]", " ", "ü", "_", "~", "!", "=",
+            "&", "{", "}", "|", "^", "65535", "65536", "0", "x.test",
+        ]
+        let starts = [
+            "http://", "https://", "HTTP://", "ftp://", "http:/", "http://x.test:", "https://x.test:8080", "",
+        ]
         var plain = 0
         for _ in 0..<20_000 {
             let length = Int.random(in: 0...8, using: &generator)
-            let text = starts.randomElement(using: &generator)! + (0..<length).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let text =
+                starts.randomElement(using: &generator)!
+                + (0..<length).map { _ in pieces.randomElement(using: &generator)! }.joined()
             guard URLCheck.isPlainlyValid(text) else { continue }
             plain += 1
             #expect(URLCheck.fullCheck(text) == nil, "'\(text)' passed the fast check only")

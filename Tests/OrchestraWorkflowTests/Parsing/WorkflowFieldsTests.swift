@@ -15,7 +15,8 @@ struct WorkflowFieldsTests {
 
     @Test(arguments: uses)
     func aCaptureInAnyTemplateFieldMakesTheStepDependOnItsStep(use: (field: String, yaml: String)) throws {
-        let text = "steps:\n  - id: a\n    url: \"http://x.test/a\"\n    captures: { x: $.x }\n  - id: b\n    \(use.yaml)\n"
+        let text =
+            "steps:\n  - id: a\n    url: \"http://x.test/a\"\n    captures: { x: $.x }\n  - id: b\n    \(use.yaml)\n"
         let workflow = try Workflow.parse(text, file: "flow.yaml")
         let step = try #require(workflow.step("b"))
         #expect(step.dependencies == ["a"], "\(use.field)")

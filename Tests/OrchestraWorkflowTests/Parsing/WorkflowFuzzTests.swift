@@ -1,8 +1,9 @@
 import Foundation
 @_spi(Simulation) import Orchestra
-@testable import OrchestraWorkflow
 import Testing
 import Yams
+
+@testable import OrchestraWorkflow
 
 /// Random YAML, mutated from the examples, fed to the parser and checker for a fixed budget:
 /// every input gives a workflow or errors that name a line; none crashes or hangs (the suite's
@@ -18,17 +19,23 @@ struct WorkflowFuzzTests {
     static let corpus: [String] = {
         let examples = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../Examples")
         let files = (try? FileManager.default.contentsOfDirectory(at: examples, includingPropertiesForKeys: nil)) ?? []
-        let texts = files.filter { $0.pathExtension == "yaml" }.sorted { $0.path < $1.path }.compactMap { try? String(contentsOf: $0, encoding: .utf8) }
+        let texts = files.filter { $0.pathExtension == "yaml" }.sorted { $0.path < $1.path }.compactMap {
+            try? String(contentsOf: $0, encoding: .utf8)
+        }
         return texts + [WorkflowParserTests.full, "steps:\n  - id: a\n    url: \"http://x.test\"\n"]
     }()
 
     /// Values that have broken parsers: empty, YAML types, huge numbers, templates half
     /// written, anchors and aliases, control and bidi characters, long text.
     static let scalars = [
-        "", "~", "null", "true", "yes", "0", "-1", "1e400", "0x1F", "99999999999999999999", ".inf", "1:30", "0.5s", "1e10",
-        "\"{{vars.base}}\"", "\"{{\"", "\"}}\"", "\"{{a.b}}\"", "\"{{item}}\"", "{{x}}", "&a x", "*a", "&b [1, 2]", "*b", "!!str 1",
-        "[", "]", "{", "}", "[[[[1]]]]", "{a: {b: {c: 1}}}", "- x", ": x", "\"\\u202E\"", "\"\\e[31m\"", "\"\\0\"", "\t",
-        "\"http://x.test:99999/\"", "\"file:///etc/passwd\"", "\"http://[::1\"", "'it''s'", "|\n  text", ">", "@", "`", "%",
+        "", "~", "null", "true", "yes", "0", "-1", "1e400", "0x1F", "99999999999999999999", ".inf", "1:30", "0.5s",
+        "1e10",
+        "\"{{vars.base}}\"", "\"{{\"", "\"}}\"", "\"{{a.b}}\"", "\"{{item}}\"", "{{x}}", "&a x", "*a", "&b [1, 2]",
+        "*b", "!!str 1",
+        "[", "]", "{", "}", "[[[[1]]]]", "{a: {b: {c: 1}}}", "- x", ": x", "\"\\u202E\"", "\"\\e[31m\"", "\"\\0\"",
+        "\t",
+        "\"http://x.test:99999/\"", "\"file:///etc/passwd\"", "\"http://[::1\"", "'it''s'", "|\n  text", ">", "@", "`",
+        "%",
         String(repeating: "x", count: 5_000),
     ]
 
@@ -55,7 +62,10 @@ struct WorkflowFuzzTests {
                     // Only an empty document has no line to name.
                     let named = line.map { (1...lineCount + 1).contains($0) } ?? (problem.code == .missingField)
                     #expect(named, "seed \(seed): \(problem) names no line of the file\n\(Self.shown(text))")
-                    #expect(problem.message.count < 2_000, "seed \(seed): a message of \(problem.message.count) characters: \(problem.message.prefix(300))")
+                    #expect(
+                        problem.message.count < 2_000,
+                        "seed \(seed): a message of \(problem.message.count) characters: \(problem.message.prefix(300))"
+                    )
                 }
             }
         }
@@ -89,7 +99,9 @@ struct WorkflowFuzzTests {
                 // the composer alone; an alias bomb is not made by these mutations.
                 #expect(problems.allSatisfy { $0.message.contains("given twice") }, "seed \(seed): \(problems)")
             case (let outcome, let yams):
-                Issue.record("seed \(seed): the composer and Yams disagree (\(String(describing: outcome).prefix(200)); \(String(describing: yams).prefix(200)))\n\(Self.shown(text))")
+                Issue.record(
+                    "seed \(seed): the composer and Yams disagree (\(String(describing: outcome).prefix(200)); \(String(describing: yams).prefix(200)))\n\(Self.shown(text))"
+                )
             }
         }
         #expect(compared >= 50, "the sample reaches both composers' trees (\(compared) of \(inputs))")
@@ -102,12 +114,18 @@ struct WorkflowFuzzTests {
             switch (a, b) {
             case (nil, nil): continue
             case (.scalar(let x)?, .scalar(let y)?):
-                guard x.string == y.string, x.style == y.style, x.tag.rawValue == y.tag.rawValue, sameMark(x.mark, y.mark) else { return false }
+                guard x.string == y.string, x.style == y.style, x.tag.rawValue == y.tag.rawValue,
+                    sameMark(x.mark, y.mark)
+                else { return false }
             case (.sequence(let x)?, .sequence(let y)?):
-                guard x.count == y.count, x.tag.rawValue == y.tag.rawValue, sameMark(x.mark, y.mark) else { return false }
+                guard x.count == y.count, x.tag.rawValue == y.tag.rawValue, sameMark(x.mark, y.mark) else {
+                    return false
+                }
                 pairs += zip(x, y).map { (Optional.some($0), Optional.some($1)) }
             case (.mapping(let x)?, .mapping(let y)?):
-                guard x.count == y.count, x.tag.rawValue == y.tag.rawValue, sameMark(x.mark, y.mark) else { return false }
+                guard x.count == y.count, x.tag.rawValue == y.tag.rawValue, sameMark(x.mark, y.mark) else {
+                    return false
+                }
                 for (p, q) in zip(x, y) { pairs += [(p.key, q.key), (p.value, q.value)] }
             default:
                 return false
@@ -130,7 +148,7 @@ struct WorkflowFuzzTests {
             case 0:
                 lines.remove(at: at)
             case 1:
-                lines.insert(lines[at], at: at)   // a duplicated key or list entry
+                lines.insert(lines[at], at: at)  // a duplicated key or list entry
             case 2:
                 lines.swapAt(at, Int.random(in: lines.indices, using: &generator))
             case 3:
@@ -146,7 +164,9 @@ struct WorkflowFuzzTests {
                 // Deep nesting.
                 let depth = Int.random(in: 1...3_000, using: &generator)
                 let indent = lines[at].prefix { $0 == " " }
-                lines.insert(indent + "body: " + String(repeating: "[", count: depth) + "1" + String(repeating: "]", count: depth), at: at)
+                lines.insert(
+                    indent + "body: " + String(repeating: "[", count: depth) + "1"
+                        + String(repeating: "]", count: depth), at: at)
             case 6:
                 // An anchor on one value, aliases of it elsewhere.
                 if let colon = lines[at].firstIndex(of: ":") {
@@ -160,8 +180,10 @@ struct WorkflowFuzzTests {
                 // A character removed or a stray one inserted.
                 var characters = Array(lines[at])
                 if characters.isEmpty || Bool.random(using: &generator) {
-                    characters.insert(["\"", "'", "{", "[", ":", "-", "#", "\t", "&", "*", "\u{202E}", "\u{1B}"].randomElement(using: &generator)!,
-                                      at: Int.random(in: 0...characters.count, using: &generator))
+                    characters.insert(
+                        ["\"", "'", "{", "[", ":", "-", "#", "\t", "&", "*", "\u{202E}", "\u{1B}"].randomElement(
+                            using: &generator)!,
+                        at: Int.random(in: 0...characters.count, using: &generator))
                 } else {
                     characters.remove(at: Int.random(in: characters.indices, using: &generator))
                 }

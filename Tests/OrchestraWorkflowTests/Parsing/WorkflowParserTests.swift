@@ -74,7 +74,9 @@ struct WorkflowParserTests {
         #expect(auth.header == "X-Token" && auth.scheme == "")
         #expect(auth.login.request.method == .post, "login defaults to POST")
         #expect(auth.failureStatuses == [200] && auth.failureBodyContains == "token_expired")
-        #expect(auth.isFailure(status: 200, body: "{\"error\":\"token_expired\"}") && !auth.isFailure(status: 200, body: "{}"))
+        #expect(
+            auth.isFailure(status: 200, body: "{\"error\":\"token_expired\"}")
+                && !auth.isFailure(status: 200, body: "{}"))
         let login = try #require(workflow.step("login"))
         #expect(login.request.method == .post)
         #expect(login.request.headers.map(\.name) == ["Accept"])
@@ -83,7 +85,10 @@ struct WorkflowParserTests {
         #expect(login.timeout == .milliseconds(500))
         #expect(login.retry == RetrySettings(attempts: 3, backoff: .seconds(2)))
         #expect(!login.usesAuth)
-        guard case .json(let body)? = login.request.body else { Issue.record("JSON body expected"); return }
+        guard case .json(let body)? = login.request.body else {
+            Issue.record("JSON body expected")
+            return
+        }
         let rendered = try body.render(with: TemplateValues(variables: ["who": "ada"]))
         #expect(rendered.text == #"{"name":"ada","n":3,"ok":true,"none":null,"list":[1,"two"]}"#)
         let next = try #require(workflow.step("next"))
@@ -130,81 +135,205 @@ struct WorkflowParserTests {
     }
 
     static let cases: [Case] = [
-        Case(yaml: "stepz: []\n", code: .unknownField, line: 1, step: nil, field: "stepz", message: "did you mean 'steps'?"),
-        Case(yaml: "steps: []\n", code: .invalidValue, line: 1, step: nil, field: "steps", message: "is empty; a workflow needs at least one step"),
-        Case(yaml: "limit: 0\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit", message: "must be an integer ≥ 1, got '0'"),
-        Case(yaml: "limit: \"4\"\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit", message: "quoted text"),
-        Case(yaml: "hosts: { a: 0 }\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "hosts.a", message: "≥ 1"),
-        Case(yaml: "failure: maybe\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "failure", message: "'continue' or 'stop'"),
-        Case(yaml: "steps:\n  - url: \"http://x.test\"\n", code: .missingField, line: 2, step: nil, field: "id", message: "no 'id'"),
-        Case(yaml: "steps:\n  - id: a\n", code: .missingField, line: 2, step: "a", field: "url", message: "missing 'url'"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n  - id: a\n    url: \"http://x.test\"\n", code: .duplicateStep, line: 4, step: "a", field: "id", message: "first at line 2"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"{{vars.bse}}/a\"\n", code: .unknownVariable, line: 3, step: "a", field: "url", message: "unknown variable 'bse'"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{b.c}}\"\n", code: .unknownStep, line: 3, step: "a", field: "url", message: "step 'b', which does not exist"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "is not a reference"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a.b\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "without a closing"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"x.test/a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "http:// or https://"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http:///a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "has no host"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test:99999/a\"\n", code: .invalidURL, line: 3, step: "a", field: "url", message: "has port 99999; a port is 1 to 65535"),
-        Case(yaml: "vars: { port: \"0\" }\nsteps:\n  - id: a\n    url: \"http://x.test:{{vars.port}}/a\"\n", code: .invalidURL, line: 4, step: "a", field: "url", message: "has port 0"),
-        // A header value with a line break, literal or from a variable, is refused before anything is sent.
-        Case(yaml: "steps:\n  - { id: a, url: \"http://x.test\", headers: { X-A: \"a\\nb\" } }\n", code: .invalidValue, line: 2, step: "a", field: "headers.X-A", message: "line break"),
-        Case(yaml: "vars: { v: \"a\\r\\nX-Evil: 1\" }\nsteps:\n  - { id: a, url: \"http://x.test\", headers: { X-A: \"{{vars.v}}\" } }\n", code: .invalidValue, line: 3, step: "a", field: "headers.X-A", message: "line break"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    expect: 600\n", code: .invalidValue, line: 4, step: "a", field: "expect", message: "100–599"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 0s\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "more than 0"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: soon\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "500ms, 5s"),
-        // Durations out of range are refused naming the range, never overflowed (1e10 s crashed).
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 1e10\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "must be more than 0 to 24 h, got '1e10'"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 99999999999999999999s\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "to 24 h"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 25h\n", code: .invalidValue, line: 4, step: "a", field: "timeout", message: "to 24 h, got '25h'"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, backoff: 1e10 }\n", code: .invalidValue, line: 4, step: "a", field: "retry.backoff", message: "must be 0 to 30 s, got '1e10'"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, backoff: 31s }\n", code: .invalidValue, line: 4, step: "a", field: "retry.backoff", message: "0 to 30 s"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 0 }\n", code: .invalidValue, line: 4, step: "a", field: "retry.attempts", message: "≥ 1"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: access_token }\n", code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "must start with '$'"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: \"$.a[x]\" }\n", code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "not an index"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    method: \"GE T\"\n", code: .invalidValue, line: 4, step: "a", field: "method", message: "not an HTTP method"),
-        Case(yaml: "steps:\n  - id: a\n    url: {{vars.base}}\n", code: .invalidValue, line: 3, step: "a", field: "url", message: "quote it"),
-        Case(yaml: "steps:\n  - id: a\n    url: {{vars.base}}/a\n", code: .syntax, line: 3, step: nil, field: nil, message: "templates must be quoted"),
-        // libyaml's reader errors name the character and its line (they were printed without one).
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/\u{1B}[31m\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "control characters are not allowed (U+001B)"),
-        Case(yaml: "name: ok\nsteps:\n  - id: \"\u{7}\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "(U+0007)"),
-        Case(yaml: "steps:\n\t- id: a\n", code: .syntax, line: 2, step: nil, field: nil, message: "indent with spaces: YAML does not allow tabs"),
-        Case(yaml: "steps:\n  - id: a\n\turl: \"http://x.test\"\n", code: .syntax, line: 3, step: nil, field: nil, message: "indent with spaces"),
-        Case(yaml: String(repeating: "[", count: 100_000), code: .syntax, line: 1, step: nil, field: nil, message: "nested more than 1000 levels deep"),
         Case(
-            yaml: "auth:\n  login: { url: \"http://x.test/{{a.t}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: $.t }\n",
+            yaml: "stepz: []\n", code: .unknownField, line: 1, step: nil, field: "stepz",
+            message: "did you mean 'steps'?"),
+        Case(
+            yaml: "steps: []\n", code: .invalidValue, line: 1, step: nil, field: "steps",
+            message: "is empty; a workflow needs at least one step"),
+        Case(
+            yaml: "limit: 0\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit",
+            message: "must be an integer ≥ 1, got '0'"),
+        Case(
+            yaml: "limit: \"4\"\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "limit",
+            message: "quoted text"),
+        Case(
+            yaml: "hosts: { a: 0 }\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "hosts.a",
+            message: "≥ 1"),
+        Case(
+            yaml: "failure: maybe\nsteps: []\n", code: .invalidValue, line: 1, step: nil, field: "failure",
+            message: "'continue' or 'stop'"),
+        Case(
+            yaml: "steps:\n  - url: \"http://x.test\"\n", code: .missingField, line: 2, step: nil, field: "id",
+            message: "no 'id'"),
+        Case(
+            yaml: "steps:\n  - id: a\n", code: .missingField, line: 2, step: "a", field: "url", message: "missing 'url'"
+        ),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n  - id: a\n    url: \"http://x.test\"\n",
+            code: .duplicateStep, line: 4, step: "a", field: "id", message: "first at line 2"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"{{vars.bse}}/a\"\n", code: .unknownVariable, line: 3, step: "a",
+            field: "url", message: "unknown variable 'bse'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{b.c}}\"\n", code: .unknownStep, line: 3, step: "a",
+            field: "url", message: "step 'b', which does not exist"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a}}\"\n", code: .invalidTemplate, line: 3, step: "a",
+            field: "url", message: "is not a reference"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{a.b\"\n", code: .invalidTemplate, line: 3, step: "a",
+            field: "url", message: "without a closing"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"x.test/a\"\n", code: .invalidURL, line: 3, step: "a", field: "url",
+            message: "http:// or https://"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http:///a\"\n", code: .invalidURL, line: 3, step: "a", field: "url",
+            message: "has no host"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test:99999/a\"\n", code: .invalidURL, line: 3, step: "a",
+            field: "url", message: "has port 99999; a port is 1 to 65535"),
+        Case(
+            yaml: "vars: { port: \"0\" }\nsteps:\n  - id: a\n    url: \"http://x.test:{{vars.port}}/a\"\n",
+            code: .invalidURL, line: 4, step: "a", field: "url", message: "has port 0"),
+        // A header value with a line break, literal or from a variable, is refused before anything is sent.
+        Case(
+            yaml: "steps:\n  - { id: a, url: \"http://x.test\", headers: { X-A: \"a\\nb\" } }\n", code: .invalidValue,
+            line: 2, step: "a", field: "headers.X-A", message: "line break"),
+        Case(
+            yaml:
+                "vars: { v: \"a\\r\\nX-Evil: 1\" }\nsteps:\n  - { id: a, url: \"http://x.test\", headers: { X-A: \"{{vars.v}}\" } }\n",
+            code: .invalidValue, line: 3, step: "a", field: "headers.X-A", message: "line break"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    expect: 600\n", code: .invalidValue, line: 4,
+            step: "a", field: "expect", message: "100–599"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 0s\n", code: .invalidValue, line: 4,
+            step: "a", field: "timeout", message: "more than 0"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: soon\n", code: .invalidValue, line: 4,
+            step: "a", field: "timeout", message: "500ms, 5s"),
+        // Durations out of range are refused naming the range, never overflowed (1e10 s crashed).
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 1e10\n", code: .invalidValue, line: 4,
+            step: "a", field: "timeout", message: "must be more than 0 to 24 h, got '1e10'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 99999999999999999999s\n",
+            code: .invalidValue, line: 4, step: "a", field: "timeout", message: "to 24 h"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    timeout: 25h\n", code: .invalidValue, line: 4,
+            step: "a", field: "timeout", message: "to 24 h, got '25h'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, backoff: 1e10 }\n",
+            code: .invalidValue, line: 4, step: "a", field: "retry.backoff", message: "must be 0 to 30 s, got '1e10'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, backoff: 31s }\n",
+            code: .invalidValue, line: 4, step: "a", field: "retry.backoff", message: "0 to 30 s"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 0 }\n", code: .invalidValue,
+            line: 4, step: "a", field: "retry.attempts", message: "≥ 1"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: access_token }\n",
+            code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "must start with '$'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: \"$.a[x]\" }\n",
+            code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "not an index"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    method: \"GE T\"\n", code: .invalidValue, line: 4,
+            step: "a", field: "method", message: "not an HTTP method"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: {{vars.base}}\n", code: .invalidValue, line: 3, step: "a", field: "url",
+            message: "quote it"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: {{vars.base}}/a\n", code: .syntax, line: 3, step: nil, field: nil,
+            message: "templates must be quoted"),
+        // libyaml's reader errors name the character and its line (they were printed without one).
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test/\u{1B}[31m\"\n", code: .syntax, line: 3, step: nil,
+            field: nil, message: "control characters are not allowed (U+001B)"),
+        Case(
+            yaml: "name: ok\nsteps:\n  - id: \"\u{7}\"\n", code: .syntax, line: 3, step: nil, field: nil,
+            message: "(U+0007)"),
+        Case(
+            yaml: "steps:\n\t- id: a\n", code: .syntax, line: 2, step: nil, field: nil,
+            message: "indent with spaces: YAML does not allow tabs"),
+        Case(
+            yaml: "steps:\n  - id: a\n\turl: \"http://x.test\"\n", code: .syntax, line: 3, step: nil, field: nil,
+            message: "indent with spaces"),
+        Case(
+            yaml: String(repeating: "[", count: 100_000), code: .syntax, line: 1, step: nil, field: nil,
+            message: "nested more than 1000 levels deep"),
+        Case(
+            yaml:
+                "auth:\n  login: { url: \"http://x.test/{{a.t}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: $.t }\n",
             code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "only {{vars.NAME}}"
         ),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    needs: a\n", code: .cycle, line: 4, step: "a", field: "needs", message: "needs itself"),
-        // for_each: exactly one quoted {{STEP.CAPTURE}} of another step.
-        Case(yaml: forEach("{{vars.base}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
-        Case(yaml: forEach("{{a.list}}{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
-        Case(yaml: forEach("x{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "found {{a.list}}"),
-        Case(yaml: forEach("{{item}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "exactly one {{STEP.CAPTURE}}"),
-        Case(yaml: forEach("{{a.list | raw}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "'| raw' only changes"),
-        Case(yaml: forEach("{{zz.list}}"), code: .unknownStep, line: 7, step: "b", field: "for_each", message: "step 'zz', which does not exist"),
-        Case(yaml: forEach("{{a.lst}}"), code: .unknownCapture, line: 7, step: "b", field: "for_each", message: "did you mean 'list'?"),
-        Case(yaml: forEach("{{b.list}}"), code: .cycle, line: 7, step: "b", field: "for_each", message: "own capture"),
-        Case(yaml: forEach("{{a.list", quoted: true), code: .invalidTemplate, line: 7, step: "b", field: "for_each", message: "without a closing"),
-        Case(yaml: forEach("3", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each", message: "must be a quoted {{STEP.CAPTURE}}"),
-        Case(yaml: forEach("[a, b]", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each", message: "got a list"),
-        Case(yaml: forEach("{{a.list}}", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each", message: "quote it"),
-        // {{item}} and {{index}} only in a for_each step, never in the auth block.
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{index}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "step 'a' has no for_each"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    headers: { X-Path: \"{{item.path}}\" }\n", code: .invalidTemplate, line: 4, step: "a", field: "headers.X-Path", message: "{{item.path}} is the current element"),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    body: { n: \"{{item}}\" }\n", code: .invalidTemplate, line: 4, step: "a", field: "body.n", message: "has no for_each"),
         Case(
-            yaml: "auth:\n  login: { url: \"http://x.test/{{index}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n",
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    needs: a\n", code: .cycle, line: 4, step: "a",
+            field: "needs", message: "needs itself"),
+        // for_each: exactly one quoted {{STEP.CAPTURE}} of another step.
+        Case(
+            yaml: forEach("{{vars.base}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each",
+            message: "exactly one {{STEP.CAPTURE}}"),
+        Case(
+            yaml: forEach("{{a.list}}{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each",
+            message: "exactly one {{STEP.CAPTURE}}"),
+        Case(
+            yaml: forEach("x{{a.list}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each",
+            message: "found {{a.list}}"),
+        Case(
+            yaml: forEach("{{item}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each",
+            message: "exactly one {{STEP.CAPTURE}}"),
+        Case(
+            yaml: forEach("{{a.list | raw}}"), code: .invalidTemplate, line: 7, step: "b", field: "for_each",
+            message: "'| raw' only changes"),
+        Case(
+            yaml: forEach("{{zz.list}}"), code: .unknownStep, line: 7, step: "b", field: "for_each",
+            message: "step 'zz', which does not exist"),
+        Case(
+            yaml: forEach("{{a.lst}}"), code: .unknownCapture, line: 7, step: "b", field: "for_each",
+            message: "did you mean 'list'?"),
+        Case(yaml: forEach("{{b.list}}"), code: .cycle, line: 7, step: "b", field: "for_each", message: "own capture"),
+        Case(
+            yaml: forEach("{{a.list", quoted: true), code: .invalidTemplate, line: 7, step: "b", field: "for_each",
+            message: "without a closing"),
+        Case(
+            yaml: forEach("3", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each",
+            message: "must be a quoted {{STEP.CAPTURE}}"),
+        Case(
+            yaml: forEach("[a, b]", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each",
+            message: "got a list"),
+        Case(
+            yaml: forEach("{{a.list}}", quoted: false), code: .invalidValue, line: 7, step: "b", field: "for_each",
+            message: "quote it"),
+        // {{item}} and {{index}} only in a for_each step, never in the auth block.
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{index}}\"\n", code: .invalidTemplate, line: 3,
+            step: "a", field: "url", message: "step 'a' has no for_each"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    headers: { X-Path: \"{{item.path}}\" }\n",
+            code: .invalidTemplate, line: 4, step: "a", field: "headers.X-Path",
+            message: "{{item.path}} is the current element"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    body: { n: \"{{item}}\" }\n",
+            code: .invalidTemplate, line: 4, step: "a", field: "body.n", message: "has no for_each"),
+        Case(
+            yaml:
+                "auth:\n  login: { url: \"http://x.test/{{index}}\", token: $.t }\nsteps:\n  - id: a\n    url: \"http://x.test\"\n",
             code: .invalidTemplate, line: 2, step: nil, field: "auth.login.url", message: "not once per element"
         ),
-        Case(yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{item.a[x]}}\"\n", code: .invalidTemplate, line: 3, step: "a", field: "url", message: "not a path into the element"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test/{{item.a[x]}}\"\n", code: .invalidTemplate, line: 3,
+            step: "a", field: "url", message: "not a path into the element"),
         // A capture is $.path or { header: NAME }.
-        Case(yaml: capture("{ header: \"X Id\" }"), code: .invalidValue, line: 5, step: "a", field: "captures.v.header", message: "'X Id' is not a header name"),
-        Case(yaml: capture("{ headr: ETag }"), code: .unknownField, line: 5, step: "a", field: "captures.v.headr", message: "did you mean 'header'?"),
-        Case(yaml: capture("{}"), code: .missingField, line: 5, step: "a", field: "captures.v", message: "missing 'header'"),
-        Case(yaml: capture("header ETag"), code: .invalidCapturePath, line: 5, step: "a", field: "captures.v", message: "captured with { header: NAME }"),
-        Case(yaml: "steps:\n  - id: item\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "item", field: "id", message: "reserved for the element"),
-        Case(yaml: "steps:\n  - id: index\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "index", field: "id", message: "reserved for the element"),
+        Case(
+            yaml: capture("{ header: \"X Id\" }"), code: .invalidValue, line: 5, step: "a", field: "captures.v.header",
+            message: "'X Id' is not a header name"),
+        Case(
+            yaml: capture("{ headr: ETag }"), code: .unknownField, line: 5, step: "a", field: "captures.v.headr",
+            message: "did you mean 'header'?"),
+        Case(
+            yaml: capture("{}"), code: .missingField, line: 5, step: "a", field: "captures.v",
+            message: "missing 'header'"),
+        Case(
+            yaml: capture("header ETag"), code: .invalidCapturePath, line: 5, step: "a", field: "captures.v",
+            message: "captured with { header: NAME }"),
+        Case(
+            yaml: "steps:\n  - id: item\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "item",
+            field: "id", message: "reserved for the element"),
+        Case(
+            yaml: "steps:\n  - id: index\n    url: \"http://x.test\"\n", code: .invalidValue, line: 2, step: "index",
+            field: "id", message: "reserved for the element"),
     ]
 
     /// Step `a` captures `v` as `value` (line 5).
@@ -215,11 +344,13 @@ struct WorkflowParserTests {
     /// Step `a` captures `list`; step `b` iterates over `value` (line 7).
     static func forEach(_ value: String, quoted: Bool = true) -> String {
         let written = quoted ? "\"\(value)\"" : value
-        return "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { list: $.list }\n  - id: b\n    url: \"http://x.test/{{item}}\"\n    for_each: \(written)\n"
+        return
+            "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { list: $.list }\n  - id: b\n    url: \"http://x.test/{{item}}\"\n    for_each: \(written)\n"
     }
 
     @Test func forEachMakesTheStepDependOnItsListAndAllowsItemAndIndex() throws {
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: album, url: "http://x.test/album", captures: { images: $.images } }
               - id: image
@@ -270,7 +401,8 @@ struct WorkflowParserTests {
 
     /// A FIFO (what `<(cat flow.yaml)` gives) is read as a stream, not refused as not UTF-8.
     @Test func aPipeIsReadToItsEnd() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("workflow-fifo-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("workflow-fifo-\(UUID().uuidString)")
+            .path
         try #require(mkfifo(path, 0o600) == 0)
         defer { unlink(path) }
         let text = "steps:\n  - { id: a, url: \"http://x.test/a\" }\n"
@@ -285,7 +417,8 @@ struct WorkflowParserTests {
     }
 
     @Test func aCycleIsReportedWithItsPath() throws {
-        let found = errors("""
+        let found = errors(
+            """
             steps:
               - id: a
                 url: "http://x.test/{{c.v}}"
@@ -305,7 +438,8 @@ struct WorkflowParserTests {
     }
 
     @Test func everyProblemIsReportedAtOnce() {
-        let found = errors("""
+        let found = errors(
+            """
             limit: 0
             steps:
               - id: a
@@ -316,7 +450,9 @@ struct WorkflowParserTests {
                 url: "http://x.test/{{a.missing}}"
                 needs: [zzz]
             """)
-        #expect(found.map(\.code) == [.invalidValue, .unknownField, .invalidValue, .unknownCapture, .unknownStep], "\(found)")
+        #expect(
+            found.map(\.code) == [.invalidValue, .unknownField, .invalidValue, .unknownCapture, .unknownStep],
+            "\(found)")
         #expect(found.map { $0.location?.line } == [1, 4, 6, 8, 9])
     }
 }

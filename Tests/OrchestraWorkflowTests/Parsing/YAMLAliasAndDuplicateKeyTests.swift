@@ -10,7 +10,9 @@ struct YAMLAliasAndDuplicateKeyTests {
     static func aliasBomb(levels: Int) -> String {
         var lines = ["x-anchors:", "  l0: &l0 [a, a, a, a, a, a, a, a, a, a]"]
         for level in 1..<levels {
-            lines.append("  l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]")
+            lines.append(
+                "  l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ")
+                    + "]")
         }
         lines += ["steps:", "  - id: a", "    method: POST", "    url: \"http://x.test\"", "    body: *l\(levels - 1)"]
         return lines.joined(separator: "\n") + "\n"
@@ -49,7 +51,10 @@ struct YAMLAliasAndDuplicateKeyTests {
             """
         let step = try #require(try parse(text).step("b"))
         #expect(step.request.headers.map(\.name) == ["Accept"])
-        guard case .json(let body)? = step.request.body else { Issue.record("JSON body expected"); return }
+        guard case .json(let body)? = step.request.body else {
+            Issue.record("JSON body expected")
+            return
+        }
         let rendered = try body.render(with: TemplateValues(variables: ["who": "ada"]))
         #expect(rendered.text == #"[{"name":"ada","n":1},{"name":"ada","n":1},{"name":"ada","n":1}]"#)
     }
@@ -78,7 +83,8 @@ struct YAMLAliasAndDuplicateKeyTests {
     }
 
     @Test func aKeyRepeatedInDifferentMappingsIsNoDuplicate() throws {
-        let workflow = try parse("steps:\n  - { id: a, url: \"http://x.test\" }\n  - { id: b, url: \"http://x.test\" }\n")
+        let workflow = try parse(
+            "steps:\n  - { id: a, url: \"http://x.test\" }\n  - { id: b, url: \"http://x.test\" }\n")
         #expect(workflow.steps.map(\.id) == ["a", "b"])
     }
 

@@ -9,7 +9,8 @@ import Testing
 struct ForEachRunnerTests {
     /// `album` answers `list` (JSON text); `image` fans out over it; `done` needs `image`.
     static func workflow(limit: Int = 8, captures: Bool = false) throws -> Workflow {
-        try parse("""
+        try parse(
+            """
             limit: \(limit)
             steps:
               - { id: album, url: "http://x.test/album", captures: { images: $.images } }
@@ -74,7 +75,9 @@ struct ForEachRunnerTests {
         #expect(report.allSucceeded)
         let image = events.events.filter { $0.hasPrefix("image ") || $0.hasSuffix(" image") }
         #expect(image == ["start image"] + (0...5).map { "image \($0)/5" } + ["end image"])
-        #expect(!events.events.contains { $0.hasPrefix("album ") || $0.hasPrefix("done ") }, "only a for_each step reports progress")
+        #expect(
+            !events.events.contains { $0.hasPrefix("album ") || $0.hasPrefix("done ") },
+            "only a for_each step reports progress")
     }
 
     @Test func hostLimitsAndRetriesApplyToEachElement() async throws {
@@ -82,11 +85,15 @@ struct ForEachRunnerTests {
         let calls = Locked([String: Int]())
         let transport = ScriptedHTTPTransport { request, _ in
             if request.path == "/album" { return respond(200, Self.album(4)) }
-            let call = calls.withLock { $0[request.path!, default: 0] += 1; return $0[request.path!]! }
+            let call = calls.withLock {
+                $0[request.path!, default: 0] += 1
+                return $0[request.path!]!
+            }
             try await gate.pass()
             return request.path == "/images/2" && call == 1 ? respond(503, "busy") : respond()
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             hosts: { x.test: 2 }
             steps:
               - { id: album, url: "http://x.test/album", captures: { images: $.images } }
@@ -108,12 +115,15 @@ struct ForEachRunnerTests {
         let transport = ScriptedHTTPTransport { request, _ in
             switch request.path! {
             case "/album": return respond(200, Self.album(6))
-            case let path where path.hasPrefix("/images/3") || path.hasPrefix("/images/5"): return respond(404, "no image")
+            case let path where path.hasPrefix("/images/3") || path.hasPrefix("/images/5"):
+                return respond(404, "no image")
             default: return respond()
             }
         }
         let workflow = try Self.workflow()
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         let image = try #require(report["image"])
         #expect(image.state == .failed)
         #expect(image.error == "2 of 6 requests failed; first: image[3]: expected 2xx, got 404: no image")
@@ -130,21 +140,26 @@ struct ForEachRunnerTests {
             switch request.path! {
             case "/album": return respond(200, Self.album(3))
             case "/bad":
-                try await waitUntil("the elements are in flight") { arrivals.events.count { $0.hasPrefix("/images/") } == 3 }
+                try await waitUntil("the elements are in flight") {
+                    arrivals.events.count { $0.hasPrefix("/images/") } == 3
+                }
                 return respond(500, "boom")
             default:
                 try await AsyncEvent().wait()  // never answers; ends when cancelled
                 return respond()
             }
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             failure: stop
             steps:
               - { id: album, url: "http://x.test/album", captures: { images: $.images } }
               - { id: image, for_each: "{{album.images}}", url: "http://x.test{{item.path | raw}}" }
               - { id: bad, url: "http://x.test/bad", needs: album }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report["bad"]?.state == .failed)
         #expect(report["image"]?.state == .cancelled)
         #expect(report["image"]?.items?.map(\.state) == [.cancelled, .cancelled, .cancelled])
@@ -155,7 +170,9 @@ struct ForEachRunnerTests {
             request.path == "/album" ? respond(200, #"{"images":[]}"#) : respond()
         }
         let workflow = try Self.workflow(captures: true)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report.allSucceeded)
         #expect(report["image"]?.items == [])
         #expect(report["image"]?.captures == [JSONValue.Member("size", .array([]))])
@@ -172,7 +189,9 @@ struct ForEachRunnerTests {
             request.path == "/album" ? respond(200, body) : respond()
         }
         let workflow = try Self.workflow()
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report["image"]?.state == .failed)
         #expect(report["image"]?.error == reason)
         #expect(report["done"]?.state == .skipped)
@@ -191,10 +210,17 @@ struct ForEachRunnerTests {
             return respond()
         }
         let workflow = try Self.workflow(captures: true)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report.allSucceeded)
-        #expect(report["image"]?.captures == [JSONValue.Member("size", .array([.integer(100), .integer(101), .integer(102)]))])
-        #expect(report["image"]?.items?.map { $0.captures } == (0..<3).map { [JSONValue.Member("size", .integer(100 + $0))] })
+        #expect(
+            report["image"]?.captures == [
+                JSONValue.Member("size", .array([.integer(100), .integer(101), .integer(102)]))
+            ])
+        #expect(
+            report["image"]?.items?.map { $0.captures }
+                == (0..<3).map { [JSONValue.Member("size", .integer(100 + $0))] })
         #expect(transport.requests.last?.path == "/done")
         #expect(doneBody.withLock { $0 } == #"{"sizes":[100,101,102]}"#)
     }

@@ -11,8 +11,11 @@ import Testing
 @Suite("WorkflowRunner: JSON bodies", .timeLimit(.minutes(1)))
 struct JSONBodyTests {
     /// A transport that answers `response(path)` and records every body it receives by path.
-    static func recording(_ bodies: EventLog<(String, String)>, response: @escaping @Sendable (String) -> String = { _ in "{}" })
-        -> ScriptedHTTPTransport {
+    static func recording(
+        _ bodies: EventLog<(String, String)>, response: @escaping @Sendable (String) -> String = { _ in "{}" }
+    )
+        -> ScriptedHTTPTransport
+    {
         ScriptedHTTPTransport { request, body in
             bodies.append((request.path ?? "", body.map { String(decoding: $0, as: UTF8.self) } ?? "<no body>"))
             return respond(200, response(request.path ?? ""))
@@ -22,7 +25,8 @@ struct JSONBodyTests {
     @Test func aYAMLBodyIsSentWithItsNumbersAndOrderAsWritten() async throws {
         let bodies = EventLog<(String, String)>()
         let transport = Self.recording(bodies)
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - id: send
                 method: POST
@@ -36,11 +40,14 @@ struct JSONBodyTests {
                   list: [1, 2.50, -7, 0x1F, .5]
                   nested: { b: true, a: null, "n": "text" }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report.allSucceeded, "\(report)")
-        #expect(bodies.events.map(\.1) == [
-            #"{"zeta":12345678901234567890,"alpha":-0.0,"one":1.0,"huge":1e400,"tenth":0.1,"list":[1,2.50,-7,31,0.5],"nested":{"b":true,"a":null,"n":"text"}}"#,
-        ])
+        #expect(
+            bodies.events.map(\.1) == [
+                #"{"zeta":12345678901234567890,"alpha":-0.0,"one":1.0,"huge":1e400,"tenth":0.1,"list":[1,2.50,-7,31,0.5],"nested":{"b":true,"a":null,"n":"text"}}"#
+            ])
     }
 
     @Test func aCapturedNumberIsSentOnUnchanged() async throws {
@@ -48,7 +55,8 @@ struct JSONBodyTests {
         let transport = Self.recording(bodies) { path in
             path == "/first" ? #"{"id":12345678901234567890,"ratio":1.0,"tiny":1e-400,"order":{"z":1,"a":2}}"# : "{}"
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: first, url: "http://x.test/first", captures: { id: $.id, ratio: $.ratio, tiny: $.tiny, order: $.order } }
               - id: again
@@ -56,17 +64,23 @@ struct JSONBodyTests {
                 url: "http://x.test/again?id={{first.id}}&ratio={{first.ratio}}"
                 body: { id: "{{first.id}}", ratio: "{{first.ratio}}", tiny: "{{first.tiny}}", order: "{{first.order}}", note: "id {{first.id}}" }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report.allSucceeded, "\(report)")
         #expect(report["first"]?.captures.first == JSONValue.Member("id", .number(JSONNumber("12345678901234567890")!)))
         #expect(report["again"]?.url == "http://x.test/again?id=12345678901234567890&ratio=1.0")
-        #expect(bodies.events.last?.1 == #"{"id":12345678901234567890,"ratio":1.0,"tiny":1e-400,"order":{"z":1,"a":2},"note":"id 12345678901234567890"}"#)
+        #expect(
+            bodies.events.last?.1
+                == #"{"id":12345678901234567890,"ratio":1.0,"tiny":1e-400,"order":{"z":1,"a":2},"note":"id 12345678901234567890"}"#
+        )
     }
 
     @Test func theDemoServerReceivesTheNumbersAsWritten() async throws {
         try await withDemoServer { server in
             // POST /echo answers the body it received: captured from it, re-sent, echoed again.
-            let workflow = try parse("""
+            let workflow = try parse(
+                """
                 vars: { base: "\(server.baseURL.absoluteString)" }
                 steps:
                   - id: first
@@ -82,17 +96,22 @@ struct JSONBodyTests {
                 """)
             let report = await WorkflowRunner(workflow: workflow).run()
             #expect(report.allSucceeded, "\(report)")
-            #expect(report["second"]?.captures.first?.value.text == #"{"big":12345678901234567890,"one":1.0,"zero":-0.0}"#)
+            #expect(
+                report["second"]?.captures.first?.value.text == #"{"big":12345678901234567890,"one":1.0,"zero":-0.0}"#)
         }
     }
 
     @Test(arguments: [
-        ("0x1FFFFFFFFFFFFFFFFFFF", "'0x1FFFFFFFFFFFFFFFFFFF' is not a JSON number; write it in decimal digits (any size), or quote it to send text"),
+        (
+            "0x1FFFFFFFFFFFFFFFFFFF",
+            "'0x1FFFFFFFFFFFFFFFFFFF' is not a JSON number; write it in decimal digits (any size), or quote it to send text"
+        ),
         (".inf", "'.inf' is not a JSON number; quote it to send text"),
         (".nan", "'.nan' is not a JSON number; quote it to send text"),
     ])
     func aNumberJSONCannotWriteRefusesTheWorkflow(_ literal: String, _ message: String) {
-        let problems = errors("""
+        let problems = errors(
+            """
             steps:
               - { id: a, method: POST, url: "http://x.test/a", body: { n: [1, \(literal)] } }
             """)

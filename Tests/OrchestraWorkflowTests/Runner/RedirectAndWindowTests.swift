@@ -21,7 +21,8 @@ struct RedirectAndWindowTests {
         let transport = ScriptedHTTPTransport { request, _ in
             request.path == "/login" ? Self.redirect(302, to: "/home", cookie: "session=abc") : respond()
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - id: login
                 url: "http://x.test/login"
@@ -46,7 +47,8 @@ struct RedirectAndWindowTests {
             default: return respond(404)
             }
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: upload, url: "http://x.test/upload", method: POST, body: "the body", captures: { echoed: $.x } }
             """.replacingOccurrences(of: "\"the body\"", with: #"{ x: "kept" }"#))
@@ -60,14 +62,15 @@ struct RedirectAndWindowTests {
 
     @Test func aTooLongChainFailsTheStepNamingTheCountAndTheLastLocation() async throws {
         let transport = ScriptedHTTPTransport { request, _ in
-            let n = Int(request.path!.dropFirst(3))!   // "/r/N"
+            let n = Int(request.path!.dropFirst(3))!  // "/r/N"
             return Self.redirect(302, to: "/r/\(n + 1)")
         }
         let workflow = try parse(#"steps: [{ id: loop, url: "http://x.test/r/0" }]"#)
         let report = await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
         let loop = try #require(report["loop"])
         #expect(loop.state == .failed)
-        #expect(loop.error?.contains("too many redirects") == true && loop.error?.contains("http://x.test/r/11") == true)
+        #expect(
+            loop.error?.contains("too many redirects") == true && loop.error?.contains("http://x.test/r/11") == true)
         #expect(loop.attempts == 1 && loop.error?.contains("attempts") == false, "\(loop.error ?? "")")
         #expect(loop.redirects.count == 11)
         #expect(transport.requests.count == 11)
@@ -77,7 +80,8 @@ struct RedirectAndWindowTests {
         let transport = ScriptedHTTPTransport { request, _ in
             request.path!.hasPrefix("/a") || request.path!.hasPrefix("/b") ? Self.redirect(301, to: "/end") : respond()
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             follow_redirects: false
             steps:
               - { id: a, url: "http://x.test/a", expect: 301 }
@@ -90,13 +94,16 @@ struct RedirectAndWindowTests {
 
     @Test func everyRequestCarriesTheRunnersUserAgentUnlessTheStepSetsOne() async throws {
         let transport = ScriptedHTTPTransport { _, _ in respond() }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: plain, url: "http://x.test/a" }
               - { id: own, url: "http://x.test/b", headers: { User-Agent: "mine/1" } }
             """)
-        _ = await WorkflowRunner(workflow: workflow, transport: transport, userAgent: "orchestra/9.9").run(clock: ManualClock())
-        let agents = Dictionary(uniqueKeysWithValues: transport.requests.map { ($0.path!, $0.headerFields[.userAgent]) })
+        _ = await WorkflowRunner(workflow: workflow, transport: transport, userAgent: "orchestra/9.9").run(
+            clock: ManualClock())
+        let agents = Dictionary(
+            uniqueKeysWithValues: transport.requests.map { ($0.path!, $0.headerFields[.userAgent]) })
         #expect(agents == ["/a": "orchestra/9.9", "/b": "mine/1"])
     }
 
@@ -136,14 +143,20 @@ struct RedirectAndWindowTests {
             return request.path!.hasPrefix("/images/7?") ? respond(404) : respond()
         }
         let workflow = try ForEachRunnerTests.workflow(limit: 4)
-        let report = await WorkflowRunner(workflow: workflow, transport: transport, keepsItemReports: false).run(clock: ManualClock())
+        let report = await WorkflowRunner(workflow: workflow, transport: transport, keepsItemReports: false).run(
+            clock: ManualClock())
         let image = try #require(report["image"])
         #expect(image.items?.map(\.id) == ["image[7]"])
-        #expect(image.itemCounts == {
-            var counts = StepReport.ItemCounts()
-            counts.total = 50; counts.sent = 50; counts.succeeded = 49; counts.failed = 1
-            return counts
-        }())
+        #expect(
+            image.itemCounts
+                == {
+                    var counts = StepReport.ItemCounts()
+                    counts.total = 50
+                    counts.sent = 50
+                    counts.succeeded = 49
+                    counts.failed = 1
+                    return counts
+                }())
         #expect(image.attempts == 50)
         #expect(image.error?.contains("1 of 50 requests failed; first: image[7]") == true)
     }
@@ -190,7 +203,14 @@ struct TickingClock: Clock {
 
     private let ticks = Locked<Int64>(0)
 
-    var now: Instant { Instant(offset: .microseconds(ticks.withLock { $0 += 1; return $0 })) }
+    var now: Instant {
+        Instant(
+            offset: .microseconds(
+                ticks.withLock {
+                    $0 += 1
+                    return $0
+                }))
+    }
     var minimumResolution: Duration { .microseconds(1) }
 
     func sleep(until deadline: Instant, tolerance: Duration?) async throws {

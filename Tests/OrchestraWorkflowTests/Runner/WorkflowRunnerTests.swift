@@ -18,7 +18,8 @@ struct WorkflowRunnerTests {
             if request.path == "/a" || request.path == "/b" || request.path == "/c" { try await gate.pass() }
             return respond(200, #"{"v":"\#(request.path!.dropFirst())"}"#)
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: a, url: "http://x.test/a", captures: { v: $.v } }
               - { id: b, url: "http://x.test/b" }
@@ -73,7 +74,8 @@ struct WorkflowRunnerTests {
         let graphLimit = WorkflowRunner.graphLimit(for: 2)
         #expect(graphLimit == 18)
         try await withHangGuard {
-            async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) { event in
+            async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) {
+                event in
                 if case .started = event { started.withLock { $0 += 1 } }
             }
             try await waitUntil("the graph's limit of steps started") { started.withLock { $0 } == graphLimit }
@@ -90,14 +92,17 @@ struct WorkflowRunnerTests {
         let transport = ScriptedHTTPTransport { request, _ in
             request.path == "/bad" ? respond(404, "no such thing") : respond()
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: bad, url: "http://x.test/bad", expect: 200 }
               - { id: after, url: "http://x.test/after", needs: bad }
               - { id: later, url: "http://x.test/later", needs: after }
               - { id: other, url: "http://x.test/other" }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report["bad"]?.state == .failed)
         #expect(report["bad"]?.error == "expected 200, got 404: no such thing")
         #expect(report["after"]?.state == .skipped && report["after"]?.cause == "bad")
@@ -114,7 +119,8 @@ struct WorkflowRunnerTests {
             if request.path == "/slow" { try await gate.pass() }
             return request.path == "/bad" ? respond(404) : respond()
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: bad, url: "http://x.test/bad", expect: 200 }
               - { id: slow, url: "http://x.test/slow" }
@@ -127,13 +133,17 @@ struct WorkflowRunnerTests {
                     if case .finished(let step) = event { finished.withLock { $0.append(step.id) } }
                 }
             }
-            try await waitUntil("bad failed while slow waits") { finished.withLock { $0 } == ["bad"] && transport.inFlight == 1 }
+            try await waitUntil("bad failed while slow waits") {
+                finished.withLock { $0 } == ["bad"] && transport.inFlight == 1
+            }
             run.cancel()
             let report = await run.value
             #expect(report["bad"]?.state == .failed)
             for id in ["slow", "after"] {
                 #expect(report[id]?.state == .cancelled, "\(id): \(String(describing: report[id]))")
-                #expect(report[id]?.error?.contains("bad") == false, "\(id) did not fail because of 'bad': \(report[id]?.error ?? "")")
+                #expect(
+                    report[id]?.error?.contains("bad") == false,
+                    "\(id) did not fail because of 'bad': \(report[id]?.error ?? "")")
             }
         }
     }
@@ -152,14 +162,17 @@ struct WorkflowRunnerTests {
             default: return respond()
             }
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             failure: stop
             steps:
               - { id: bad, url: "http://x.test/bad" }
               - { id: slow, url: "http://x.test/slow" }
               - { id: after, url: "http://x.test/after", needs: bad }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report["bad"]?.state == .failed)
         #expect(report["slow"]?.state == .cancelled, "\(String(describing: report["slow"]))")
         #expect(report["after"]?.state == .skipped)
@@ -170,15 +183,21 @@ struct WorkflowRunnerTests {
         let clock = ManualClock()
         let calls = Locked(0)
         let transport = ScriptedHTTPTransport { _, _ in
-            let call = calls.withLock { $0 += 1; return $0 }
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
             return call <= 2 ? respond(503, "", headers: [.retryAfter: "1"]) : respond(200, "fine")
         }
-        let workflow = try parse("steps:\n  - { id: flaky, url: \"http://x.test/f\", retry: { attempts: 3, backoff: 100ms }, timeout: 60s }\n")
+        let workflow = try parse(
+            "steps:\n  - { id: flaky, url: \"http://x.test/f\", retry: { attempts: 3, backoff: 100ms }, timeout: 60s }\n"
+        )
         try await withHangGuard {
             async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
             for attempt in 1...2 {
                 try await waitUntil("backoff \(attempt) asleep") {
-                    transport.requests.count == attempt && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(1)))
+                    transport.requests.count == attempt
+                        && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(1)))
                 }
                 clock.advance(by: .seconds(1))
             }
@@ -192,17 +211,25 @@ struct WorkflowRunnerTests {
     @Test func eachAttemptIsLimitedByTheStepTimeout() async throws {
         let clock = ManualClock()
         let transport = ScriptedHTTPTransport { _, _ in
-            try await AsyncEvent().wait()   // never answers; cancelled by the timeout
+            try await AsyncEvent().wait()  // never answers; cancelled by the timeout
             return respond()
         }
-        let workflow = try parse("steps:\n  - { id: slow, url: \"http://x.test/hang\", timeout: 2s, retry: { attempts: 2, backoff: 100ms } }\n")
+        let workflow = try parse(
+            "steps:\n  - { id: slow, url: \"http://x.test/hang\", timeout: 2s, retry: { attempts: 2, backoff: 100ms } }\n"
+        )
         try await withHangGuard {
             async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
-            try await waitUntil("attempt 1 timing") { transport.requests.count == 1 && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(2))) }
+            try await waitUntil("attempt 1 timing") {
+                transport.requests.count == 1 && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(2)))
+            }
             clock.advance(by: .seconds(2))
-            try await waitUntil("backoff") { clock.pendingSleepers.contains(clock.now.advanced(by: .milliseconds(100))) }
+            try await waitUntil("backoff") {
+                clock.pendingSleepers.contains(clock.now.advanced(by: .milliseconds(100)))
+            }
             clock.advance(by: .milliseconds(100))
-            try await waitUntil("attempt 2 timing") { transport.requests.count == 2 && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(2))) }
+            try await waitUntil("attempt 2 timing") {
+                transport.requests.count == 2 && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(2)))
+            }
             clock.advance(by: .seconds(2))
             let result = await report
             #expect(result["slow"]?.state == .failed)
@@ -222,18 +249,22 @@ struct WorkflowRunnerTests {
                 return respond(200, #"{"access_token":"t2","expires_in":3600}"#)
             default:
                 // t1 has expired on the server: only t2 is accepted.
-                return request.headerFields[.authorization] == "Bearer t2" ? respond(200, #"{"ok":1}"#) : respond(401, #"{"error":"token_expired"}"#)
+                return request.headerFields[.authorization] == "Bearer t2"
+                    ? respond(200, #"{"ok":1}"#) : respond(401, #"{"error":"token_expired"}"#)
             }
         }
         let steps = (0..<30).map { "  - { id: s\($0), url: \"http://x.test/data/\($0)\" }" }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             limit: 30
             auth:
               login: { url: "http://x.test/login", token: $.access_token, expires_in: $.expires_in }
               refresh: { url: "http://x.test/refresh", token: $.access_token }
             steps:
             """ + "\n" + steps.joined(separator: "\n"))
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report.allSucceeded)
         #expect(counts.withLock { $0 } == (1, 1))
         #expect(report.logins == 1 && report.refreshes == 1)
@@ -248,7 +279,8 @@ struct WorkflowRunnerTests {
             default: respond(200, #"{"ok":1}"#)
             }
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             auth:
               login: { url: "http://x.test/login", token: $.access_token }
               failure: { status: [200] }
@@ -256,10 +288,14 @@ struct WorkflowRunnerTests {
               - { id: data, url: "http://x.test/data" }
               - { id: open, url: "http://x.test/open", auth: false }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         let data = try #require(report["data"])
         #expect(data.state == .failed)
-        #expect(data.error?.contains("still refused the token") == true && data.error?.contains("status 200") == true, "\(data.error ?? "")")
+        #expect(
+            data.error?.contains("still refused the token") == true && data.error?.contains("status 200") == true,
+            "\(data.error ?? "")")
         #expect(report["open"]?.state == .succeeded, "a step without auth is not judged by the auth block")
         #expect(report.logins + report.refreshes >= 2, "it was refreshed before it failed")
     }
@@ -270,11 +306,13 @@ struct WorkflowRunnerTests {
             case "/text": respond(200, "not json")
             case "/image": respond(200, String(repeating: "x", count: 4_000), headers: [.contentType: "image/png"])
             case "/bytes": (HTTPResponse(status: .ok), Data([0x89, 0x50, 0x4E, 0x47, 0xFF, 0xFE, 0x00, 0x01]))
-            case "/problem": respond(422, #"{"error":"bad id"}"#, headers: [.contentType: "application/problem+json; charset=utf-8"])
+            case "/problem":
+                respond(422, #"{"error":"bad id"}"#, headers: [.contentType: "application/problem+json; charset=utf-8"])
             default: respond(200, #"{"a":"line\nbreak"}"#)
             }
         }
-        let workflow = try parse("""
+        let workflow = try parse(
+            """
             steps:
               - { id: text, url: "http://x.test/text", captures: { v: $.v } }
               - { id: json, url: "http://x.test/json", captures: { a: $.a, missing: $.b } }
@@ -284,21 +322,28 @@ struct WorkflowRunnerTests {
               - { id: bytes, url: "http://x.test/bytes", captures: { v: $.v } }
               - { id: problem, url: "http://x.test/problem" }
             """)
-        let report = try await withHangGuard { await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
         #expect(report["text"]?.error?.contains("is not JSON, so the captures v cannot be read") == true)
         #expect(report["json"]?.error?.hasPrefix("capture 'missing': $.b not found in the response") == true)
         #expect(report["source"]?.captures == [JSONValue.Member("a", .string("line\nbreak"))])
         #expect(report["header"]?.error?.contains("header 'X-A' would contain a line break") == true)
         // A body that is not text is described, not quoted.
-        #expect(report["image"]?.error?.hasSuffix("cannot be read: (4000 bytes of image/png)") == true, "\(String(describing: report["image"]?.error))")
-        #expect(report["bytes"]?.error?.hasSuffix("cannot be read: (8 bytes of binary data)") == true, "\(String(describing: report["bytes"]?.error))")
+        #expect(
+            report["image"]?.error?.hasSuffix("cannot be read: (4000 bytes of image/png)") == true,
+            "\(String(describing: report["image"]?.error))")
+        #expect(
+            report["bytes"]?.error?.hasSuffix("cannot be read: (8 bytes of binary data)") == true,
+            "\(String(describing: report["bytes"]?.error))")
         #expect(report["problem"]?.error == #"expected 2xx, got 422: {"error":"bad id"}"#)
         #expect(!transport.requests.contains { $0.path == "/header" })
     }
 
     @Test func aRefusedConnectionFailsItsStepAndTheOthersComplete() async throws {
         try await withDemoServer { server in
-            let workflow = try parse("""
+            let workflow = try parse(
+                """
                 vars: { base: "\(server.baseURL.absoluteString)" }
                 steps:
                   - { id: refused, url: "http://127.0.0.1:1/album", timeout: 20s }
@@ -307,7 +352,9 @@ struct WorkflowRunnerTests {
                 """)
             let report = await WorkflowRunner(workflow: workflow).run()
             #expect(report["refused"]?.state == .failed)
-            #expect(report["refused"]?.error == "connection refused by 127.0.0.1:1", "\(String(describing: report["refused"]?.error))")
+            #expect(
+                report["refused"]?.error == "connection refused by 127.0.0.1:1",
+                "\(String(describing: report["refused"]?.error))")
             #expect(report["album"]?.state == .succeeded)
             #expect(report["image"]?.state == .succeeded)
             #expect(report["image"]?.url.hasSuffix("/images/0?latency_ms=1") == true)

@@ -34,7 +34,9 @@ struct MessageValueTests {
         ("steps:\n  - id: a\n    url: \"http://x.test\"\n    headers: { X-A: \"{{\(huge)\" }\n", 1_000_002),
     ]
 
-    @Test("every message about a value of a million characters quotes 200 of them and its length", arguments: 0..<places.count)
+    @Test(
+        "every message about a value of a million characters quotes 200 of them and its length",
+        arguments: 0..<places.count)
     func hugeValues(place: Int) throws {
         let (yaml, length) = Self.places[place]
         let found = errors(yaml)
@@ -45,19 +47,23 @@ struct MessageValueTests {
 
     @Test("a problem in a node that aliases share is reported once, under the first step that meets it")
     func aliasedProblemOnce() {
-        let found = errors("""
+        let found = errors(
+            """
             steps:
               - { id: a, url: "http://x.test", expect: &codes [200, nope] }
               - { id: b, url: "http://x.test", expect: *codes }
               - { id: c, url: "http://x.test", expect: *codes }
             """)
         #expect(found.count == 1, "\(found)")
-        #expect(found.first?.step == "a" && found.first?.message == "must be an HTTP status (100–599), got 'nope'", "\(found)")
+        #expect(
+            found.first?.step == "a" && found.first?.message == "must be an HTTP status (100–599), got 'nope'",
+            "\(found)")
     }
 
     @Test("an id that is a list or a mapping must be text; it is not a missing id")
     func idOfTheWrongType() {
-        let found = errors("steps:\n  - { id: [x], url: \"http://x.test\" }\n  - { id: { a: 1 }, url: \"http://x.test\" }\n")
+        let found = errors(
+            "steps:\n  - { id: [x], url: \"http://x.test\" }\n  - { id: { a: 1 }, url: \"http://x.test\" }\n")
         #expect(found.map(\.message) == ["must be text, got a list", "must be text, got a mapping"], "\(found)")
         #expect(found.map(\.field) == ["steps[0].id", "steps[1].id"])
     }

@@ -6,13 +6,19 @@ import Testing
 struct TemplateTests {
     let values = TemplateValues(
         variables: ["base": "http://127.0.0.1:8080", "q": "a b&c=d/é"],
-        captures: ["login": ["token": .string("x/y z"), "id": .integer(42), "path": .string("/images/3"),
-                             "quote": .string("say \"hi\"\n"), "user": .object(["id": .integer(1)])]]
+        captures: [
+            "login": [
+                "token": .string("x/y z"), "id": .integer(42), "path": .string("/images/3"),
+                "quote": .string("say \"hi\"\n"), "user": .object(["id": .integer(1)]),
+            ]
+        ]
     )
 
     @Test func urlValuesArePercentEncodedAsAComponent() throws {
         let template = try Template(parsing: "{{vars.base}}/search?q={{vars.q}}&t={{ login.token }}&id={{login.id}}")
-        #expect(try template.render(for: .url, with: values) == "http://127.0.0.1:8080/search?q=a%20b%26c%3Dd%2F%C3%A9&t=x%2Fy%20z&id=42")
+        #expect(
+            try template.render(for: .url, with: values)
+                == "http://127.0.0.1:8080/search?q=a%20b%26c%3Dd%2F%C3%A9&t=x%2Fy%20z&id=42")
     }
 
     @Test func rawInsertsAsIsAndALeadingReferenceIsABase() throws {
@@ -32,7 +38,9 @@ struct TemplateTests {
             (key: "note", value: .string(try Template(parsing: "{{login.quote}} ({{login.id}})"))),
             (key: "list", value: .array([.integer(1), .string(try Template(parsing: "{{vars.q}}"))])),
         ])
-        #expect(try body.render(with: values).text == #"{"id":42,"user":{"id":1},"note":"say \"hi\"\n (42)","list":[1,"a b&c=d/é"]}"#)
+        #expect(
+            try body.render(with: values).text
+                == #"{"id":42,"user":{"id":1},"note":"say \"hi\"\n (42)","list":[1,"a b&c=d/é"]}"#)
     }
 
     @Test func referencesAndTheirErrors() throws {
@@ -46,27 +54,39 @@ struct TemplateTests {
     /// The element `{"path":"/images/2","name":"a b","tags":["x/y"],"n":7}` at index 2.
     var elementValues: TemplateValues {
         var values = values
-        values.item = .object(["path": .string("/images/2"), "name": .string("a b"), "tags": .array([.string("x/y")]), "n": .integer(7)])
+        values.item = .object([
+            "path": .string("/images/2"), "name": .string("a b"), "tags": .array([.string("x/y")]), "n": .integer(7),
+        ])
         values.index = 2
         return values
     }
 
     @Test func itemAndIndexInAURLAreEncodedUnlessRawOrFirst() throws {
-        let template = try Template(parsing: "{{vars.base}}{{item.path | raw}}?n={{item.name}}&t={{item.tags[0]}}&i={{index}}&p={{item.path}}")
-        #expect(try template.render(for: .url, with: elementValues) == "http://127.0.0.1:8080/images/2?n=a%20b&t=x%2Fy&i=2&p=%2Fimages%2F2")
+        let template = try Template(
+            parsing: "{{vars.base}}{{item.path | raw}}?n={{item.name}}&t={{item.tags[0]}}&i={{index}}&p={{item.path}}")
+        #expect(
+            try template.render(for: .url, with: elementValues)
+                == "http://127.0.0.1:8080/images/2?n=a%20b&t=x%2Fy&i=2&p=%2Fimages%2F2")
         let whole = try Template(parsing: "http://x.test/{{item.n}}/{{item}}")
-        #expect(try whole.render(for: .url, with: elementValues).hasPrefix("http://x.test/7/%7B%22path%22%3A%22%2Fimages%2F2%22"))
+        #expect(
+            try whole.render(for: .url, with: elementValues).hasPrefix(
+                "http://x.test/7/%7B%22path%22%3A%22%2Fimages%2F2%22"))
         let leading = try Template(parsing: "{{item.path}}/x")
         #expect(try leading.render(for: .url, with: elementValues) == "/images/2/x")
     }
 
     @Test func substitutingVariablesLeavesTheOtherReferences() throws {
-        let template = try Template(parsing: "{{vars.base}}{{ item.path | raw }}?q={{vars.q}}&i={{index}}&t={{login.token}}")
-        #expect(template.substitutingVariables(values.variables, for: .url) == "http://127.0.0.1:8080{{item.path | raw}}?q=a%20b%26c%3Dd%2F%C3%A9&i={{index}}&t={{login.token}}")
+        let template = try Template(
+            parsing: "{{vars.base}}{{ item.path | raw }}?q={{vars.q}}&i={{index}}&t={{login.token}}")
+        #expect(
+            template.substitutingVariables(values.variables, for: .url)
+                == "http://127.0.0.1:8080{{item.path | raw}}?q=a%20b%26c%3Dd%2F%C3%A9&i={{index}}&t={{login.token}}")
     }
 
     @Test func itemAndIndexInHeadersAndJSONBodies() throws {
-        #expect(try Template(parsing: "#{{index}} {{item.name}} {{item.tags}}").render(for: .text, with: elementValues) == #"#2 a b ["x/y"]"#)
+        #expect(
+            try Template(parsing: "#{{index}} {{item.name}} {{item.tags}}").render(for: .text, with: elementValues)
+                == #"#2 a b ["x/y"]"#)
         let body = JSONTemplate.object([
             (key: "index", value: .string(try Template(parsing: "{{index}}"))),
             (key: "n", value: .string(try Template(parsing: "{{ item.n }}"))),
@@ -84,13 +104,18 @@ struct TemplateTests {
         #expect(references.allSatisfy { $0.isElement && !$0.isCapture && !$0.isVariable })
         #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{item.}}") }
         #expect(throws: TemplateSyntaxError.self) { try Template(parsing: "{{index.x}}") }
-        #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.path}}").render(for: .text, with: values) }
-        let missing = #expect(throws: TemplateValues.Missing.self) { try Template(parsing: "{{item.nothing}}").render(for: .text, with: elementValues) }
+        #expect(throws: TemplateValues.Missing.self) {
+            try Template(parsing: "{{item.path}}").render(for: .text, with: values)
+        }
+        let missing = #expect(throws: TemplateValues.Missing.self) {
+            try Template(parsing: "{{item.nothing}}").render(for: .text, with: elementValues)
+        }
         #expect(missing?.description == "{{item.nothing}}: the element has no '.nothing'")
     }
 
     @Test func capturePaths() throws {
-        let document = try JSONValue(parsing: Data(#"{"user":{"id":42,"roles":["admin","dev"],"ok":true,"ratio":0.5}}"#.utf8))
+        let document = try JSONValue(
+            parsing: Data(#"{"user":{"id":42,"roles":["admin","dev"],"ok":true,"ratio":0.5}}"#.utf8))
         #expect(try CapturePath(parsing: "$.user.id").evaluate(in: document) == .integer(42))
         #expect(try CapturePath(parsing: "$.user.roles[1]").evaluate(in: document) == .string("dev"))
         #expect(try CapturePath(parsing: "$.user.ok").evaluate(in: document) == .bool(true))

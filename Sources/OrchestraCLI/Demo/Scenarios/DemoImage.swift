@@ -18,7 +18,7 @@ struct DemoImage: Sendable, Hashable {
                 number: index + 1,
                 name: "img-\(index + 1)",
                 url: server.baseURL.appendingPathComponent("images/\(index)").appending(queryItems: [
-                    URLQueryItem(name: "latency_ms", value: "\(latency)"),
+                    URLQueryItem(name: "latency_ms", value: "\(latency)")
                 ])
             )
         }

@@ -19,11 +19,15 @@ extension Scenario {
         for await (index, result) in images.completions(limit: 8, { try await stage.download($0) }) {
             let download = try result.get()
             order.append(images[index].name)
-            stage.note("\(images[index].name) arrived \(Format.ordinal(order.count)) (\(Format.bytes(download.bytes))) → handled now")
+            stage.note(
+                "\(images[index].name) arrived \(Format.ordinal(order.count)) (\(Format.bytes(download.bytes))) → handled now"
+            )
         }
         stage.note("all done → one final callback, after all \(images.count)", tone: .good)
         stage.fact("handled order", order.joined(separator: " "))
-        stage.fact("handled as they arrived", order == images.map(\.name) ? "in input order this time" : "yes, out of input order")
+        stage.fact(
+            "handled as they arrived",
+            order == images.map(\.name) ? "in input order this time" : "yes, out of input order")
     }
 
     static let ordered = Scenario(
@@ -42,7 +46,8 @@ extension Scenario {
             let download = try result.get()
             order.append(download.image.name)
             let held = stage.now - download.finishedAt
-            let detail = held > .milliseconds(15)
+            let detail =
+                held > .milliseconds(15)
                 ? "(done at \(Format.milliseconds(download.finishedAt)), held \(Format.milliseconds(held)) for the ones before it)"
                 : "(done just now)"
             stage.note("handled \(download.image.name) \(detail)")

@@ -24,7 +24,9 @@ extension Scenario {
             }
         }
         let most = suspended.withLock { $0 }
-        stage.note("up to \(Format.count(most, "request")) suspended at the semaphore at once; no thread was blocked while they waited")
+        stage.note(
+            "up to \(Format.count(most, "request")) suspended at the semaphore at once; no thread was blocked while they waited"
+        )
         stage.note("all \(downloads.count) done; never more than 2 at once", tone: .good)
     }
 }
