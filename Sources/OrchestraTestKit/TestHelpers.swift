@@ -98,7 +98,7 @@ public func waitUntil(
     }
 }
 
-/// The work under ``withHangGuard(_:_:)`` gave no result within its guard.
+/// The work under ``withHangGuard(_:clock:_:)`` gave no result within its guard.
 public struct HangGuardExpired: Error, CustomStringConvertible {
     /// The guard that expired.
     public var limit: Duration
@@ -146,7 +146,7 @@ public func withHangGuard<T: Sendable>(
     }
 }
 
-/// The result of ``withHangGuard(_:_:)``: the first of the body and the guard to finish wins,
+/// The result of ``withHangGuard(_:clock:_:)``: the first of the body and the guard to finish wins,
 /// resumes the caller and cancels the other.
 private final class HangGuardRace<T: Sendable>: Sendable {
     private struct State: Sendable {
