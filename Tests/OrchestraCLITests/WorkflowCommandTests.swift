@@ -487,6 +487,20 @@ struct WorkflowCommandTests {
         #expect(empty.status == 2 && empty.stderr.contains("/dev/null: error: empty file"), "\(empty)")
     }
 
+    @Test("{{env.NAME}} is read from the environment; an unset one is refused before anything is sent")
+    func environmentVariables() async throws {
+        let file = try HostileInputTests.file(
+            Data("steps:\n  - { id: a, url: \"http://127.0.0.1:1/{{env.ORCHESTRA_TEST_PATH}}\" }\n".utf8))
+        let set = try await OrchestraExecutable.run(["validate", file], environment: ["ORCHESTRA_TEST_PATH": "x"])
+        #expect(set.status == 0 && set.stdout.contains("ok — 1 step"), "\(set)")
+        let unset = try await OrchestraExecutable.run(["run", file])
+        #expect(unset.status == 2, "\(unset)")
+        #expect(
+            unset.stderr.contains(":2:") && unset.stderr.contains("the environment variable 'ORCHESTRA_TEST_PATH'"),
+            "\(unset)")
+        #expect(!unset.stderr.contains("connection refused"), "nothing was sent: \(unset)")
+    }
+
     @Test("validate prints a summary of a valid file")
     func validate() async throws {
         let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])

@@ -21,6 +21,9 @@ package struct Workflow: Sendable {
     package var name: String?
     /// `vars:` merged with the overrides given when loading.
     package var variables: [String: String]
+    /// The environment variables the file's templates use (`{{env.NAME}}`), read when it was
+    /// loaded; a template that names one that is not set is an error then.
+    package var environment: [String: String] = [:]
     /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
     /// slot holds none); 8 by default.
     package var limit: Int

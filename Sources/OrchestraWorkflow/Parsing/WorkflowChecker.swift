@@ -53,9 +53,10 @@ struct WorkflowChecker {
                 reader.fail(
                     .invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: id)'",
                     at: location, step: id, field: "id")
-            } else if id == Template.variablesNamespace {
+            } else if id == Template.variablesNamespace || id == Template.environmentNamespace {
                 reader.fail(
-                    .invalidValue, "'\(short: id)' is reserved for variables ({{vars.NAME}}); choose another id",
+                    .invalidValue,
+                    "'\(short: id)' is reserved for variables ({{vars.NAME}}, {{env.NAME}}); choose another id",
                     at: location, step: id, field: "id")
             } else if id == Template.itemNamespace || id == Template.indexNamespace {
                 reader.fail(
@@ -97,7 +98,14 @@ struct WorkflowChecker {
     private mutating func checkReferences() {
         for site in sites {
             for reference in site.template.references {
-                if reference.isVariable {
+                if reference.isEnvironment {
+                    guard workflow.environment[reference.name] == nil else { continue }
+                    reader.fail(
+                        .unknownVariable,
+                        "the environment variable '\(short: reference.name)' in \(short: reference) is not set; set it before running (export \(short: reference.name)=…)",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if reference.isVariable {
                     guard workflow.variables[reference.name] == nil else { continue }
                     let known = workflow.variables.keys.sorted()
                     reader.fail(
@@ -108,7 +116,7 @@ struct WorkflowChecker {
                 } else if reference.isElement, site.variablesOnly {
                     reader.fail(
                         .invalidTemplate,
-                        "\(short: reference): the auth block runs once, before any step, not once per element; it can use only {{vars.NAME}}",
+                        "\(short: reference): the auth block runs once, before any step, not once per element; it can use only {{vars.NAME}} and {{env.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.isElement {
@@ -121,7 +129,7 @@ struct WorkflowChecker {
                 } else if site.variablesOnly {
                     reader.fail(
                         .invalidTemplate,
-                        "\(short: reference): the auth block runs before any step, so it can use only {{vars.NAME}}",
+                        "\(short: reference): the auth block runs before any step, so it can use only {{vars.NAME}} and {{env.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.namespace == site.step {
@@ -232,7 +240,7 @@ struct WorkflowChecker {
             }
             // Captures and elements are not known yet: a stand-in (a path for a raw one)
             // checks the rest.
-            var values = TemplateValues(variables: workflow.variables)
+            var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             values.placeholders = true
             guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
             if let problem = URLCheck.problem(with: rendered) {
@@ -249,7 +257,7 @@ struct WorkflowChecker {
     /// A header value with a line break, written in the file or brought by a variable, is
     /// refused now rather than when the step runs (a capture's value is checked then).
     private mutating func checkHeaderValues() {
-        var values = TemplateValues(variables: workflow.variables)
+        var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
         values.placeholders = true
         for step in workflow.steps {
             for header in step.request.headers {

@@ -10,14 +10,16 @@ extension Workflow {
     ///   - url: The file.
     ///   - name: How messages name the file; its path by default.
     ///   - variables: Overrides of `vars:` (`--var base=http://…`); they may add variables.
+    ///   - environment: Where `{{env.NAME}}` is read: the process's environment by default.
     /// - Throws: ``WorkflowErrors`` listing every problem found, each with the file, line,
     ///   step and field.
     package static func load(
-        contentsOf url: URL, name: String? = nil, variables: [String: String] = [:]
+        contentsOf url: URL, name: String? = nil, variables: [String: String] = [:],
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(WorkflowErrors) -> Workflow {
         let file = name ?? url.path
         let text = try readText(at: url.path, file: file)
-        return try parse(text, file: file, variables: variables)
+        return try parse(text, file: file, variables: variables, environment: environment)
     }
 
     /// The whole text at `path`, read as a stream: a regular file, a pipe (`<(…)`, a FIFO) or
@@ -50,16 +52,17 @@ extension Workflow {
     /// Parses and checks a workflow written in YAML or JSON.
     ///
     /// Checks: the syntax; every field's name, type and range; ids; `needs`; every template
-    /// (variables defined, steps and captures that exist; `for_each` exactly one quoted
+    /// (variables and environment variables defined, steps and captures that exist; `for_each` exactly one quoted
     /// `{{STEP.CAPTURE}}`; `{{item}}` and `{{index}}` only in a `for_each` step); cycles (with their path); URLs
     /// (after substituting variables). A step's use of `{{other.capture}}` makes it depend on
     /// `other`.
     ///
     /// - Throws: ``WorkflowErrors`` listing every problem found, in file order.
     package static func parse(
-        _ text: String, file: String? = nil, variables: [String: String] = [:]
+        _ text: String, file: String? = nil, variables: [String: String] = [:],
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(WorkflowErrors) -> Workflow {
-        var parser = WorkflowParser(file: file, overrides: variables)
+        var parser = WorkflowParser(file: file, overrides: variables, environment: environment)
         guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
             throw WorkflowErrors(parser.reader.errors)
         }
@@ -76,6 +79,8 @@ struct WorkflowParser {
 
     var reader: NodeReader
     let overrides: [String: String]
+    /// Where `{{env.NAME}}` is read.
+    let environment: [String: String]
     /// Where each template was written, for the reference checks.
     var sites: [TemplateSite] = []
     /// Ids of steps that could not be read, so references to them are not reported again.
@@ -86,9 +91,10 @@ struct WorkflowParser {
     /// there.
     var forEachSteps: Set<String> = []
 
-    init(file: String?, overrides: [String: String]) {
+    init(file: String?, overrides: [String: String], environment: [String: String] = [:]) {
         reader = NodeReader(file: file)
         self.overrides = overrides
+        self.environment = environment
     }
 
     mutating func parse(_ text: String) -> Workflow? {
@@ -156,6 +162,12 @@ struct WorkflowParser {
         }
         workflow.steps = steps(stepsNode)
         workflow.usedVariables = Set(sites.flatMap { $0.template.references.filter(\.isVariable).map(\.name) })
+        // Only the environment variables the templates use are kept (and checked).
+        for site in sites {
+            for reference in site.template.references where reference.isEnvironment {
+                workflow.environment[reference.name] = environment[reference.name]
+            }
+        }
         var checker = WorkflowChecker(
             workflow: workflow, sites: sites, needSites: needSites, brokenSteps: brokenSteps,
             forEachSteps: forEachSteps, reader: reader

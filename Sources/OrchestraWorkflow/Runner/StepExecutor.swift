@@ -34,7 +34,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     func run(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
         emit(.started(step: step.id))
         return try await tracked(step, id: step.id) {
-            var values = TemplateValues(variables: workflow.variables)
+            var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             for dependency in step.dependencies {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
             }

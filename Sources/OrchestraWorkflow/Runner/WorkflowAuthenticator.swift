@@ -10,18 +10,15 @@ import OrchestraHTTP
 /// recognises a refused token.
 final class WorkflowAuthenticator: Sendable {
     private let auth: WorkflowAuth
-    private let variables: [String: String]
     private let counts: Locked<(logins: Int, refreshes: Int)>
     let refresher: TokenRefresher
 
     init<C: Clock>(
-        _ auth: WorkflowAuth, variables: [String: String], transport: any HTTPTransport, timeout: Duration, clock: C
+        _ auth: WorkflowAuth, values: TemplateValues, transport: any HTTPTransport, timeout: Duration, clock: C
     ) where C.Duration == Duration {
         self.auth = auth
-        self.variables = variables
         let counts = Locked((logins: 0, refreshes: 0))
         self.counts = counts
-        let values = TemplateValues(variables: variables)
         refresher = TokenRefresher(initial: nil, clock: clock) { current in
             // A refresh that fails falls back to a new login.
             if current != nil, let refresh = auth.refresh {

@@ -69,7 +69,8 @@ package struct WorkflowRunner: Sendable {
         let start = clock.now
         let authenticator = workflow.auth.map {
             WorkflowAuthenticator(
-                $0, variables: workflow.variables, transport: transport, timeout: WorkflowStep.defaultTimeout,
+                $0, values: TemplateValues(variables: workflow.variables, environment: workflow.environment),
+                transport: transport, timeout: WorkflowStep.defaultTimeout,
                 clock: clock)
         }
         // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a

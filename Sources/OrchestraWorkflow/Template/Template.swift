@@ -42,8 +42,11 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         /// Whether it is `{{item…}}` or `{{index}}`: the element of a `for_each` step.
         package var isElement: Bool { namespace == Template.itemNamespace || namespace == Template.indexNamespace }
 
+        /// Whether it names an environment variable (`{{env.NAME}}`).
+        package var isEnvironment: Bool { namespace == Template.environmentNamespace }
+
         /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
-        package var isCapture: Bool { !isVariable && !isElement }
+        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment }
 
         package var description: String {
             let path = isElement ? namespace + name : "\(namespace).\(name)"
@@ -64,6 +67,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
 
     /// The namespace of variables: `{{vars.base}}`.
     package static let variablesNamespace = "vars"
+    /// The namespace of environment variables, read when the file is loaded: `{{env.API_KEY}}`.
+    package static let environmentNamespace = "env"
     /// The current element of a `for_each` step: `{{item}}`, `{{item.path}}`.
     package static let itemNamespace = "item"
     /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
@@ -231,6 +236,8 @@ package struct TemplateSyntaxError: Error, Sendable, CustomStringConvertible {
 /// steps that have succeeded.
 package struct TemplateValues: Sendable {
     package var variables: [String: String]
+    /// The environment variables the workflow uses (``Workflow/environment``).
+    package var environment: [String: String]
     /// Captures by step id, then by capture name.
     package var captures: [String: [String: JSONValue]]
     /// In a `for_each` step: the current element (`{{item}}`).
@@ -242,10 +249,11 @@ package struct TemplateValues: Sendable {
     var placeholders = false
 
     package init(
-        variables: [String: String] = [:], captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil,
-        index: Int? = nil
+        variables: [String: String] = [:], environment: [String: String] = [:],
+        captures: [String: [String: JSONValue]] = [:], item: JSONValue? = nil, index: Int? = nil
     ) {
         self.variables = variables
+        self.environment = environment
         self.captures = captures
         self.item = item
         self.index = index
@@ -264,8 +272,9 @@ package struct TemplateValues: Sendable {
     /// The value `reference` names: a variable as a string, a capture as captured, the
     /// element (or the value at its path) and its index as they are.
     package func value(of reference: Template.Reference) throws(Missing) -> JSONValue {
-        if reference.isVariable {
-            guard let value = variables[reference.name] else { throw Missing(reference: reference) }
+        if reference.isVariable || reference.isEnvironment {
+            let value = reference.isVariable ? variables[reference.name] : environment[reference.name]
+            guard let value else { throw Missing(reference: reference) }
             return .string(value)
         }
         if placeholders { return .string(reference.isRaw ? "/x" : "x") }
