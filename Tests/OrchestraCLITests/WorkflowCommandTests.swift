@@ -501,6 +501,28 @@ struct WorkflowCommandTests {
         #expect(!unset.stderr.contains("connection refused"), "nothing was sent: \(unset)")
     }
 
+    @Test("--vars-file reads YAML and .env files; later files win, and --var wins over files")
+    func variablesFiles() async throws {
+        let flow = try HostileInputTests.file(
+            Data("steps:\n  - { id: a, url: \"{{vars.base}}/{{vars.path}}\" }\n".utf8))
+        let yaml = try HostileInputTests.file(
+            Data("base: http://127.0.0.1:1\npath: from-yaml\n".utf8), name: "vars.yaml")
+        let env = try HostileInputTests.file(Data("# local\npath=from-env\n".utf8), name: "local.env")
+        // Port 1 refuses the connection: the report still shows the URL that was rendered.
+        let fromFiles = try await OrchestraExecutable.run([
+            "run", flow, "--output", "json", "--vars-file", yaml, "--vars-file", env,
+        ])
+        #expect(fromFiles.stdout.contains("http://127.0.0.1:1/from-env"), "\(fromFiles)")
+        let overridden = try await OrchestraExecutable.run([
+            "run", flow, "--output", "json", "--vars-file", yaml, "--vars-file", env, "--var", "path=from-var",
+        ])
+        #expect(overridden.stdout.contains("http://127.0.0.1:1/from-var"), "\(overridden)")
+        let bad = try HostileInputTests.file(Data("path from-env\n".utf8), name: "bad.env")
+        let refused = try await OrchestraExecutable.run(["run", flow, "--vars-file", bad])
+        #expect(refused.status == 2, "\(refused)")
+        #expect(refused.stderr.contains("--vars-file: \(bad):1:1: error: expected NAME=value"), "\(refused)")
+    }
+
     @Test("validate prints a summary of a valid file")
     func validate() async throws {
         let output = try await OrchestraExecutable.run(["validate", Self.example("album.yaml")])

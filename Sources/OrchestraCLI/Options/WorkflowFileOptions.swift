@@ -16,10 +16,26 @@ struct WorkflowFileOptions: ParsableArguments {
     )
     var variables: [String] = []
 
+    @Option(
+        name: .customLong("vars-file"),
+        help: ArgumentHelp(
+            "Read variables from a YAML or JSON file of name: value, or .env lines (repeatable; later files win, --var wins over files).",
+            valueName: "file")
+    )
+    var variableFiles: [String] = []
+
     /// The workflow, checked; or every problem on standard error and `ExitCode(2)`.
     func load() throws -> Workflow {
         var overrides: [String: String] = [:]
         var problems: [String] = []
+        for path in variableFiles {
+            do throws(WorkflowErrors) {
+                let variables = try Workflow.loadVariables(contentsOf: URL(fileURLWithPath: path), name: path)
+                overrides.merge(variables) { _, later in later }
+            } catch {
+                problems += error.errors.map { "--vars-file: " + TerminalText.safe($0.description) }
+            }
+        }
         for assignment in variables {
             let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, !parts[0].isEmpty else {
@@ -44,8 +60,10 @@ struct WorkflowFileOptions: ParsableArguments {
             let path = file == "-" ? "/dev/stdin" : file
             let workflow = try Workflow.load(
                 contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides)
-            // A --var no template uses changes nothing: most likely a misspelt name.
-            for name in overrides.keys.sorted() where !workflow.usedVariables.contains(name) {
+            // A --var no template uses changes nothing: most likely a misspelt name. (A vars
+            // file may hold variables for other workflows too: its names are not checked.)
+            for name in Set(commandLineNames(overrides: overrides)).sorted()
+            where !workflow.usedVariables.contains(name) {
                 let closest =
                     workflow.usedVariable(closestTo: name).map { " (did you mean '\(TerminalText.quoted($0))'?)" } ?? ""
                 let shown = TerminalText.quoted(name)
@@ -63,5 +81,12 @@ struct WorkflowFileOptions: ParsableArguments {
             )
             throw ExitCode(2)
         }
+    }
+
+    /// The names set by `--var` (not by a vars file).
+    private func commandLineNames(overrides: [String: String]) -> [String] {
+        variables.compactMap { assignment in
+            assignment.split(separator: "=", maxSplits: 1).first.map(String.init)
+        }.filter { overrides[$0] != nil }
     }
 }

@@ -97,13 +97,14 @@ struct WorkflowParser {
         self.environment = environment
     }
 
-    mutating func parse(_ text: String) -> Workflow? {
+    /// The file's node tree; `nil` after recording its syntax errors, `.some(nil)` for an
+    /// empty document.
+    mutating func compose(_ text: String) -> Node?? {
         // Plain scalars are typed once, by `YAMLScalarType` (Yams' default resolver runs
         // regular expressions every time a tag is read).
-        var root: Node?
         switch YAMLComposer.compose(text) {
         case .document(let document):
-            root = document
+            return .some(document)
         case .problems(let problems):
             for problem in problems {
                 reader.fail(.syntax, problem.message, at: SourceLocation(line: problem.line, column: problem.column))
@@ -118,7 +119,11 @@ struct WorkflowParser {
             }
             return nil
         }
-        guard let root else {
+    }
+
+    mutating func parse(_ text: String) -> Workflow? {
+        guard let document = compose(text) else { return nil }
+        guard let root = document else {
             reader.fail(.missingField, "the file is empty; a workflow needs at least 'steps'", at: SourceLocation?.none)
             return nil
         }
@@ -179,7 +184,7 @@ struct WorkflowParser {
 
     // MARK: - Top level
 
-    private mutating func variables(_ node: Node) -> [String: String] {
+    mutating func variables(_ node: Node) -> [String: String] {
         guard let entries = reader.freeEntries(node, step: nil, field: "vars") else { return [:] }
         var variables: [String: String] = [:]
         for (name, _, value) in entries {
