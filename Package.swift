@@ -26,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // SHA-256 for the workflow templates' `| sha256` filter (already resolved through
+        // async-http-client and Hummingbird).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Already resolved through Hummingbird; the demo server stops its service group gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
@@ -96,6 +99,7 @@ let package = Package(
                 "OrchestraHTTP",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Not named "orchestra": on a case-insensitive file system (macOS's default) its build

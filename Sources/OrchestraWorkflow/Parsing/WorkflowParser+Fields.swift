@@ -132,6 +132,14 @@ extension WorkflowParser {
             )
             return nil
         }
+        guard reference.filters.isEmpty else {
+            reader.fail(
+                .invalidTemplate,
+                "'\(short: template.source)': filters change a value that is inserted into text; for_each takes the list itself, \(example)",
+                at: node, step: step, field: "for_each"
+            )
+            return nil
+        }
         guard !reference.isRaw else {
             reader.fail(
                 .invalidTemplate,

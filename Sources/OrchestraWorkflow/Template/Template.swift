@@ -28,12 +28,17 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         package var isRaw: Bool
         /// For `{{item…}}`: where the value is in the current element.
         package var itemPath: CapturePath?
+        /// `| base64`, `| json`…: applied to the value in order, before it is inserted.
+        package var filters: [Filter]
 
-        package init(namespace: String, name: String, isRaw: Bool = false, itemPath: CapturePath? = nil) {
+        package init(
+            namespace: String, name: String, isRaw: Bool = false, itemPath: CapturePath? = nil, filters: [Filter] = []
+        ) {
             self.namespace = namespace
             self.name = name
             self.isRaw = isRaw
             self.itemPath = itemPath
+            self.filters = filters
         }
 
         /// Whether it names a variable rather than a capture.
@@ -50,7 +55,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
 
         package var description: String {
             let path = isElement ? namespace + name : "\(namespace).\(name)"
-            return "{{\(path)\(isRaw ? " | raw" : "")}}"
+            let filters = self.filters.map { " | \($0.rawValue)" }.joined()
+            return "{{\(path)\(filters)\(isRaw ? " | raw" : "")}}"
         }
     }
 
@@ -189,17 +195,24 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         }
         let path = parts.removeFirst()
         var isRaw = false
-        for filter in parts {
-            guard filter == "raw" else {
+        var filters: [Filter] = []
+        for name in parts {
+            if name == "raw" {
+                isRaw = true
+            } else if let filter = Filter(rawValue: name) {
+                filters.append(filter)
+            } else {
+                let known = (["raw"] + Filter.allCases.map(\.rawValue)).joined(separator: ", ")
                 throw TemplateSyntaxError(
-                    message: "unknown filter '\(short: filter)' in {{\(short: inner)}}; the only filter is 'raw'")
+                    message: "unknown filter '\(short: name)' in {{\(short: inner)}}; the filters are \(known)")
             }
-            isRaw = true
         }
         guard !path.isEmpty else {
             throw TemplateSyntaxError(message: "empty reference '{{}}' in \"\(short: source)\"")
         }
-        if path == indexNamespace { return Reference(namespace: indexNamespace, name: "", isRaw: isRaw) }
+        if path == indexNamespace {
+            return Reference(namespace: indexNamespace, name: "", isRaw: isRaw, filters: filters)
+        }
         if path.hasPrefix(indexNamespace + ".") || path.hasPrefix(indexNamespace + "[") {
             throw TemplateSyntaxError(
                 message: "'{{\(short: inner)}}': {{index}} is the element's position, a number with no path")
@@ -208,7 +221,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
             let rest = String(path.dropFirst(itemNamespace.count))
             do {
                 let itemPath = try CapturePath(parsing: "$" + rest)
-                return Reference(namespace: itemNamespace, name: rest, isRaw: isRaw, itemPath: itemPath)
+                return Reference(
+                    namespace: itemNamespace, name: rest, isRaw: isRaw, itemPath: itemPath, filters: filters)
             } catch {
                 throw TemplateSyntaxError(
                     message:
@@ -222,7 +236,7 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
                 message: "'{{\(short: inner)}}' is not a reference: write {{vars.NAME}} or {{STEP.CAPTURE}}"
             )
         }
-        return Reference(namespace: String(names[0]), name: String(names[1]), isRaw: isRaw)
+        return Reference(namespace: String(names[0]), name: String(names[1]), isRaw: isRaw, filters: filters)
     }
 }
 
@@ -259,19 +273,34 @@ package struct TemplateValues: Sendable {
         self.index = index
     }
 
-    /// A reference whose value is not there.
+    /// A reference whose value is not there, or that a filter cannot take.
     package struct Missing: Error, Sendable, CustomStringConvertible {
         package var reference: Template.Reference
+        /// Why a filter refused the value (`| length` of a number); `nil` when it is missing.
+        package var reason: String?
         package var description: String {
-            reference.namespace == Template.itemNamespace
+            if let reason { return "\(short: reference): \(reason)" }
+            return reference.namespace == Template.itemNamespace
                 ? "\(short: reference): the element has no '\(short: reference.name)'"
                 : "no value for \(short: reference)"
         }
     }
 
-    /// The value `reference` names: a variable as a string, a capture as captured, the
-    /// element (or the value at its path) and its index as they are.
+    /// The value `reference` names, with its filters applied: a variable as a string, a capture
+    /// as captured, the element (or the value at its path) and its index as they are.
     package func value(of reference: Template.Reference) throws(Missing) -> JSONValue {
+        var value = try unfilteredValue(of: reference)
+        for filter in reference.filters {
+            do {
+                value = try filter.apply(to: value)
+            } catch {
+                throw Missing(reference: reference, reason: error.reason)
+            }
+        }
+        return value
+    }
+
+    private func unfilteredValue(of reference: Template.Reference) throws(Missing) -> JSONValue {
         if reference.isVariable || reference.isEnvironment {
             let value = reference.isVariable ? variables[reference.name] : environment[reference.name]
             guard let value else { throw Missing(reference: reference) }
