@@ -21,6 +21,9 @@ package struct Workflow: Sendable {
     package var name: String?
     /// `vars:` merged with the overrides given when loading.
     package var variables: [String: String]
+    /// The top-level `basic_auth:`: the default of every step that has none of its own (the
+    /// auth block's login and refresh give their own).
+    package var basicAuth: BasicAuth?
     /// The environment variables the file's templates use (`{{env.NAME}}`), read when it was
     /// loaded; a template that names one that is not set is an error then.
     package var environment: [String: String] = [:]
@@ -139,6 +142,8 @@ package struct RequestTemplate: Sendable, Hashable {
     package var body: RequestBody?
     /// Where the `url` field is, for messages.
     package var urlLocation: SourceLocation?
+    /// `basic_auth:`: sent as `Authorization: Basic …` unless the headers set `Authorization`.
+    package var basicAuth: BasicAuth?
 
     package init(
         method: HTTPRequest.Method = .get, url: Template, headers: [(name: String, value: Template)] = [],
@@ -154,10 +159,11 @@ package struct RequestTemplate: Sendable, Hashable {
     /// Every template of the request: URL, header values, body.
     package var templates: [Template] {
         [url] + headers.map(\.value) + (body?.templates ?? [])
+            + (basicAuth.map { [$0.user, $0.password] } ?? [])
     }
 
     package static func == (lhs: RequestTemplate, rhs: RequestTemplate) -> Bool {
-        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.basicAuth == rhs.basicAuth
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
             && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
@@ -234,5 +240,17 @@ package struct RetrySettings: Sendable, Hashable {
     package init(attempts: Int = 1, backoff: Duration = .milliseconds(200)) {
         self.attempts = attempts
         self.backoff = backoff
+    }
+}
+
+/// `basic_auth: { user: …, password: … }`: HTTP basic authentication, sent as
+/// `Authorization: Basic base64(user:password)`.
+package struct BasicAuth: Sendable, Hashable {
+    package var user: Template
+    package var password: Template
+
+    package init(user: Template, password: Template) {
+        self.user = user
+        self.password = password
     }
 }

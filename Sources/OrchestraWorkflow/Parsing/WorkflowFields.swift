@@ -97,6 +97,17 @@ extension RequestTemplate {
                     node, step: context.step, field: context.name("body"), variablesOnly: context.variablesOnly)
                 return true
             }),
+        WorkflowField(
+            "basic_auth",
+            references: { request, body in
+                guard let basic = request.basicAuth else { return }
+                visit(basic.user, body)
+                visit(basic.password, body)
+            },
+            read: { parser, node, request, context in
+                request.basicAuth = parser.basicAuth(node, context: context)
+                return true
+            }),
     ]
 }
 

@@ -72,7 +72,9 @@ extension Workflow {
 
 /// Walks the node tree of a workflow file (``YAMLComposer``) into a ``Workflow``.
 struct WorkflowParser {
-    static let topLevelFields = ["name", "vars", "limit", "hosts", "failure", "follow_redirects", "auth", "steps"]
+    static let topLevelFields = [
+        "name", "vars", "limit", "hosts", "failure", "follow_redirects", "auth", "basic_auth", "steps",
+    ]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
     /// The fields of the auth block's login and refresh: a request's, and where the token is.
     static let tokenRequestFields = RequestTemplate.fields.map(\.name) + ["token", "expires_in"]
@@ -158,6 +160,8 @@ struct WorkflowParser {
             switch key {
             case "hosts": workflow.hostLimits = hostLimits(node, variables: workflow.variables)
             case "auth": workflow.auth = auth(node)
+            case "basic_auth":
+                workflow.basicAuth = basicAuth(node, context: FieldContext(step: nil, variablesOnly: true))
             default: break
             }
         }
@@ -383,6 +387,24 @@ struct WorkflowParser {
             }
         }
         return headers
+    }
+
+    /// `basic_auth: { user: …, password: … }`, both required, both templates.
+    mutating func basicAuth(_ node: Node, context: FieldContext) -> BasicAuth? {
+        let field = context.name("basic_auth")
+        guard let entries = reader.entries(node, allowed: ["user", "password"], step: context.step, field: field)
+        else { return nil }
+        var parts: [String: Template] = [:]
+        for (key, value) in entries {
+            parts[key] = site(value, step: context.step, field: "\(field).\(key)", variablesOnly: context.variablesOnly)
+        }
+        for key in ["user", "password"] where !entries.contains(where: { $0.key == key }) {
+            reader.fail(
+                .missingField, "missing '\(key)': basic_auth needs a user and a password", at: node, step: context.step,
+                field: "\(field).\(key)")
+        }
+        guard let user = parts["user"], let password = parts["password"] else { return nil }
+        return BasicAuth(user: user, password: password)
     }
 
     /// `needs:`: step ids, each remembered with where it was written.

@@ -19,7 +19,7 @@ struct RenderedRequest: Sendable {
     ///
     /// - Throws: ``StepFailure`` for a URL that cannot be sent (a capture made it invalid) or a
     ///   header value with a line break.
-    init(_ template: RequestTemplate, values: TemplateValues) throws(StepFailure) {
+    init(_ template: RequestTemplate, values: TemplateValues, basicAuth: BasicAuth? = nil) throws(StepFailure) {
         let written: String
         do {
             written = try template.url.render(for: .url, with: values)
@@ -51,6 +51,9 @@ struct RenderedRequest: Sendable {
             request.headerFields.append(HTTPField(name: field, value: value))
             if field == .contentType { hasContentType = true }
         }
+        if let basic = template.basicAuth ?? basicAuth, request.headerFields[.authorization] == nil {
+            request.headerFields[.authorization] = try Self.basicCredentials(basic, values: values, url: url)
+        }
         switch template.body {
         case nil:
             body = nil
@@ -72,6 +75,27 @@ struct RenderedRequest: Sendable {
         self.request = request
         self.url = url
         self.authority = authority
+    }
+
+    /// `Basic base64(user:password)` (RFC 7617); a user with a `:` or a line break is refused.
+    static func basicCredentials(_ basic: BasicAuth, values: TemplateValues, url: String) throws(StepFailure) -> String
+    {
+        let user: String
+        let password: String
+        do {
+            user = try basic.user.render(for: .text, with: values)
+            password = try basic.password.render(for: .text, with: values)
+        } catch {
+            throw StepFailure("\(error)", url: url)
+        }
+        guard !user.contains(":") else {
+            throw StepFailure(
+                "basic_auth: the user '\(short: user)' contains ':', which basic auth cannot send", url: url)
+        }
+        guard !(user + password).contains(where: \.isNewline) else {
+            throw StepFailure("basic_auth: the user or password contains a line break; refusing to send it", url: url)
+        }
+        return "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
     }
 
     /// `http://host:8080/a/b?c#frag` → (`http`, `host:8080`, `/a/b?c`). The URL was checked.

@@ -91,7 +91,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// Sends the request of `step` (or of one of its elements, reported as `id`) with
     /// `values`, checks the status and reads the captures.
     func perform(_ step: WorkflowStep, id: String, values: TemplateValues) async throws -> [String: JSONValue] {
-        var rendered = try RenderedRequest(step.request, values: values)
+        var rendered = try RenderedRequest(step.request, values: values, basicAuth: workflow.basicAuth)
         if let userAgent, rendered.request.headerFields[.userAgent] == nil {
             rendered.request.headerFields[.userAgent] = userAgent
         }

@@ -11,6 +11,7 @@ struct WorkflowFieldsTests {
         ("text body", "url: \"http://x.test/\"\n    body: \"id={{a.x}}\""),
         ("JSON body", "url: \"http://x.test/\"\n    body: { list: [1, { id: \"{{a.x}}\" }] }"),
         ("for_each", "url: \"http://x.test/{{item}}\"\n    for_each: \"{{a.x}}\""),
+        ("basic_auth", "url: \"http://x.test/\"\n    basic_auth: { user: ada, password: \"{{a.x}}\" }"),
     ]
 
     @Test(arguments: uses)
@@ -35,7 +36,7 @@ struct WorkflowFieldsTests {
 
     @Test func everyFieldThatHoldsTemplatesListsItsReferences() {
         // The fields whose values are templates; a new one must declare its references.
-        let templateFields: Set = ["url", "headers", "body", "for_each"]
+        let templateFields: Set = ["url", "headers", "body", "basic_auth", "for_each"]
         let declared = Set(WorkflowStep.fields.filter { $0.references != nil }.map(\.name))
         #expect(declared == templateFields)
     }
