@@ -1,3 +1,4 @@
+import Foundation
 import Orchestra
 
 /// A thread-safe log of events, in the order they happened: record from any task or thread,
@@ -183,5 +184,17 @@ private final class HangGuardRace<T: Sendable>: Sendable {
         }
         for task in tasks { task.cancel() }
         continuation?.resume(with: result)
+    }
+}
+
+/// Whether tests that expect a process to crash (`#expect(processExitsWith:)`) run: always,
+/// unless `ORCHESTRA_SKIP_EXIT_TESTS` is set, as CI's ThreadSanitizer pass sets it. Each exit
+/// test starts the whole test binary again; under the sanitizer two dozen of them at once
+/// starve the other tests of a two-core machine for a minute, and a trap checks nothing the
+/// sanitizer looks at. The plain pass runs them. Use as `@Test(.enabled(if: ExitTests.areEnabled))`.
+public enum ExitTests {
+    /// `false` when `ORCHESTRA_SKIP_EXIT_TESTS` is set in the environment.
+    public static var areEnabled: Bool {
+        ProcessInfo.processInfo.environment["ORCHESTRA_SKIP_EXIT_TESTS"] == nil
     }
 }

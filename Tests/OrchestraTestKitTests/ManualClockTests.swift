@@ -55,7 +55,7 @@ struct ManualClockTests {
         }
     }
 
-    @Test func advancingByANegativeDurationIsAProgrammerErrorNamingIt() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func advancingByANegativeDurationIsAProgrammerErrorNamingIt() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = ManualClock().advance(by: .seconds(-1))
         }

@@ -223,7 +223,8 @@ struct TokenRefresherTests {
         #expect(refresher.refreshCount == 1)
     }
 
-    @Test func maxRefreshesBelowOneAndANegativeMarginAreProgrammerErrorsNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled))
+    func maxRefreshesBelowOneAndANegativeMarginAreProgrammerErrorsNamingTheValue() async {
         let count = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = TokenRefresher(initial: nil, maxRefreshes: 0) { _ in AuthToken("never") }
         }

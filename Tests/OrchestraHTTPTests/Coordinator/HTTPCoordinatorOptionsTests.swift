@@ -273,7 +273,7 @@ struct HTTPCoordinatorOptionsTests {
         #expect(authorizations == ["Bearer t0", nil])
     }
 
-    @Test func aNegativeRedirectLimitIsAProgrammerErrorNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func aNegativeRedirectLimitIsAProgrammerErrorNamingTheValue() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = HTTPRedirectPolicy(maxHops: -1)
         }

@@ -375,7 +375,9 @@ struct HTTPCoordinatorTests {
 
     // MARK: Argument traps (exit tests: each runs in a child process that must crash)
 
-    @Test func limitsBelowOneInTheConfigurationAreProgrammerErrorsNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func limitsBelowOneInTheConfigurationAreProgrammerErrorsNamingTheValue()
+        async
+    {
         let total = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = HTTPCoordinator(
                 transport: ScriptedHTTPTransport { _, _ in ok() }, configuration: .init(maxConcurrentRequests: 0))
@@ -412,7 +414,7 @@ struct HTTPCoordinatorTests {
             "\(resendsMessage)")
     }
 
-    @Test func setLimitsBelowOneIsAProgrammerErrorNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func setLimitsBelowOneIsAProgrammerErrorNamingTheValue() async {
         let total = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             HTTPCoordinator(transport: ScriptedHTTPTransport { _, _ in ok() }).setLimits(total: 0)
         }

@@ -219,7 +219,7 @@ struct BatchBehaviourTests {
         #expect(probe.maximum <= limit, "seed \(seed), limit \(limit)")
     }
 
-    @Test func aLimitBelowOneIsAProgrammerErrorNamingTheFunctionAndValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func aLimitBelowOneIsAProgrammerErrorNamingTheFunctionAndValue() async {
         let map = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = try await [1, 2].concurrentMap(limit: 0) { $0 }
         }
@@ -232,7 +232,7 @@ struct BatchBehaviourTests {
         #expect(streamMessage.contains("orderedResults(limit:_:): limit must be at least 1, got -3"))
     }
 
-    @Test func aNegativeBufferIsAProgrammerErrorNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func aNegativeBufferIsAProgrammerErrorNamingTheValue() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = [1, 2].completions(limit: 1, buffer: -1) { $0 }
         }

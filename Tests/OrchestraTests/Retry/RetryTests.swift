@@ -129,7 +129,7 @@ struct RetryTests {
         #expect(first.enumerated().contains { $0.element != .seconds(1 << $0.offset) }, "jitter changed nothing")
     }
 
-    @Test func invalidPoliciesAreProgrammerErrorsNamingTheParameter() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func invalidPoliciesAreProgrammerErrorsNamingTheParameter() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryPolicy(maxAttempts: 0)
         }
@@ -137,7 +137,9 @@ struct RetryTests {
         #expect(message.contains("RetryPolicy(maxAttempts:): must be at least 1, got 0"))
     }
 
-    @Test func everyOtherInvalidParameterIsAProgrammerErrorNamingItAndTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func everyOtherInvalidParameterIsAProgrammerErrorNamingItAndTheValue()
+        async
+    {
         let delay = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryPolicy(initialDelay: .seconds(-1))
         }

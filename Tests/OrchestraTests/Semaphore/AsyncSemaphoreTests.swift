@@ -1,3 +1,4 @@
+import OrchestraTestKit
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
@@ -132,7 +133,7 @@ struct AsyncSemaphoreTests {
         #expect(acquired >= waiterCount / 2, "the waiters never cancelled must all get a permit")
     }
 
-    @Test func aNegativeValueIsAProgrammerErrorNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func aNegativeValueIsAProgrammerErrorNamingTheValue() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = AsyncSemaphore(value: -1)
         }

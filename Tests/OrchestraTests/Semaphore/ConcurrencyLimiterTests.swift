@@ -1,4 +1,5 @@
 import Orchestra
+import OrchestraTestKit
 import Testing
 
 @Suite("ConcurrencyLimiter", .timeLimit(.minutes(1)))
@@ -88,7 +89,7 @@ struct ConcurrencyLimiterTests {
         #expect(limiter.tryAcquire())
     }
 
-    @Test func aNegativeLimitIsAProgrammerErrorNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func aNegativeLimitIsAProgrammerErrorNamingTheValue() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = ConcurrencyLimiter(limit: -1)
         }
@@ -140,7 +141,7 @@ struct ConcurrencyLimiterTests {
         #expect(Set(admitted.events.suffix(3)) == [3, 4, 5])
     }
 
-    @Test func settingANegativeLimitIsAProgrammerErrorNamingTheValue() async {
+    @Test(.enabled(if: ExitTests.areEnabled)) func settingANegativeLimitIsAProgrammerErrorNamingTheValue() async {
         let property = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let limiter = ConcurrencyLimiter(limit: 1)
             limiter.limit = -2
