@@ -67,7 +67,7 @@ public struct NeverHappened: Error, CustomStringConvertible {
     public var description: String { "never happened: \(what)" }
 }
 
-/// Waits (without a clock) until `condition` holds: re-checked after each yield at first
+/// Waits (without a clock) until `condition` holds: re-checked after each of its first 50 yields
 /// (most conditions hold within a few), then every millisecond, so a condition that never
 /// holds does not keep a core busy until the guard.
 ///
@@ -87,7 +87,7 @@ public func waitUntil(
             while !condition() {
                 try Task.checkCancellation()
                 checks += 1
-                if checks < 1_000 {
+                if checks < 50 {
                     await Task.yield()
                 } else {
                     try await Task.sleep(for: .milliseconds(1))
