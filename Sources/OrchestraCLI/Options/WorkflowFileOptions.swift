@@ -28,6 +28,8 @@ struct WorkflowFileOptions: ParsableArguments {
     func load() throws -> Workflow {
         var overrides: [String: String] = [:]
         var problems: [String] = []
+        // Only --var names are checked for use: a vars file may hold other workflows' too.
+        var commandLineNames: Set<String> = []
         for path in variableFiles {
             do throws(WorkflowErrors) {
                 let variables = try Workflow.loadVariables(contentsOf: URL(fileURLWithPath: path), name: path)
@@ -45,6 +47,7 @@ struct WorkflowFileOptions: ParsableArguments {
                 continue
             }
             overrides[String(parts[0])] = String(parts[1])
+            commandLineNames.insert(String(parts[0]))
         }
         guard problems.isEmpty else {
             Console.standardError.line(problems.joined(separator: "\n"))
@@ -60,10 +63,8 @@ struct WorkflowFileOptions: ParsableArguments {
             let path = file == "-" ? "/dev/stdin" : file
             let workflow = try Workflow.load(
                 contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides)
-            // A --var no template uses changes nothing: most likely a misspelt name. (A vars
-            // file may hold variables for other workflows too: its names are not checked.)
-            for name in Set(commandLineNames(overrides: overrides)).sorted()
-            where !workflow.usedVariables.contains(name) {
+            // A --var no template uses changes nothing: most likely a misspelt name.
+            for name in commandLineNames.sorted() where !workflow.usedVariables.contains(name) {
                 let closest =
                     workflow.usedVariable(closestTo: name).map { " (did you mean '\(TerminalText.quoted($0))'?)" } ?? ""
                 let shown = TerminalText.quoted(name)
@@ -81,12 +82,5 @@ struct WorkflowFileOptions: ParsableArguments {
             )
             throw ExitCode(2)
         }
-    }
-
-    /// The names set by `--var` (not by a vars file).
-    private func commandLineNames(overrides: [String: String]) -> [String] {
-        variables.compactMap { assignment in
-            assignment.split(separator: "=", maxSplits: 1).first.map(String.init)
-        }.filter { overrides[$0] != nil }
     }
 }

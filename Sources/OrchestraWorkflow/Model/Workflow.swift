@@ -156,12 +156,6 @@ package struct RequestTemplate: Sendable, Hashable {
         self.urlLocation = urlLocation
     }
 
-    /// Every template of the request: URL, header values, body.
-    package var templates: [Template] {
-        [url] + headers.map(\.value) + (body?.templates ?? [])
-            + (basicAuth.map { [$0.user, $0.password] } ?? [])
-    }
-
     package static func == (lhs: RequestTemplate, rhs: RequestTemplate) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.basicAuth == rhs.basicAuth
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
