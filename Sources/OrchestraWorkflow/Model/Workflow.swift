@@ -27,6 +27,9 @@ package struct Workflow: Sendable {
     /// The environment variables the file's templates use (`{{env.NAME}}`), read when it was
     /// loaded; a template that names one that is not set is an error then.
     package var environment: [String: String] = [:]
+    /// The values of the variables `secrets:` names, redacted in everything a run shows
+    /// (``redactor``).
+    package var secretValues: [String] = []
     /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
     /// slot holds none); 8 by default.
     package var limit: Int
@@ -37,6 +40,9 @@ package struct Workflow: Sendable {
     /// `follow_redirects:`: whether a step follows redirects (at most
     /// ``maxRedirects`` in a row) unless it says otherwise; `true` by default.
     package var followRedirects: Bool = true
+    /// `cookies:`: whether the run keeps a cookie jar (cookies set by responses are sent on
+    /// later matching requests); `true` by default.
+    package var usesCookies: Bool = true
     /// `auth:`, if given.
     package var auth: WorkflowAuth?
     /// `steps:`, in file order.
@@ -68,6 +74,9 @@ package struct Workflow: Sendable {
         self.steps = steps
         self.stepIndex = Self.index(of: steps)
     }
+
+    /// Redacts ``secretValues``.
+    package var redactor: Redactor { Redactor(secrets: secretValues) }
 
     /// The used variable (``usedVariables``) spelt most like `name`, if one is close: for a
     /// "did you mean" hint.
@@ -176,12 +185,53 @@ package enum RequestBody: Sendable, Hashable {
     /// `body:` a mapping or a list: JSON, sent with `Content-Type: application/json` unless a
     /// header says otherwise.
     case json(JSONTemplate)
+    /// `form:`: fields sent as `application/x-www-form-urlencoded`, in file order.
+    case form([FormField])
+    /// `multipart:`: parts sent as `multipart/form-data`, in file order.
+    case multipart([MultipartPart])
+    /// `body_file:`: a file's bytes, read when the request is sent.
+    case file(BodyFile)
 
     package var templates: [Template] {
         switch self {
         case .text(let template): [template]
         case .json(let json): json.templates
+        case .form(let fields): fields.map(\.value)
+        case .multipart(let parts): parts.compactMap(\.value)
+        case .file: []
         }
+    }
+}
+
+/// A field of a `form:` body.
+package struct FormField: Sendable, Hashable {
+    package var name: String
+    package var value: Template
+}
+
+/// A file a request sends: `body_file:` or a `multipart:` part's `file:`.
+package struct BodyFile: Sendable, Hashable {
+    /// As written in the workflow (for messages).
+    package var path: String
+    /// Resolved against the workflow file's folder.
+    package var url: URL
+}
+
+/// A part of a `multipart:` body: `{ name, value }` or `{ name, file, content_type }`.
+package struct MultipartPart: Sendable, Hashable {
+    package var name: String
+    /// The text of a field part; `nil` for a file part.
+    package var value: Template?
+    /// The file of a file part (its name is the part's `filename`).
+    package var file: BodyFile?
+    /// `content_type:`; a file part without one is typed by its extension.
+    package var contentType: String?
+
+    package init(name: String, value: Template? = nil, file: BodyFile? = nil, contentType: String? = nil) {
+        self.name = name
+        self.value = value
+        self.file = file
+        self.contentType = contentType
     }
 }
 

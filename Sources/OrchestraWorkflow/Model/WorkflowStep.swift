@@ -8,6 +8,8 @@ package struct WorkflowStep: Sendable, Hashable {
     package var captures: [Capture]
     /// Accepted statuses; empty means any 2xx.
     package var expect: [Int]
+    /// `assert:`: checks of the response, made after its status is accepted.
+    package var assertions: [Assertion] = []
     /// The time limit of each attempt; 30 s by default.
     package var timeout: Duration
     package var retry: RetrySettings
@@ -16,6 +18,9 @@ package struct WorkflowStep: Sendable, Hashable {
     /// `follow_redirects:` of the step; `nil` follows the workflow's
     /// ``Workflow/followRedirects``.
     package var followRedirects: Bool?
+    /// `cookies:` of the step: `false` neither sends nor stores cookies; `nil` follows the
+    /// workflow's ``Workflow/usesCookies``.
+    package var usesCookies: Bool?
     /// `for_each: "{{STEP.CAPTURE}}"`: the captured JSON array whose elements are each sent as
     /// one request (`{{item}}` and `{{index}}` in the request); `nil` for a single request.
     package var forEach: Template.Reference?

@@ -50,9 +50,9 @@ struct NodeReader {
     // MARK: - Mappings
 
     /// A mapping's entries, with every key checked against `allowed` (an unknown key is
-    /// reported with the closest allowed one). `field` names the mapping in messages.
+    /// reported with the closest allowed one, then `hint`). `field` names the mapping in messages.
     mutating func entries(
-        _ node: Node, allowed: [String], step: String?, field: String?
+        _ node: Node, allowed: [String], step: String?, field: String?, hint: String = ""
     ) -> [(key: String, node: Node)]? {
         guard case .mapping(let mapping) = node else {
             fail(
@@ -73,7 +73,7 @@ struct NodeReader {
                 let suggestion = Self.closest(to: key, in: allowed).map { "did you mean '\($0)'? " } ?? ""
                 fail(
                     .unknownField,
-                    "unknown field '\(short: key)' in \(place); \(suggestion)expected one of: \(allowed.joined(separator: ", "))",
+                    "unknown field '\(short: key)' in \(place); \(suggestion)expected one of: \(allowed.joined(separator: ", "))\(hint)",
                     at: keyNode, step: step, field: field.map { "\($0).\(key)" } ?? key
                 )
                 continue

@@ -58,6 +58,10 @@ struct WorkflowChecker {
                     .invalidValue,
                     "'\(short: id)' is reserved for variables ({{vars.NAME}}, {{env.NAME}}); choose another id",
                     at: location, step: id, field: "id")
+            } else if id == Template.cookiesNamespace {
+                reader.fail(
+                    .invalidValue, "'cookies' is reserved for the cookie jar ({{cookies.NAME}}); choose another id",
+                    at: location, step: id, field: "id")
             } else if id == Template.itemNamespace || id == Template.indexNamespace {
                 reader.fail(
                     .invalidValue,
@@ -111,6 +115,13 @@ struct WorkflowChecker {
                     reader.fail(
                         .unknownVariable,
                         "unknown variable '\(short: reference.name)' in \(short: reference)\(suggestion(for: reference.name, in: known)); define it under 'vars:' or pass --var \(short: reference.name)=VALUE",
+                        at: site.location, step: site.step, field: site.field
+                    )
+                } else if reference.isCookie {
+                    guard site.variablesOnly || site.step == nil else { continue }
+                    reader.fail(
+                        .invalidTemplate,
+                        "\(short: reference): the cookie jar belongs to the steps; this field can use only {{vars.NAME}} and {{env.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.isElement, site.variablesOnly {

@@ -91,10 +91,51 @@ extension RequestTemplate {
             }),
         WorkflowField(
             "body",
-            references: { request, body in for template in request.body?.templates ?? [] { visit(template, body) } },
+            references: { request, body in
+                switch request.body {
+                case .text(let template): visit(template, body)
+                case .json(let json): for template in json.templates { visit(template, body) }
+                default: break  // the other body fields list their own
+                }
+            },
             read: { parser, node, request, context in
+                guard parser.acceptsBody(request, node: node, context: context, field: "body") else { return true }
                 request.body = parser.body(
                     node, step: context.step, field: context.name("body"), variablesOnly: context.variablesOnly)
+                return true
+            }),
+        WorkflowField(
+            "form",
+            references: { request, body in
+                if case .form(let fields) = request.body { for field in fields { visit(field.value, body) } }
+            },
+            read: { parser, node, request, context in
+                guard parser.acceptsBody(request, node: node, context: context, field: "form") else { return true }
+                request.body = parser.form(node, context: context)
+                return true
+            }),
+        WorkflowField(
+            "multipart",
+            references: { request, body in
+                if case .multipart(let parts) = request.body {
+                    for part in parts { if let value = part.value { visit(value, body) } }
+                }
+            },
+            read: { parser, node, request, context in
+                guard parser.acceptsBody(request, node: node, context: context, field: "multipart") else {
+                    return true
+                }
+                request.body = parser.multipart(node, context: context)
+                return true
+            }),
+        WorkflowField(
+            "body_file", references: nil,
+            read: { parser, node, request, context in
+                guard parser.acceptsBody(request, node: node, context: context, field: "body_file") else {
+                    return true
+                }
+                request.body = parser.bodyFile(node, step: context.step, field: context.name("body_file")).map(
+                    RequestBody.file)
                 return true
             }),
         WorkflowField(
@@ -146,6 +187,15 @@ extension WorkflowStep {
                     return true
                 }),
             WorkflowField(
+                "assert",
+                references: { step, body in
+                    for assertion in step.assertions { for template in assertion.templates { visit(template, body) } }
+                },
+                read: { parser, node, step, _ in
+                    step.assertions = parser.assertions(node, step: step.id)
+                    return true
+                }),
+            WorkflowField(
                 "timeout", references: nil,
                 read: { parser, node, step, _ in
                     step.timeout =
@@ -170,6 +220,12 @@ extension WorkflowStep {
                 "follow_redirects", references: nil,
                 read: { parser, node, step, _ in
                     step.followRedirects = parser.reader.bool(node, step: step.id, field: "follow_redirects")
+                    return true
+                }),
+            WorkflowField(
+                "cookies", references: nil,
+                read: { parser, node, step, _ in
+                    step.usesCookies = parser.reader.bool(node, step: step.id, field: "cookies")
                     return true
                 }),
         ]

@@ -19,7 +19,13 @@ extension Workflow {
     ) throws(WorkflowErrors) -> Workflow {
         let file = name ?? url.path
         let text = try readText(at: url.path, file: file)
-        return try parse(text, file: file, variables: variables, environment: environment)
+        // Standard input (`-`, `/dev/stdin`) has no folder: its paths are relative to the
+        // current one.
+        let directory =
+            url.path.hasPrefix("/dev/") || url.path.hasPrefix("/proc/")
+            ? URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+            : url.deletingLastPathComponent()
+        return try parse(text, file: file, variables: variables, environment: environment, directory: directory)
     }
 
     /// The whole text at `path`, read as a stream: a regular file, a pipe (`<(…)`, a FIFO) or
@@ -60,9 +66,11 @@ extension Workflow {
     /// - Throws: ``WorkflowErrors`` listing every problem found, in file order.
     package static func parse(
         _ text: String, file: String? = nil, variables: [String: String] = [:],
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        directory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
     ) throws(WorkflowErrors) -> Workflow {
-        var parser = WorkflowParser(file: file, overrides: variables, environment: environment)
+        var parser = WorkflowParser(
+            file: file, overrides: variables, environment: environment, directory: directory)
         guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
             throw WorkflowErrors(parser.reader.errors)
         }
@@ -73,7 +81,8 @@ extension Workflow {
 /// Walks the node tree of a workflow file (``YAMLComposer``) into a ``Workflow``.
 struct WorkflowParser {
     static let topLevelFields = [
-        "name", "vars", "limit", "hosts", "failure", "follow_redirects", "auth", "basic_auth", "steps",
+        "name", "vars", "secrets", "limit", "hosts", "failure", "follow_redirects", "cookies", "auth", "basic_auth",
+        "steps",
     ]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
     /// The fields of the auth block's login and refresh: a request's, and where the token is.
@@ -93,10 +102,18 @@ struct WorkflowParser {
     /// there.
     var forEachSteps: Set<String> = []
 
-    init(file: String?, overrides: [String: String], environment: [String: String] = [:]) {
+    /// Where the paths of `body_file:` and `multipart:` files are relative to: the workflow
+    /// file's folder.
+    let directory: URL
+
+    init(
+        file: String?, overrides: [String: String], environment: [String: String] = [:],
+        directory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+    ) {
         reader = NodeReader(file: file)
         self.overrides = overrides
         self.environment = environment
+        self.directory = directory
     }
 
     /// The file's node tree; `nil` after recording its syntax errors, `.some(nil)` for an
@@ -150,6 +167,8 @@ struct WorkflowParser {
                 }
             case "follow_redirects":
                 workflow.followRedirects = reader.bool(node, step: nil, field: key) ?? workflow.followRedirects
+            case "cookies":
+                workflow.usesCookies = reader.bool(node, step: nil, field: key) ?? workflow.usesCookies
             case "steps": stepsNode = node
             default: break
             }
@@ -159,6 +178,7 @@ struct WorkflowParser {
         for (key, node) in fields {
             switch key {
             case "hosts": workflow.hostLimits = hostLimits(node, variables: workflow.variables)
+            case "secrets": workflow.secretValues = secrets(node, variables: workflow.variables)
             case "auth": workflow.auth = auth(node)
             case "basic_auth":
                 workflow.basicAuth = basicAuth(node, context: FieldContext(step: nil, variablesOnly: true))
@@ -195,6 +215,36 @@ struct WorkflowParser {
             if let text = reader.string(value, step: nil, field: "vars.\(name)") { variables[name] = text }
         }
         return variables
+    }
+
+    /// `secrets: [api_key, env.TOKEN]`: the values of these variables (or environment
+    /// variables) are redacted in everything the run shows. Each must be defined.
+    private mutating func secrets(_ node: Node, variables: [String: String]) -> [String] {
+        var values: [String] = []
+        for element in reader.list(node) {
+            guard let name = reader.string(element, step: nil, field: "secrets") else { continue }
+            let environmentPrefix = Template.environmentNamespace + "."
+            if name.hasPrefix(environmentPrefix) {
+                let variable = String(name.dropFirst(environmentPrefix.count))
+                guard let value = environment[variable] else {
+                    reader.fail(
+                        .unknownVariable, "the environment variable '\(short: variable)' is not set", at: element,
+                        field: "secrets")
+                    continue
+                }
+                values.append(value)
+            } else if let value = variables[name] {
+                values.append(value)
+            } else {
+                let suggestion =
+                    NodeReader.closest(to: name, in: variables.keys.sorted()).map { " (did you mean '\($0)'?)" } ?? ""
+                reader.fail(
+                    .unknownVariable,
+                    "'\(short: name)' is not a variable\(suggestion): secrets names variables of vars:, --var or --vars-file, or env.NAME",
+                    at: element, field: "secrets")
+            }
+        }
+        return values
     }
 
     private mutating func hostLimits(_ node: Node, variables: [String: String]) -> [HostLimit] {

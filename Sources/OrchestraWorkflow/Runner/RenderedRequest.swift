@@ -71,10 +71,117 @@ struct RenderedRequest: Sendable {
                 throw StepFailure("\(error)", url: url)
             }
             if !hasContentType { request.headerFields[.contentType] = "application/json" }
+        case .form(let fields):
+            var pairs: [String] = []
+            for field in fields {
+                let value: String
+                do {
+                    value = try field.value.render(for: .text, with: values)
+                } catch {
+                    throw StepFailure("\(error)", url: url)
+                }
+                pairs.append(Self.formEncoded(field.name) + "=" + Self.formEncoded(value))
+            }
+            body = Data(pairs.joined(separator: "&").utf8)
+            if !hasContentType { request.headerFields[.contentType] = "application/x-www-form-urlencoded" }
+        case .multipart(let parts):
+            let boundary = Self.makeBoundary()
+            body = try Self.multipart(parts, boundary: boundary, values: values, url: url)
+            // The boundary is in the type: a type given in `headers` would not have it.
+            request.headerFields[.contentType] = "multipart/form-data; boundary=\(boundary)"
+        case .file(let file):
+            body = try Self.contents(of: file, field: "body_file", url: url)
+            if !hasContentType { request.headerFields[.contentType] = Self.contentType(ofFile: file.path) }
         }
         self.request = request
         self.url = url
         self.authority = authority
+    }
+
+    /// `value` encoded as `application/x-www-form-urlencoded` writes it: letters, digits and
+    /// `*-._` as they are, a space as `+`, every other byte as `%XX`.
+    static func formEncoded(_ value: String) -> String {
+        var encoded = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "):
+                encoded += "+"
+            default:
+                encoded += String(format: "%%%02X", byte)
+            }
+        }
+        return encoded
+    }
+
+    /// A boundary that does not occur in any part (72 bits of randomness).
+    static func makeBoundary() -> String {
+        let random = (0..<3).map { _ in String(UInt32.random(in: 0...UInt32.max) & 0xFF_FFFF, radix: 16) }
+        return "orchestra-" + random.joined(separator: "-")
+    }
+
+    /// A `multipart/form-data` body (RFC 7578): each part's headers, a blank line, its bytes.
+    static func multipart(
+        _ parts: [MultipartPart], boundary: String, values: TemplateValues, url: String
+    ) throws(StepFailure) -> Data {
+        var body = Data()
+        for part in parts {
+            var disposition = "form-data; name=\"\(quotedInDisposition(part.name))\""
+            let content: Data
+            var type = part.contentType
+            if let file = part.file {
+                let filename = file.url.lastPathComponent
+                disposition += "; filename=\"\(quotedInDisposition(filename))\""
+                content = try contents(of: file, field: "multipart '\(short: part.name)'", url: url)
+                type = type ?? contentType(ofFile: filename)
+            } else {
+                do {
+                    content = Data(try part.value!.render(for: .text, with: values).utf8)
+                } catch {
+                    throw StepFailure("\(error)", url: url)
+                }
+            }
+            var head = "--\(boundary)\r\nContent-Disposition: \(disposition)\r\n"
+            if let type { head += "Content-Type: \(type)\r\n" }
+            body.append(Data((head + "\r\n").utf8))
+            body.append(content)
+            body.append(Data("\r\n".utf8))
+        }
+        body.append(Data("--\(boundary)--\r\n".utf8))
+        return body
+    }
+
+    /// A name inside a quoted `Content-Disposition` parameter, as browsers write it: `"`, CR
+    /// and LF percent-encoded.
+    private static func quotedInDisposition(_ name: String) -> String {
+        name.replacingOccurrences(of: "\"", with: "%22").replacingOccurrences(of: "\r", with: "%0D")
+            .replacingOccurrences(of: "\n", with: "%0A")
+    }
+
+    /// The bytes of `file`, read now (it was checked when the workflow was loaded, but may have
+    /// changed since).
+    static func contents(of file: BodyFile, field: String, url: String) throws(StepFailure) -> Data {
+        do {
+            return try Data(contentsOf: file.url, options: .mappedIfSafe)
+        } catch {
+            throw StepFailure(
+                "\(field): cannot read '\(short: file.path)': \((error as NSError).localizedDescription)", url: url)
+        }
+    }
+
+    /// The media type of a file by its extension; `application/octet-stream` when unknown.
+    static func contentType(ofFile path: String) -> String {
+        let types = [
+            "txt": "text/plain; charset=utf-8", "csv": "text/csv", "html": "text/html", "json": "application/json",
+            "xml": "application/xml", "yaml": "application/yaml", "yml": "application/yaml", "pdf": "application/pdf",
+            "zip": "application/zip", "gz": "application/gzip", "png": "image/png", "jpg": "image/jpeg",
+            "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp", "svg": "image/svg+xml",
+        ]
+        let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
+        return types[ext] ?? "application/octet-stream"
     }
 
     /// `Basic base64(user:password)` (RFC 7617); a user with a `:` or a line break is refused.

@@ -13,6 +13,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let coordinator: HTTPCoordinator
     /// Sent as `User-Agent` unless the step sets one.
     let userAgent: String?
+    /// The run's cookie jar; `nil` when the workflow turns cookies off.
+    let cookies: CookieJar?
     /// Whether a `for_each` step keeps every element's report (for `--output json` and
     /// traces), or only those of elements that did not succeed, so memory stays flat.
     let keepsItemReports: Bool
@@ -35,6 +37,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         emit(.started(step: step.id))
         return try await tracked(step, id: step.id) {
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
+            values.cookieJar = step.usesCookies ?? workflow.usesCookies ? cookies : nil
             for dependency in step.dependencies {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
             }
@@ -96,7 +99,10 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             rendered.request.headerFields[.userAgent] = userAgent
         }
         update(id) { $0.url = rendered.url }
-        let result = try await send(rendered, for: step, id: id)
+        let context = ExchangeContext(label: id, cookies: values.cookieJar)
+        let result = try await ExchangeContext.$current.withValue(context) {
+            try await send(rendered, for: step, id: id)
+        }
         let status = result.status.code
         var reader = ResponseReader(result)
         // The coordinator re-sent the request with fresh tokens and gave up: the last response
@@ -110,6 +116,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         }
         guard step.accepts(status: status) else {
             throw StepFailure("expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
+        }
+        if !step.assertions.isEmpty {
+            try check(step.assertions, id: id, reader: &reader, values: values)
         }
         guard !step.captures.isEmpty else { return [:] }
         // One message for every capture a body that is not JSON defeats.
@@ -128,6 +137,24 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             }
         }
         return captures
+    }
+
+    /// Evaluates `assertions` on the response, records every result in the report `id`, and
+    /// fails the step listing every check that did not pass.
+    private func check(
+        _ assertions: [Assertion], id: String, reader: inout ResponseReader, values: TemplateValues
+    ) throws(StepFailure) {
+        let duration = records.withLock { records -> Duration? in
+            guard let report = records[id], let sent = report.attemptSent, let ended = report.ended else { return nil }
+            return ended - sent
+        }
+        let results = AssertionEvaluator(values: values, duration: duration).evaluate(assertions, reader: &reader)
+        update(id) { $0.assertions = results }
+        let failed = results.filter { !$0.passed }
+        guard failed.isEmpty else {
+            let list = failed.map(\.description).joined(separator: "; ")
+            throw StepFailure("\(failed.count) of \(results.count) assertions failed: \(list)")
+        }
     }
 
     /// Sends through the coordinator with the step's retries, timeout, redirect policy and
@@ -153,6 +180,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 case .started:
                     update(id) { report in
                         report.attempts += 1
+                        report.attemptSent = now
                         if report.firstSent == nil { report.firstSent = now }
                     }
                 case .ended(_, let outcome):

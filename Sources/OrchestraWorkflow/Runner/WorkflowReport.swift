@@ -48,6 +48,8 @@ package struct StepReport: Sendable, Hashable {
     package var started: Duration?
     /// When its first attempt was sent (after any wait for a host slot or a token).
     package var firstSent: Duration?
+    /// When its last attempt was sent.
+    package var attemptSent: Duration?
     /// When it ended: for a request, when its last attempt ended (taken while the attempt
     /// still held its slot).
     package var ended: Duration?
@@ -61,6 +63,10 @@ package struct StepReport: Sendable, Hashable {
     /// The values captured, in the order the step defines them (for a `for_each` step, each
     /// an array with one value per element).
     package var captures: [JSONValue.Member]
+    /// The result of every check of the step's `assert:` list, in order (empty when it has
+    /// none, or when the response was not checked: a status it does not expect, an error).
+    /// For a `for_each` step, each element's report has its own.
+    package var assertions: [AssertionResult] = []
     /// For a `for_each` step: one report per element, in element order, with ids `STEP[0]`,
     /// `STEP[1]`… (empty if the list was empty or never read); `nil` for other steps. The
     /// step's ``attempts`` is then their sum, its ``firstSent`` the earliest, its ``status``

@@ -24,6 +24,9 @@ import OrchestraHTTP
 /// naming it, and independent steps go on; with `failure: stop` the first failure cancels the
 /// running steps and skips the rest. Either way every step has a report.
 ///
+/// Secrets: the values of the variables `secrets:` names are replaced with `***` in every
+/// report and event (``Redactor``).
+///
 /// Cancellation: cancelling the calling task cancels the running steps (reported cancelled)
 /// and starts no more; `run` still returns a report.
 package struct WorkflowRunner: Sendable {
@@ -31,6 +34,8 @@ package struct WorkflowRunner: Sendable {
     private let transport: any HTTPTransport
     private let userAgent: String?
     private let keepsItemReports: Bool
+    private let observer: (@Sendable (HTTPExchange) -> Void)?
+    private let cookieJar: CookieJar?
 
     /// - Parameters:
     ///   - workflow: A workflow from ``Workflow/load(contentsOf:name:variables:)``.
@@ -42,14 +47,22 @@ package struct WorkflowRunner: Sendable {
     ///     JSON reports and traces), or only the elements that did not succeed, so that memory
     ///     stays flat however long the list; its ``StepReport/itemCounts`` counts them all
     ///     either way.
+    ///   - observer: Called with every request sent (each attempt, redirect hop, login and
+    ///     refresh) and its response or failure, as it ends, from the task that sent it; not
+    ///     redacted (`--verbose` redacts with ``Workflow/redactor``).
+    ///   - cookieJar: The jar the steps share (`--cookie-jar` loads one); a new one by default.
+    ///     Unused when the workflow says `cookies: false`.
     package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
-        keepsItemReports: Bool = true
+        keepsItemReports: Bool = true, observer: (@Sendable (HTTPExchange) -> Void)? = nil,
+        cookieJar: CookieJar? = nil
     ) {
+        self.cookieJar = cookieJar
         self.workflow = workflow
         self.transport = transport
         self.userAgent = userAgent
         self.keepsItemReports = keepsItemReports
+        self.observer = observer
     }
 
     /// Runs every step and returns their reports, in file order.
@@ -67,10 +80,15 @@ package struct WorkflowRunner: Sendable {
         let (events, eventSink) = AsyncStream.makeStream(of: WorkflowEvent.self)
         async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
+        let redactor = workflow.redactor
+        func observed(label: String?) -> any HTTPTransport {
+            guard let observer else { return transport }
+            return ObservedTransport(base: transport, clock: clock, label: label, observe: observer)
+        }
         let authenticator = workflow.auth.map {
             WorkflowAuthenticator(
                 $0, values: TemplateValues(variables: workflow.variables, environment: workflow.environment),
-                transport: transport, timeout: WorkflowStep.defaultTimeout,
+                transport: observed(label: "auth"), timeout: WorkflowStep.defaultTimeout,
                 clock: clock)
         }
         // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
@@ -83,8 +101,10 @@ package struct WorkflowRunner: Sendable {
         )
         let executor = StepExecutor(
             workflow: workflow,
-            coordinator: HTTPCoordinator(transport: transport, configuration: configuration, clock: clock),
-            userAgent: userAgent, keepsItemReports: keepsItemReports, clock: clock, start: start, records: Locked([:]),
+            coordinator: HTTPCoordinator(
+                transport: CookieTransport(base: observed(label: nil)), configuration: configuration, clock: clock),
+            userAgent: userAgent, cookies: workflow.usesCookies ? cookieJar ?? CookieJar() : nil,
+            keepsItemReports: keepsItemReports, clock: clock, start: start, records: Locked([:]),
             emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
@@ -112,7 +132,7 @@ package struct WorkflowRunner: Sendable {
                         continue
                     }
                     finished[report.id] = report
-                    eventSink.yield(.finished(report))
+                    eventSink.yield(.finished(redactor.redact(report)))
                 }
                 _ = try? await run.result
             }
@@ -142,7 +162,7 @@ package struct WorkflowRunner: Sendable {
             )
         }
         return WorkflowReport(
-            workflow: workflow.name, steps: steps, duration: ended,
+            workflow: workflow.name, steps: steps.map(redactor.redact), duration: ended,
             logins: authenticator?.logins ?? 0, refreshes: authenticator?.refreshes ?? 0
         )
     }

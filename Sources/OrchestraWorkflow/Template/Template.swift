@@ -50,8 +50,11 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         /// Whether it names an environment variable (`{{env.NAME}}`).
         package var isEnvironment: Bool { namespace == Template.environmentNamespace }
 
+        /// Whether it names a cookie of the run's jar (`{{cookies.NAME}}`).
+        package var isCookie: Bool { namespace == Template.cookiesNamespace }
+
         /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
-        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment }
+        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie }
 
         package var description: String {
             let path = isElement ? namespace + name : "\(namespace).\(name)"
@@ -75,6 +78,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     package static let variablesNamespace = "vars"
     /// The namespace of environment variables, read when the file is loaded: `{{env.API_KEY}}`.
     package static let environmentNamespace = "env"
+    /// The cookies of the run's jar, read when a request is rendered: `{{cookies.session}}`.
+    package static let cookiesNamespace = "cookies"
     /// The current element of a `for_each` step: `{{item}}`, `{{item.path}}`.
     package static let itemNamespace = "item"
     /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
@@ -256,6 +261,8 @@ package struct TemplateValues: Sendable {
     package var captures: [String: [String: JSONValue]]
     /// In a `for_each` step: the current element (`{{item}}`).
     package var item: JSONValue?
+    /// Where `{{cookies.NAME}}` is read; `nil` when cookies are off.
+    package var cookieJar: CookieJar?
     /// In a `for_each` step: the current element's 0-based position (`{{index}}`).
     package var index: Int?
     /// For checking a URL before the run: every capture and element reference stands for
@@ -307,6 +314,19 @@ package struct TemplateValues: Sendable {
             return .string(value)
         }
         if placeholders { return .string(reference.isRaw ? "/x" : "x") }
+        if reference.isCookie {
+            guard let cookieJar else {
+                throw Missing(reference: reference, reason: "cookies are off for this step (cookies: false)")
+            }
+            guard let value = cookieJar.value(named: reference.name) else {
+                let names = cookieJar.cookies.map(\.name)
+                let holds = names.isEmpty ? "it is empty" : "it holds \(names.joined(separator: ", "))"
+                throw Missing(
+                    reference: reference,
+                    reason: "no cookie '\(short: reference.name)' in the run's jar (\(short: holds))")
+            }
+            return .string(value)
+        }
         if reference.namespace == Template.indexNamespace {
             guard let index else { throw Missing(reference: reference) }
             return .integer(index)

@@ -12,6 +12,9 @@ struct WorkflowFieldsTests {
         ("JSON body", "url: \"http://x.test/\"\n    body: { list: [1, { id: \"{{a.x}}\" }] }"),
         ("for_each", "url: \"http://x.test/{{item}}\"\n    for_each: \"{{a.x}}\""),
         ("basic_auth", "url: \"http://x.test/\"\n    basic_auth: { user: ada, password: \"{{a.x}}\" }"),
+        ("form", "url: \"http://x.test/\"\n    form: { a: \"1\", b: \"{{a.x}}\" }"),
+        ("multipart", "url: \"http://x.test/\"\n    multipart: [ { name: n, value: \"{{a.x}}\" } ]"),
+        ("assert", "url: \"http://x.test/\"\n    assert: [ { $.id: { one_of: [1, \"{{a.x}}\"] } } ]"),
     ]
 
     @Test(arguments: uses)
@@ -36,7 +39,7 @@ struct WorkflowFieldsTests {
 
     @Test func everyFieldThatHoldsTemplatesListsItsReferences() {
         // The fields whose values are templates; a new one must declare its references.
-        let templateFields: Set = ["url", "headers", "body", "basic_auth", "for_each"]
+        let templateFields: Set = ["url", "headers", "body", "basic_auth", "for_each", "assert", "form", "multipart"]
         let declared = Set(WorkflowStep.fields.filter { $0.references != nil }.map(\.name))
         #expect(declared == templateFields)
     }

@@ -1,0 +1,102 @@
+import Foundation
+import HTTPTypes
+import OrchestraHTTP
+
+/// One request as it went over the wire and what came back: each attempt, each redirect hop,
+/// each login and refresh is one exchange. What `orchestra run --verbose` prints.
+package struct HTTPExchange: Sendable {
+    /// Who sent it: a step's id (`login`), an element's (`image[3]`), or `auth` for the auth
+    /// block's login and refresh.
+    package var label: String
+    /// The request as sent: after signing with a token or basic credentials, with the hop's URL.
+    package var request: HTTPRequest
+    package var body: Data?
+    /// The response, or `nil` when the transport failed (``error``).
+    package var response: HTTPResponse?
+    package var responseBody: Data?
+    /// Why no response came, as the transport said.
+    package var error: String?
+    /// From sending to the response (or the failure).
+    package var duration: Duration
+}
+
+/// Who is sending, set by the step executor around its request: the label of its exchanges
+/// and the cookie jar its requests use.
+struct ExchangeContext: Sendable {
+    @TaskLocal static var current: ExchangeContext?
+
+    /// The step's id, or an element's (`image[3]`).
+    var label: String
+    /// `nil` when the step does not use cookies.
+    var cookies: CookieJar?
+}
+
+/// Sends the cookies of the sending step's jar (``ExchangeContext``) with each request, and
+/// stores the cookies each response sets. Below the coordinator, so every redirect hop gets
+/// the cookies of its own host and path, and a cookie set by a 302 is sent to its location.
+/// A request that already has a `Cookie` header (given by the step) is sent as it is.
+struct CookieTransport: HTTPTransport {
+    let base: any HTTPTransport
+
+    var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await send(request, body: body, progress: { _, _ in })
+    }
+
+    func send(
+        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
+        guard let jar = ExchangeContext.current?.cookies else {
+            return try await base.send(request, body: body, progress: progress)
+        }
+        let scheme = request.scheme ?? "http"
+        let host = request.authority ?? ""
+        let path = request.path ?? "/"
+        var request = request
+        if request.headerFields[.cookie] == nil, let cookies = jar.header(scheme: scheme, host: host, path: path) {
+            request.headerFields[.cookie] = cookies
+        }
+        let (response, data) = try await base.send(request, body: body, progress: progress)
+        let set = response.headerFields[values: .setCookie]
+        if !set.isEmpty { jar.store(setCookie: set, scheme: scheme, host: host, path: path) }
+        return (response, data)
+    }
+}
+
+/// A transport that reports every exchange to `observe` as it ends, and otherwise passes
+/// everything to `base`.
+struct ObservedTransport<C: Clock>: HTTPTransport where C.Duration == Duration {
+    let base: any HTTPTransport
+    let clock: C
+    /// The label of every exchange, instead of ``ExchangeContext/current``.
+    let label: String?
+    let observe: @Sendable (HTTPExchange) -> Void
+
+    var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await send(request, body: body, progress: { _, _ in })
+    }
+
+    func send(
+        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
+        let start = clock.now
+        var exchange = HTTPExchange(
+            label: label ?? ExchangeContext.current?.label ?? "request", request: request, body: body, duration: .zero)
+        do {
+            let (response, data) = try await base.send(request, body: body, progress: progress)
+            exchange.duration = start.duration(to: clock.now)
+            exchange.response = response
+            exchange.responseBody = data
+            observe(exchange)
+            return (response, data)
+        } catch {
+            exchange.duration = start.duration(to: clock.now)
+            exchange.error = error is CancellationError ? "cancelled" : "\(error)"
+            observe(exchange)
+            throw error
+        }
+    }
+}
