@@ -76,6 +76,7 @@ let package = Package(
             name: "OrchestraDemoServer",
             dependencies: [
                 "Orchestra",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,9 +1,10 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Orchestra
 
 /// Routes with httpbin's names and answers (`/anything`, `/get`, `/status`, `/redirect-to`,
-/// `/redirect`, `/bytes`),
+/// `/redirect`, `/bytes`, `/cookies`, `/cookies/set`, `/cookies/delete`, `/basic-auth`),
 /// so that a transport conformance suite can run against the demo server or a real httpbin,
 /// and `/barrier`, which httpbin has no equivalent of.
 extension DemoRoutes {
@@ -41,6 +42,37 @@ extension DemoRoutes {
             for index in 0..<count { buffer.writeInteger(UInt8(truncatingIfNeeded: index &* 31 &+ 7)) }
             return Response(
                 status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: buffer))
+        }
+        router.get("/cookies") { request, _ in try cookies(received: request) }
+        router.get("/cookies/set") { request, _ -> Response in
+            // Sets each query parameter as a cookie, then sends the client to /cookies.
+            var headers: HTTPFields = [.location: "/cookies"]
+            for (name, value) in request.uri.queryParameters {
+                headers.append(HTTPField(name: .setCookie, value: "\(name)=\(value); Path=/"))
+            }
+            return Response(status: .found, headers: headers)
+        }
+        router.get("/cookies/delete") { request, _ -> Response in
+            var headers: HTTPFields = [.location: "/cookies"]
+            for (name, _) in request.uri.queryParameters {
+                headers.append(
+                    HTTPField(
+                        name: .setCookie, value: "\(name)=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/"))
+            }
+            return Response(status: .found, headers: headers)
+        }
+        router.get("/basic-auth/:user/:password") { request, context -> Response in
+            let user = try context.parameters.require("user")
+            let password = try context.parameters.require("password")
+            let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+            guard request.headers[.authorization] == expected else {
+                return Response(status: .unauthorized, headers: [.wwwAuthenticate: #"Basic realm="Fake Realm""#])
+            }
+            let json = try JSONSerialization.data(
+                withJSONObject: ["authenticated": true, "user": user], options: [.sortedKeys])
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: json)))
         }
         router.get("/barrier/:name") { request, context -> String in
             let name = try context.parameters.require("name")
@@ -82,6 +114,7 @@ extension DemoRoutes {
         }
         let path = request.head.path ?? request.uri.string
         let text = String(validating: bytes, as: UTF8.self)
+        let (form, files) = formFields(of: Data(bytes), type: request.headers[.contentType])
         let echo: [String: Any] = [
             "method": request.method.rawValue,
             "url": "http://\(request.head.authority ?? "127.0.0.1")\(path)",
@@ -93,11 +126,109 @@ extension DemoRoutes {
             "json": text.flatMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed])
             } ?? NSNull(),
+            "form": form,
+            "files": files,
             "bodyLength": bytes.count,
             "bodyBase64": Data(bytes).base64EncodedString(),
         ]
         let json = try JSONSerialization.data(withJSONObject: echo, options: [.sortedKeys, .withoutEscapingSlashes])
         if request.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
+    }
+
+    /// httpbin's `form` and `files` of a request body: the fields of an
+    /// `application/x-www-form-urlencoded` or `multipart/form-data` body (a name given twice
+    /// becomes a list), and the files of a multipart body by part name (their bytes as UTF-8
+    /// text, else a base64 `data:` URL), each with its `filename` and `type` under
+    /// `files["NAME.meta"]`. Both empty for other bodies.
+    static func formFields(of body: Data, type: String?) -> (form: [String: Any], files: [String: Any]) {
+        var form: [String: Any] = [:]
+        var files: [String: Any] = [:]
+        func add(_ value: Any, as name: String, to fields: inout [String: Any]) {
+            switch fields[name] {
+            case nil: fields[name] = value
+            case let list as [Any]: fields[name] = list + [value]
+            case let first?: fields[name] = [first, value]
+            }
+        }
+        let original = type ?? ""
+        let type = original.lowercased()
+        if type.hasPrefix("application/x-www-form-urlencoded") {
+            for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                    $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+                }
+                add(parts.count > 1 ? parts[1] : "", as: parts[0], to: &form)
+            }
+        } else if type.hasPrefix("multipart/form-data"),
+            let boundary = original.split(separator: ";").lazy.map({ $0.trimmingCharacters(in: .whitespaces) })
+                .first(where: { $0.lowercased().hasPrefix("boundary=") })?.dropFirst("boundary=".count)
+        {
+            let delimiter = Data("--\(boundary.trimmingCharacters(in: CharacterSet(charactersIn: "\"")))".utf8)
+            var start = body.startIndex
+            var parts: [Data] = []
+            while let found = body.range(of: delimiter, in: start..<body.endIndex) {
+                if start != body.startIndex { parts.append(body[start..<found.lowerBound]) }
+                start = found.upperBound
+            }
+            let separator = Data("\r\n\r\n".utf8)
+            for part in parts {
+                // Each part: CRLF, headers, a blank line, the content, CRLF before the next delimiter.
+                guard let blank = part.range(of: separator) else { continue }
+                let head = String(decoding: part[part.startIndex..<blank.lowerBound], as: UTF8.self)
+                var content = part[blank.upperBound...]
+                if content.suffix(2) == Data("\r\n".utf8) { content = content.dropLast(2) }
+                var name: String?
+                var filename: String?
+                var partType: String?
+                for line in head.split(separator: "\r\n") {
+                    let lower = line.lowercased()
+                    if lower.hasPrefix("content-disposition:") {
+                        name = quotedParameter("name", in: String(line))
+                        filename = quotedParameter("filename", in: String(line))
+                    } else if lower.hasPrefix("content-type:") {
+                        partType = line.dropFirst("content-type:".count).trimmingCharacters(in: .whitespaces)
+                    }
+                }
+                guard let name else { continue }
+                let text =
+                    String(validating: content, as: UTF8.self)
+                    ?? "data:application/octet-stream;base64,\(Data(content).base64EncodedString())"
+                if let filename {
+                    add(text, as: name, to: &files)
+                    files["\(name).meta"] = [
+                        "filename": filename, "type": partType.map { $0 as Any } ?? NSNull(), "bytes": content.count,
+                    ]
+                } else {
+                    add(text, as: name, to: &form)
+                }
+            }
+        }
+        return (form, files)
+    }
+
+    /// The value of `name="…"` in a header line.
+    private static func quotedParameter(_ name: String, in line: String) -> String? {
+        for parameter in line.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            guard parameter.hasPrefix("\(name)=\"") else { continue }
+            return String(parameter.dropFirst(name.count + 2).dropLast())
+        }
+        return nil
+    }
+
+    /// `/cookies`: `{"cookies": {NAME: VALUE, …}}`, the cookies the request sent.
+    static func cookies(received request: Request) throws -> Response {
+        var cookies: [String: String] = [:]
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = parts[0].trimmingCharacters(in: .whitespaces)
+                guard !name.isEmpty else { continue }
+                cookies[name] = parts.count > 1 ? String(parts[1]) : ""
+            }
+        }
+        let json = try JSONSerialization.data(withJSONObject: ["cookies": cookies], options: [.sortedKeys])
         return Response(
             status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
     }

@@ -7,7 +7,10 @@ import Testing
 /// demo server.
 @Suite("orchestra run / validate / graph", .serialized, .timeLimit(.minutes(5)))
 struct WorkflowCommandTests {
-    static let examples = ["album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml"]
+    static let examples = [
+        "album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml", "api-test.yaml",
+        "form-login-cookies.yaml",
+    ]
 
     static func example(_ name: String) -> String {
         OrchestraExecutable.packageRoot.appendingPathComponent("Examples/\(name)").path

@@ -43,6 +43,20 @@ struct RunCommand: AsyncParsableCommand {
             "Write the run's Chrome Trace Event JSON and an HTML timeline into this folder.", valueName: "dir"))
     var trace: String?
 
+    @Option(
+        name: .customLong("cookie-jar"),
+        help: ArgumentHelp(
+            "Load the run's cookies from this file if it exists, and save them to it after the run (Netscape format, as curl and Hurl use).",
+            valueName: "file"))
+    var cookieJarPath: String?
+
+    @Flag(
+        name: [.short, .long],
+        help:
+            "Print every request sent and its response on stderr (headers, text bodies up to 2 KB, times); secrets redacted."
+    )
+    var verbose = false
+
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
     var noColor = false
 
@@ -55,6 +69,7 @@ struct RunCommand: AsyncParsableCommand {
             Console.standardError.line("orchestra run: error: --trace: \(problem)")
             throw ExitCode(2)
         }
+        let cookieJar = try loadCookieJar()
         let console = Console.standardOutput(noColor: noColor)
         let printer = RunPrinter(
             console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
@@ -70,7 +85,9 @@ struct RunCommand: AsyncParsableCommand {
             // document and the trace. The text report needs only the counts.
             let runner = WorkflowRunner(
                 workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
-                keepsItemReports: output == .json || trace != nil
+                keepsItemReports: output == .json || trace != nil,
+                observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil,
+                cookieJar: cookieJar
             )
             // The first signal cancels the run; the runner still returns a report, in which
             // the steps that were in flight are cancelled.
@@ -84,6 +101,14 @@ struct RunCommand: AsyncParsableCommand {
         switch output {
         case .text: printer.summary(of: report)
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
+        }
+        if let cookieJar, let cookieJarPath {
+            do {
+                try Data(cookieJar.netscapeText().utf8).write(to: URL(fileURLWithPath: cookieJarPath), options: .atomic)
+            } catch {
+                Console.standardError.line("orchestra run: error: --cookie-jar: \(Format.error(error))")
+                throw ExitCode(1)
+            }
         }
         if let trace {
             let files: [URL]
@@ -99,5 +124,30 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
+    }
+
+    /// The jar `--cookie-jar` names, with the cookies of its file if there is one; `nil`
+    /// without the option.
+    ///
+    /// - Throws: `ExitCode(2)` after saying what is wrong with the file.
+    private func loadCookieJar() throws -> CookieJar? {
+        guard let cookieJarPath else { return nil }
+        let jar = CookieJar()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: cookieJarPath, isDirectory: &isDirectory) else { return jar }
+        func refuse(_ problem: String) -> ExitCode {
+            Console.standardError.line(
+                "orchestra run: error: --cookie-jar: \(TerminalText.quoted(cookieJarPath)): \(problem)")
+            return ExitCode(2)
+        }
+        guard !isDirectory.boolValue else { throw refuse("is a directory, not a cookie file") }
+        guard let data = FileManager.default.contents(atPath: cookieJarPath) else { throw refuse("cannot be read") }
+        guard let text = String(validating: data, as: UTF8.self) else { throw refuse("is not UTF-8 text") }
+        do {
+            try jar.load(netscape: text)
+        } catch {
+            throw refuse(error.description)
+        }
+        return jar
     }
 }

@@ -32,10 +32,17 @@ struct RunPrinter: Sendable {
             lines = ["\(console.paint("✓", .green)) \(id)  \(request)\(status)\(duration)\(attempts)\(captures)"]
         case .failed:
             let status = step.status.map { " → \($0)" } ?? ""
+            let failedChecks = step.assertions.filter { !$0.passed }
+            let error =
+                failedChecks.isEmpty
+                ? step.error ?? "failed" : "\(failedChecks.count) of \(step.assertions.count) assertions failed:"
             lines = [
                 "\(console.paint("✗", .red)) \(id)  \(request)\(status)\(duration)\(attempts)",
-                "  \(String(repeating: " ", count: width))  \(console.paint(TerminalText.safe(step.error ?? "failed"), .red))",
+                "  \(String(repeating: " ", count: width))  \(console.paint(TerminalText.safe(error), .red))",
             ]
+            // One line per failed check: `✗ $.user.name == "Ada": got "Bob"`.
+            let indent = String(repeating: " ", count: width + 4)
+            lines += failedChecks.map { "\(indent)\(console.paint("✗ " + TerminalText.safe($0.description), .red))" }
             lines += failedItems(of: step)
         case .skipped:
             lines = [
@@ -131,8 +138,22 @@ struct RunPrinter: Sendable {
                 step.redirects.map { .object(["status": .integer($0.status), "location": .string($0.location)]) }),
         ]
         var members = fields.map { JSONValue.Member($0.key, $0.value) }
+        members.append(JSONValue.Member("assertions", .array(step.assertions.map(json(of:)))))
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
         return .object(members)
+    }
+
+    /// One check of an assertion as JSON: `{"subject", "operator", "expected", "actual",
+    /// "passed", "reason"}` (values as the messages quote them: JSON text).
+    private static func json(of result: AssertionResult) -> JSONValue {
+        .object([
+            "subject": .string(result.subject),
+            "operator": .string(result.operatorName),
+            "expected": .string(result.expected),
+            "actual": result.actual.map(JSONValue.string) ?? .null,
+            "passed": .bool(result.passed),
+            "reason": result.reason.map(JSONValue.string) ?? .null,
+        ])
     }
 
     private static func milliseconds(_ duration: Duration?) -> JSONValue {

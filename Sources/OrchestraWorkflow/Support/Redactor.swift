@@ -6,7 +6,8 @@ import OrchestraHTTP
 /// error messages.
 ///
 /// The secrets are the values of the variables a workflow lists under `secrets:`; each is
-/// also redacted in its percent-encoded form, as it appears in a URL. The values of
+/// also redacted in the forms a request writes it in: percent-encoded (a URL), form-encoded
+/// (a `form:` body) and JSON-escaped (a JSON body). The values of
 /// ``sensitiveHeaders`` are redacted by name, whatever they hold.
 ///
 /// ```swift
@@ -31,6 +32,8 @@ package struct Redactor: Sendable {
         for secret in secrets where !secret.isEmpty {
             forms.insert(secret)
             forms.insert(Template.percentEncoded(secret))
+            forms.insert(RenderedRequest.formEncoded(secret))
+            forms.insert(String(JSONValue.string(secret).text.dropFirst().dropLast()))
         }
         self.secrets = forms.sorted { $0.count != $1.count ? $0.count > $1.count : $0 < $1 }
     }

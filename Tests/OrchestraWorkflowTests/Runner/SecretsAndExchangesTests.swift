@@ -48,8 +48,9 @@ struct SecretsAndExchangesTests {
     }
 
     @Test func redactorReplacesSecretsAndTheirURLFormsAndSensitiveHeaders() {
-        let redactor = Redactor(secrets: ["a b", "", "a b c"])
-        #expect(redactor.redact("x a b c y a%20b z") == "x *** y *** z")
+        let redactor = Redactor(secrets: ["a b", "", "a b c", #"q"t"#])
+        #expect(redactor.redact("x a b c y a%20b z a+b") == "x *** y *** z ***")
+        #expect(redactor.redact(#"{"p":"q\"t"}"#) == #"{"p":"***"}"#)
         #expect(redactor.redact(header: .authorization, value: "Bearer t") == "***")
         #expect(redactor.redact(header: .setCookie, value: "sid=1") == "***")
         #expect(redactor.redact(header: .contentType, value: "a b") == "***")

@@ -1,0 +1,82 @@
+import Foundation
+import HTTPTypes
+import OrchestraWorkflow
+
+/// `orchestra run --verbose`: every request as sent and its response, on stderr, one block
+/// per exchange written at once (so concurrent requests never interleave), secrets redacted:
+///
+/// ```
+/// * login · 12 ms
+/// > POST http://127.0.0.1:8080/login
+/// > Content-Type: application/json
+/// > Authorization: ***
+/// >
+/// > {"user":"ada","password":"***"}
+/// < 200 OK
+/// < Content-Type: application/json
+/// <
+/// < {"access_token":"…"}
+/// ```
+///
+/// Text bodies are shown up to ``bodyLimit`` bytes; other bodies as their size and type.
+/// Each attempt, redirect hop, login and refresh is its own block.
+struct VerboseLog: Sendable {
+    /// How much of a text body is shown.
+    static let bodyLimit = 2_048
+
+    let redactor: Redactor
+    let console: Console
+
+    func write(_ exchange: HTTPExchange) {
+        console.write(text(of: exchange))
+    }
+
+    /// The block for `exchange`, ending with a blank line.
+    func text(of exchange: HTTPExchange) -> String {
+        var lines = ["* \(TerminalText.safe(exchange.label)) · \(Format.milliseconds(exchange.duration))"]
+        let request = exchange.request
+        let url = redactor.redact("\(request.scheme ?? "http")://\(request.authority ?? "")\(request.path ?? "")")
+        lines.append("> \(request.method.rawValue) \(TerminalText.safe(url))")
+        lines += headers(request.headerFields, prefix: ">")
+        lines += body(exchange.body, type: request.headerFields[.contentType], prefix: ">")
+        if let response = exchange.response {
+            lines.append("< \(response.status.code) \(TerminalText.safe(response.status.reasonPhrase))")
+            lines += headers(response.headerFields, prefix: "<")
+            lines += body(exchange.responseBody, type: response.headerFields[.contentType], prefix: "<")
+        } else {
+            lines.append("! \(TerminalText.safe(redactor.redact(exchange.error ?? "no response")))")
+        }
+        return lines.joined(separator: "\n") + "\n\n"
+    }
+
+    private func headers(_ fields: HTTPFields, prefix: String) -> [String] {
+        fields.map { field in
+            "\(prefix) \(field.name.rawName): \(TerminalText.safe(redactor.redact(header: field.name, value: field.value)))"
+        }
+    }
+
+    /// `>` then the body's lines, or its size and type; nothing for an empty body.
+    private func body(_ data: Data?, type: String?, prefix: String) -> [String] {
+        guard let data, !data.isEmpty else { return [] }
+        guard Self.isText(data, type: type) else {
+            let kind = type.map { ", \(TerminalText.safe($0))" } ?? ""
+            return [prefix, "\(prefix) [\(Format.bytes(data.count))\(kind)]"]
+        }
+        // A character cut at the limit shows as U+FFFD.
+        let text = String(decoding: data.prefix(Self.bodyLimit), as: UTF8.self)
+        var lines = redactor.redact(text).split(separator: "\n", omittingEmptySubsequences: false).map {
+            "\(prefix) \(TerminalText.safe(String($0)))"
+        }
+        if data.count > Self.bodyLimit {
+            lines.append("\(prefix) … (\(Format.bytes(data.count)) in all)")
+        }
+        return [prefix] + lines
+    }
+
+    /// Whether a body is shown as text: a textual type, or no type and no NUL byte in its start.
+    static func isText(_ data: Data, type: String?) -> Bool {
+        guard let type = type?.lowercased() else { return !data.prefix(bodyLimit).contains(0) }
+        return type.hasPrefix("text/") || type.contains("json") || type.contains("xml")
+            || type.contains("x-www-form-urlencoded") || type.contains("javascript") || type.contains("yaml")
+    }
+}
