@@ -244,11 +244,15 @@ package struct Capture: Sendable, Hashable {
         /// `{ header: Location }`: a response header's value, as text (several values of one
         /// header joined with `, `).
         case header(HTTPField.Name)
+        /// `{ regex: "id=(\\d+)" }`: the first match of a regular expression in the body as
+        /// text: its first group, or the whole match when it has none.
+        case regex(String)
 
         package var description: String {
             switch self {
             case .body(let path): path.description
             case .header(let name): "header \(name.rawName)"
+            case .regex(let pattern): "regex \(pattern)"
             }
         }
     }

@@ -170,7 +170,7 @@ extension WorkflowParser {
         }
     }
 
-    /// A capture's value: `$.path` into the JSON body, or `{ header: NAME }`.
+    /// A capture's value: `$.path` into the JSON body, `{ header: NAME }` or `{ regex: "…" }`.
     mutating func captureSource(_ node: Node, step: String?, field: String) -> Capture.Source? {
         guard case .mapping = node else {
             guard let text = reader.string(node, step: step, field: field) else { return nil }
@@ -182,12 +182,29 @@ extension WorkflowParser {
                 return nil
             }
         }
-        guard let entries = reader.entries(node, allowed: ["header"], step: step, field: field) else { return nil }
-        guard let entry = entries.first else {
+        guard let entries = reader.entries(node, allowed: ["header", "regex"], step: step, field: field) else {
+            return nil
+        }
+        guard entries.count == 1, let entry = entries.first else {
+            let kinds = "a capture is $.path into the JSON body, { header: NAME } or { regex: \"…\" }"
             reader.fail(
-                .missingField, "missing 'header': a capture is $.path into the JSON body or { header: NAME }", at: node,
+                entries.isEmpty ? .missingField : .invalidValue,
+                entries.isEmpty ? "missing 'header' or 'regex': \(kinds)" : "\(kinds): give one of them", at: node,
                 step: step, field: field)
             return nil
+        }
+        if entry.key == "regex" {
+            let regexField = "\(field).regex"
+            guard let pattern = reader.string(entry.node, step: step, field: regexField) else { return nil }
+            do {
+                _ = try Regex(pattern)
+            } catch {
+                reader.fail(
+                    .invalidValue, "'\(short: pattern)' is not a regular expression: \(error)", at: entry.node,
+                    step: step, field: regexField)
+                return nil
+            }
+            return .regex(pattern)
         }
         let headerField = "\(field).header"
         guard let text = reader.string(entry.node, step: step, field: headerField) else { return nil }

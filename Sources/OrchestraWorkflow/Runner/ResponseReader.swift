@@ -46,6 +46,17 @@ struct ResponseReader {
                 throw Missing(reason: "\(short: path) not found in the response: \(snippet)")
             }
             return value
+        case .regex(let pattern):
+            let text = String(decoding: result.body, as: UTF8.self)
+            guard let regex = try? Regex(pattern), let match = try? regex.firstMatch(in: text) else {
+                throw Missing(reason: "the regular expression '\(short: pattern)' does not match the body: \(snippet)")
+            }
+            let output = match.output
+            let value = output.count > 1 ? output[1].substring : output[0].substring
+            guard let value else {
+                throw Missing(reason: "the first group of '\(short: pattern)' took no part in the match: \(snippet)")
+            }
+            return .string(String(value))
         case .header(let name):
             guard let value = result.response.headerFields[name] else {
                 var seen: Set<HTTPField.Name> = []

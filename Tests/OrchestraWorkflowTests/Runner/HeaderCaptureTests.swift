@@ -147,4 +147,52 @@ struct HeaderCaptureTests {
             ), "\(error)")
         #expect(!transport.requests.contains { $0.path == "/a" }, "nothing is sent without a token")
     }
+
+    @Test func aRegexCapturesItsFirstGroupFromATextBodyAndANonMatchFailsTheStep() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            switch request.path {
+            case "/page": respond(200, "<a href=\"/orders?id=4711\">order</a>", headers: [.contentType: "text/html"])
+            default: respond(200, #"{"items":[{"id":1},{"id":2}]}"#)
+            }
+        }
+        let workflow = try parse(
+            """
+            steps:
+              - id: page
+                url: "http://x.test/page"
+                captures:
+                  id: { regex: "id=(\\\\d+)" }
+                  whole: { regex: "<a [^>]+>" }
+              - { id: order, url: "http://x.test/orders/{{page.id}}", captures: { ids: "$.items[*].id", last: "$.items[-1].id" } }
+              - { id: miss, url: "http://x.test/page", captures: { n: { regex: "nothing here" } } }
+            """)
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        #expect(report["page"]?.captures.map(\.value) == [.string("4711"), .string("<a href=\"/orders?id=4711\">")])
+        #expect(transport.requests.contains { $0.path == "/orders/4711" })
+        #expect(report["order"]?.captures.map(\.value) == [.array([.integer(1), .integer(2)]), .integer(2)])
+        #expect(report["miss"]?.state == .failed)
+        #expect(
+            report["miss"]?.error?.hasPrefix(
+                "capture 'n': the regular expression 'nothing here' does not match the body")
+                == true, "\(report["miss"]?.error ?? "")")
+    }
+
+    @Test func aBadRegexOrTwoSourcesAreErrorsWithTheirLine() throws {
+        let messages = errors(
+            """
+            steps:
+              - id: a
+                url: "http://x.test/"
+                captures:
+                  x: { regex: "(" }
+                  y: { regex: "a", header: B }
+            """
+        ).map(\.description)
+        #expect(
+            messages.contains { $0.hasPrefix("flow.yaml:5:") && $0.contains("is not a regular expression") },
+            "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("flow.yaml:6:") && $0.contains("give one of them") }, "\(messages)")
+    }
 }

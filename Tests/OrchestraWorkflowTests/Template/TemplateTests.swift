@@ -124,8 +124,27 @@ struct TemplateTests {
         #expect(try CapturePath(parsing: "$.user.roles[2]").evaluate(in: document) == nil)
         #expect(try CapturePath(parsing: "$.nobody.id").evaluate(in: document) == nil)
         #expect(try CapturePath(parsing: "$[0]").evaluate(in: .array([.null])) == .null)
-        for bad in ["user.id", "$.", "$.a[", "$.a[-1]", "$.a[b]", "$x"] {
+        for bad in ["user.id", "$.", "$.a[", "$.a[1.5]", "$.a[b]", "$x", "$['a.b'", "$['a'x]", "$[\"a]"] {
             #expect(throws: CapturePathError.self, "\(bad)") { try CapturePath(parsing: bad) }
         }
+    }
+
+    @Test func quotedKeysNegativeIndexesAndWildcards() throws {
+        let document = try JSONValue(
+            parsing: Data(
+                #"{"a.b":{"it's":1},"items":[{"id":1,"tags":["x"]},{"name":"no id","tags":[]},{"id":3,"tags":["y","z"]}],"m":{"p":1,"q":2}}"#
+                    .utf8))
+        func value(_ path: String) throws -> JSONValue? { try CapturePath(parsing: path).evaluate(in: document) }
+        #expect(try value("$['a.b']") == .object(["it's": .integer(1)]))
+        #expect(try value(#"$["a.b"]['it\'s']"#) == .integer(1))
+        #expect(try value("$.items[-1].id") == .integer(3))
+        #expect(try value("$.items[-3].id") == .integer(1))
+        #expect(try value("$.items[-4]") == nil)
+        #expect(
+            try value("$.items[*].id") == .array([.integer(1), .integer(3)]), "elements without the key are left out")
+        #expect(try value("$.items[*].tags[*]") == .array([.string("x"), .string("y"), .string("z")]), "one flat list")
+        #expect(try value("$.m.*") == .array([.integer(1), .integer(2)]))
+        #expect(try value("$.items[0].id[*]") == nil, "a wildcard on a number")
+        #expect(try CapturePath(parsing: "$.items[*]").hasWildcard)
     }
 }
