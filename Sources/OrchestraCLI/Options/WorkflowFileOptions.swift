@@ -25,7 +25,9 @@ struct WorkflowFileOptions: ParsableArguments {
     var variableFiles: [String] = []
 
     /// The workflow, checked; or every problem on standard error and `ExitCode(2)`.
-    func load() throws -> Workflow {
+    ///
+    /// - Parameter dataColumns: The columns of the `--data` file, if the run has one.
+    func load(dataColumns: [String]? = nil) throws -> Workflow {
         var overrides: [String: String] = [:]
         var problems: [String] = []
         // Only --var names are checked for use: a vars file may hold other workflows' too.
@@ -62,7 +64,8 @@ struct WorkflowFileOptions: ParsableArguments {
             // `-` is standard input, read like any stream (a pipe, `<(…)`, a FIFO).
             let path = file == "-" ? "/dev/stdin" : file
             let workflow = try Workflow.load(
-                contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides)
+                contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides,
+                dataColumns: dataColumns)
             // A --var no template uses changes nothing: most likely a misspelt name.
             for name in commandLineNames.sorted() where !workflow.usedVariables.contains(name) {
                 let closest =

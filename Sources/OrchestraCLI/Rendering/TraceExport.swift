@@ -40,6 +40,37 @@ struct TraceExport: Sendable {
     /// length; hover a bar for its details. Plain HTML and CSS: no script, no network.
     func html() -> String {
         let total = max(spans.map(\.end).max() ?? .zero, .milliseconds(1))
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><title>\(Self.escaped(title))</title>
+            <style>
+            \(Self.style)</style></head><body>
+            <h1>\(Self.escaped(title))</h1>
+            <div class="meta">\(spans.count) jobs on \(lanes.count) lanes · \(Format.milliseconds(total)) · hover a bar for details · the same run as Chrome Trace JSON opens in ui.perfetto.dev</div>
+            \(timeline())
+            </body></html>
+
+            """
+    }
+
+    /// The style sheet of ``timeline()``.
+    static let style = """
+        body{font:13px -apple-system,system-ui,sans-serif;margin:24px;color:#222}
+        h1{font-size:17px;margin:0 0 4px}.meta{color:#666;margin-bottom:14px}
+        .row{display:flex;align-items:center;height:20px}.lane{width:180px;flex:none;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:ui-monospace,monospace}
+        .track{position:relative;flex:1;height:14px;background:#f3f3f3;border-radius:2px}
+        .bar{position:absolute;top:0;height:14px;border-radius:2px;min-width:2px}.bar:hover{outline:2px solid #000}
+        .bar i{position:absolute;top:0;height:14px;background:rgba(255,255,255,.72)}
+        .bad{background:repeating-linear-gradient(45deg,#d33,#d33 4px,#e77 4px,#e77 8px)!important}
+        .note{width:300px;flex:none;padding-left:10px;color:#b22;font-size:12px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+        .axis{position:relative;margin-left:180px;margin-right:310px;height:18px;color:#666}.axis span{position:absolute;white-space:nowrap}
+        .legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+        .c0{background:#3b82c4}.c1{background:#e39b2d}.c2{background:#4ca45c}.c3{background:#8e5cc4}.c4{background:#c45c8e}.c5{background:#5cb8c4}
+        """
+
+    /// The timeline alone (an axis, a row per lane, a legend), for a page with ``style``.
+    func timeline() -> String {
+        let total = max(spans.map(\.end).max() ?? .zero, .milliseconds(1))
         let categories = Array(Set(spans.map(\.category))).sorted()
         var rows: [String] = []
         for lane in lanes {
@@ -62,7 +93,7 @@ struct TraceExport: Sendable {
                         "<i style=\"left:\(format(percent(wait.start - span.start, of: length)))%;width:\(format(percent(wait.end - wait.start, of: length)))%\"></i>"
                     } : []
                 return "<div class=\"bar c\(colour % 6)\(failed ? " bad" : "")\" "
-                    + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(escaped(details))\">\(waits.joined())</div>"
+                    + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(Self.escaped(details))\">\(waits.joined())</div>"
             }
             let notes = spans.filter { $0.lane == lane }.compactMap { span -> String? in
                 guard let outcome = span.args.first(where: { $0.key == "outcome" })?.value, outcome != "succeeded"
@@ -70,8 +101,8 @@ struct TraceExport: Sendable {
                 return span.args.first { $0.key == "detail" || $0.key == "error" }?.value ?? outcome
             }
             rows.append(
-                "<div class=\"row\"><div class=\"lane\">\(escaped(lane))</div><div class=\"track\">\(bars.joined())</div>"
-                    + "<div class=\"note\">\(escaped(notes.joined(separator: "; ")))</div></div>"
+                "<div class=\"row\"><div class=\"lane\">\(Self.escaped(lane))</div><div class=\"track\">\(bars.joined())</div>"
+                    + "<div class=\"note\">\(Self.escaped(notes.joined(separator: "; ")))</div></div>"
             )
         }
         let ticks = (0...4).map { index -> String in
@@ -81,31 +112,12 @@ struct TraceExport: Sendable {
                 "<span style=\"left:\(index * 25)%;transform:translateX(\(align))\">\(Format.milliseconds(time))</span>"
         }
         let legend = categories.enumerated().map {
-            "<span><i class=\"c\($0.offset % 6)\"></i>\(escaped($0.element))</span>"
+            "<span><i class=\"c\($0.offset % 6)\"></i>\(Self.escaped($0.element))</span>"
         }
         return """
-            <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8"><title>\(escaped(title))</title>
-            <style>
-            body{font:13px -apple-system,system-ui,sans-serif;margin:24px;color:#222}
-            h1{font-size:17px;margin:0 0 4px}.meta{color:#666;margin-bottom:14px}
-            .row{display:flex;align-items:center;height:20px}.lane{width:180px;flex:none;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:ui-monospace,monospace}
-            .track{position:relative;flex:1;height:14px;background:#f3f3f3;border-radius:2px}
-            .bar{position:absolute;top:0;height:14px;border-radius:2px;min-width:2px}.bar:hover{outline:2px solid #000}
-            .bar i{position:absolute;top:0;height:14px;background:rgba(255,255,255,.72)}
-            .bad{background:repeating-linear-gradient(45deg,#d33,#d33 4px,#e77 4px,#e77 8px)!important}
-            .note{width:300px;flex:none;padding-left:10px;color:#b22;font-size:12px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-            .axis{position:relative;margin-left:180px;margin-right:310px;height:18px;color:#666}.axis span{position:absolute;white-space:nowrap}
-            .legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
-            .c0{background:#3b82c4}.c1{background:#e39b2d}.c2{background:#4ca45c}.c3{background:#8e5cc4}.c4{background:#c45c8e}.c5{background:#5cb8c4}
-            </style></head><body>
-            <h1>\(escaped(title))</h1>
-            <div class="meta">\(spans.count) jobs on \(lanes.count) lanes · \(Format.milliseconds(total)) · hover a bar for details · the same run as Chrome Trace JSON opens in ui.perfetto.dev</div>
             <div class="axis">\(ticks.joined())</div>
             \(rows.joined(separator: "\n"))
             <p class="legend">\(legend.joined()) <span><i class="bad"></i>failed</span> <span><i style="background:#cfdceb"></i>waiting (pale part of a bar)</span></p>
-            </body></html>
-
             """
     }
 
@@ -166,7 +178,7 @@ struct TraceExport: Sendable {
         String(format: "%.3f", value)
     }
 
-    private func escaped(_ text: String) -> String {
+    static func escaped(_ text: String) -> String {
         var result = ""
         for character in text {
             switch character {

@@ -57,11 +57,61 @@ struct RunCommand: AsyncParsableCommand {
     )
     var verbose = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Run the workflow once per row of this file: .csv (a header row of column names) or .json (a list of objects); {{data.COLUMN}} is the row's value.",
+            valueName: "file"))
+    var data: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --data: how many rows run at once (default 1). The workflow's limits and its one login hold across all of them.",
+            valueName: "rows"))
+    var parallel: Int = 1
+
+    @Option(
+        name: .customLong("report-junit"),
+        help: ArgumentHelp(
+            "Write a JUnit XML report (a test case per step and per for_each element) for CI.", valueName: "file"))
+    var reportJUnit: String?
+
+    @Option(
+        name: .customLong("report-html"),
+        help: ArgumentHelp(
+            "Write a self-contained HTML report: the timeline, each step's request and response, assertions and failures.",
+            valueName: "file"))
+    var reportHTML: String?
+
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
     var noColor = false
 
+    func validate() throws {
+        guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1, got \(parallel)") }
+        guard data != nil else {
+            if parallel != 1 { throw ValidationError("--parallel sets how many --data rows run at once: give --data") }
+            return
+        }
+        if trace != nil {
+            throw ValidationError("--trace does not take a --data run; use --report-html for its timeline")
+        }
+        if cookieJarPath != nil {
+            throw ValidationError("--cookie-jar does not take a --data run: each row has its own cookie jar")
+        }
+    }
+
+    /// Whether each `for_each` element's report is kept: the JSON document, the trace and the
+    /// reports list them; the text lines need only the counts.
+    private var keepsItemReports: Bool {
+        output == .json || trace != nil || reportJUnit != nil || reportHTML != nil
+    }
+
     func run() async throws {
-        let workflow = try options.load()
+        let rows = try loadRows()
+        let workflow = try options.load(dataColumns: rows?.columns)
+        if let rows {
+            try await run(workflow, rows: rows)
+            return
+        }
         if let trace,
             let problem = TraceExport.prepareDirectory(trace)
                 ?? TraceExport.problem(writing: [RunTrace.baseName(of: options.file)], into: trace)
@@ -85,7 +135,7 @@ struct RunCommand: AsyncParsableCommand {
             // document and the trace. The text report needs only the counts.
             let runner = WorkflowRunner(
                 workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
-                keepsItemReports: output == .json || trace != nil,
+                keepsItemReports: keepsItemReports,
                 observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil,
                 cookieJar: cookieJar
             )
@@ -122,8 +172,99 @@ struct RunCommand: AsyncParsableCommand {
             // With --output json, stdout holds only the document.
             (text ? console : Console.standardError).line(note)
         }
+        try writeReports([RunReports.Suite(name: nil, report: report)], title: workflow.name, duration: report.duration)
         if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
+    }
+
+    /// `--data`: the workflow once per row, `--parallel` rows at a time; a line per row as it
+    /// ends, then a summary (or one JSON document).
+    private func run(_ workflow: Workflow, rows: DataRows) async throws {
+        var problems: [String] = []
+        if rows.rows.isEmpty { problems.append("it has no rows, only the column names") }
+        for (index, row) in rows.rows.enumerated() {
+            for column in workflow.usedDataColumns.sorted() where row[column] == nil {
+                problems.append(
+                    "row \(index + 1) has no '\(TerminalText.quoted(column))' ({{data.\(TerminalText.quoted(column))}} uses it)"
+                )
+            }
+        }
+        guard problems.isEmpty else {
+            let file = TerminalText.quoted(data ?? "")
+            Console.standardError.line(
+                problems.prefix(20).map { "--data: \(file): error: \($0)" }.joined(separator: "\n"))
+            if problems.count > 20 { Console.standardError.line("--data: \(file): … and \(problems.count - 20) more") }
+            throw ExitCode(2)
+        }
+        let console = Console.standardOutput(noColor: noColor)
+        let printer = RunPrinter(
+            console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
+        let text = output == .text
+        if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
+        let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
+        }
+        let total = rows.rows.count
+        let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
+            let runner = WorkflowRunner(
+                workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
+                keepsItemReports: keepsItemReports,
+                observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil)
+            return try await signals.cancellingOnSignal {
+                await runner.run(rows: rows.rows, parallel: parallel) { row in
+                    if text { console.write(printer.lines(for: row, of: total)) }
+                }
+            }
+        }
+        switch output {
+        case .text: printer.summary(of: report)
+        case .json:
+            console.write(
+                RunPrinter.json(of: report, workflow: workflow.name, file: options.file, dataFile: data ?? "")
+                    .prettyText + "\n")
+        }
+        try writeReports(
+            report.rows.map {
+                RunReports.Suite(name: "row \($0.index + 1)", report: $0.report, offset: $0.started ?? .zero)
+            },
+            title: workflow.name,
+            duration: report.duration)
+        if let signal = signals.received { throw ExitCode(signal.exitStatus) }
+        if !report.allSucceeded { throw ExitCode(1) }
+    }
+
+    /// The rows of `--data`, with every column the workflow uses in every row; `nil` without
+    /// the option.
+    ///
+    /// - Throws: `ExitCode(2)` after naming the file, the line or row, and the problem.
+    private func loadRows() throws -> DataRows? {
+        guard let data else { return nil }
+        do throws(WorkflowErrors) {
+            return try Workflow.loadRows(contentsOf: URL(fileURLWithPath: data), name: data)
+        } catch {
+            Console.standardError.line(
+                error.errors.map { "--data: " + TerminalText.safe($0.description) }.joined(separator: "\n"))
+            throw ExitCode(2)
+        }
+    }
+
+    /// Writes `--report-junit` and `--report-html`, if asked for.
+    ///
+    /// - Throws: `ExitCode(1)` after saying which report could not be written and why.
+    private func writeReports(_ suites: [RunReports.Suite], title: String?, duration: Duration) throws {
+        let reports = RunReports(
+            title: title ?? RunTrace.baseName(of: options.file), file: options.file, suites: suites)
+        for (option, path, content) in [
+            ("--report-junit", reportJUnit, { reports.junitXML(duration: duration) }),
+            ("--report-html", reportHTML, { reports.html(duration: duration) }),
+        ] as [(String, String?, () -> String)] {
+            guard let path else { continue }
+            do {
+                try Data(content().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                Console.standardError.line("orchestra run: error: \(option): \(Format.error(error))")
+                throw ExitCode(1)
+            }
+        }
     }
 
     /// The jar `--cookie-jar` names, with the cookies of its file if there is one; `nil`

@@ -83,6 +83,72 @@ struct RunPrinter: Sendable {
         return lines
     }
 
+    /// For a `--data` run, as a row ends: `✓ row 3  3 steps succeeded · 12 ms`, or
+    /// `✗ row 4  2 of 3 steps succeeded · 15 ms` followed by the lines of its steps that did
+    /// not succeed, indented.
+    func lines(for row: DataRunReport.Row, of total: Int) -> String {
+        let report = row.report
+        let label = Format.left("row \(row.index + 1)", "row \(total)".count)
+        let time = " · \(Format.milliseconds(report.duration))"
+        guard !report.allSucceeded else {
+            return
+                "\(console.paint("✓", .green)) \(label)  \(Format.count(report.steps.count, "step")) succeeded\(time)\n"
+        }
+        var text =
+            "\(console.paint("✗", .red)) \(label)  \(report.count(.succeeded)) of \(Format.count(report.steps.count, "step")) succeeded\(time)\n"
+        for step in report.steps where step.state != .succeeded {
+            text += lines(for: step).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map {
+                "    " + $0 + "\n"
+            }.joined()
+        }
+        return text
+    }
+
+    /// `1000 rows: 998 succeeded, 2 failed · 3.2 s · auth: 1 login, 0 refreshes`
+    func summary(of report: DataRunReport) {
+        let failed = report.rows.count - report.succeededRows
+        var line =
+            "\(Format.count(report.rows.count, "row")) × \(Format.count(report.rows.first?.report.steps.count ?? 0, "step")): \(report.succeededRows) succeeded"
+        if failed > 0 { line += ", \(failed) failed" }
+        line += " · \(Format.wallTime(report.duration))"
+        if report.logins + report.refreshes > 0 {
+            line +=
+                " · auth: \(Format.count(report.logins, "login")), \(Format.count(report.refreshes, "refresh", plural: "refreshes"))"
+        }
+        console.line(console.paint(line, report.allSucceeded ? .green : .red))
+    }
+
+    /// A `--data` run as one JSON document: `{"workflow", "file", "data", "rows": [{"row",
+    /// "data", "started_ms", "duration_ms", "ok", "steps"}], "summary": {…}}`.
+    static func json(of report: DataRunReport, workflow: String?, file: String, dataFile: String) -> JSONValue {
+        .object([
+            "workflow": workflow.map(JSONValue.string) ?? .null,
+            "file": .string(file),
+            "data": .string(dataFile),
+            "rows": .array(
+                report.rows.map { row in
+                    .object([
+                        "row": .integer(row.index + 1),
+                        "data": .object(
+                            row.data.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .string($0.value)) }),
+                        "started_ms": milliseconds(row.started),
+                        "duration_ms": milliseconds(row.report.duration),
+                        "ok": .bool(row.report.allSucceeded),
+                        "steps": .array(row.report.steps.map(json(of:))),
+                    ])
+                }),
+            "summary": .object([
+                "rows": .integer(report.rows.count),
+                "succeeded": .integer(report.succeededRows),
+                "failed": .integer(report.rows.count - report.succeededRows),
+                "duration_ms": milliseconds(report.duration),
+                "logins": .integer(report.logins),
+                "refreshes": .integer(report.refreshes),
+                "ok": .bool(report.allSucceeded),
+            ]),
+        ])
+    }
+
     /// `4 steps: 3 succeeded, 1 failed · 0.42 s`
     func summary(of report: WorkflowReport) {
         var parts = ["\(report.count(.succeeded)) succeeded"]

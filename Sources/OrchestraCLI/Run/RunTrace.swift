@@ -6,7 +6,15 @@ import OrchestraWorkflow
 enum RunTrace {
     static func write(_ report: WorkflowReport, workflow: Workflow, file: String, to directory: String) throws -> [URL]
     {
-        let spans = report.steps.flatMap { $0.items ?? [$0] }.compactMap { step -> TraceSpan? in
+        let base = baseName(of: file)
+        let export = TraceExport(title: workflow.name ?? base, spans: spans(of: report))
+        return try export.write(to: URL(fileURLWithPath: directory), baseName: base)
+    }
+
+    /// A span per step that was sent (per element for a `for_each` step), on a lane named
+    /// `lane` + its id, `offset` later than the report's times.
+    static func spans(of report: WorkflowReport, lane: String = "", offset: Duration = .zero) -> [TraceSpan] {
+        report.steps.flatMap { $0.items ?? [$0] }.compactMap { step -> TraceSpan? in
             guard let sent = step.firstSent, let ended = step.ended else { return nil }
             var args: [(key: String, value: String)] = [("method", step.method), ("url", step.url)]
             args.append(("status", step.status.map(String.init) ?? "none"))
@@ -14,12 +22,10 @@ enum RunTrace {
             args.append(("outcome", step.state.rawValue))
             if let error = step.error { args.append(("error", error)) }
             return TraceSpan(
-                lane: step.id, name: "\(step.method) \(step.url)", start: sent, end: ended, category: "step", args: args
+                lane: lane + step.id, name: "\(step.method) \(step.url)", start: offset + sent, end: offset + ended,
+                category: "step", args: args
             )
         }
-        let base = baseName(of: file)
-        let export = TraceExport(title: workflow.name ?? base, spans: spans)
-        return try export.write(to: URL(fileURLWithPath: directory), baseName: base)
     }
 
     /// The trace files' name: the workflow file's, without its extension (`album`).

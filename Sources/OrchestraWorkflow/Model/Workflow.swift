@@ -40,6 +40,9 @@ package struct Workflow: Sendable {
     /// `follow_redirects:`: whether a step follows redirects (at most
     /// ``maxRedirects`` in a row) unless it says otherwise; `true` by default.
     package var followRedirects: Bool = true
+    /// The columns of the data file the workflow is run with (`--data`), when it is; a
+    /// `{{data.COLUMN}}` is then checked against them, and is an error without one.
+    package var dataColumns: [String]?
     /// `cookies:`: whether the run keeps a cookie jar (cookies set by responses are sent on
     /// later matching requests); `true` by default.
     package var usesCookies: Bool = true
@@ -54,6 +57,9 @@ package struct Workflow: Sendable {
     /// The variables the file's templates use (`{{vars.NAME}}`): a `--var` of any other name
     /// changes nothing.
     package internal(set) var usedVariables: Set<String> = []
+    /// The data columns the file's templates use (`{{data.COLUMN}}`): every row of a `--data`
+    /// run must have them.
+    package internal(set) var usedDataColumns: Set<String> = []
 
     /// The default of ``limit``.
     package static let defaultLimit = 8

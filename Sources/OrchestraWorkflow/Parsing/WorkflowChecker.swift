@@ -58,6 +58,11 @@ struct WorkflowChecker {
                     .invalidValue,
                     "'\(short: id)' is reserved for variables ({{vars.NAME}}, {{env.NAME}}); choose another id",
                     at: location, step: id, field: "id")
+            } else if id == Template.dataNamespace {
+                reader.fail(
+                    .invalidValue,
+                    "'data' is reserved for the row of a --data run ({{data.COLUMN}}); choose another id",
+                    at: location, step: id, field: "id")
             } else if id == Template.cookiesNamespace {
                 reader.fail(
                     .invalidValue, "'cookies' is reserved for the cookie jar ({{cookies.NAME}}); choose another id",
@@ -117,6 +122,25 @@ struct WorkflowChecker {
                         "unknown variable '\(short: reference.name)' in \(short: reference)\(suggestion(for: reference.name, in: known)); define it under 'vars:' or pass --var \(short: reference.name)=VALUE",
                         at: site.location, step: site.step, field: site.field
                     )
+                } else if reference.isData {
+                    if site.variablesOnly || site.step == nil {
+                        reader.fail(
+                            .invalidTemplate,
+                            "\(short: reference): this field is shared by every row of a --data run; it can use only {{vars.NAME}} and {{env.NAME}}",
+                            at: site.location, step: site.step, field: site.field)
+                    } else if let columns = workflow.dataColumns {
+                        guard !columns.contains(reference.name) else { continue }
+                        let list = columns.isEmpty ? "it has none" : "it has \(short: columns.joined(separator: ", "))"
+                        reader.fail(
+                            .unknownVariable,
+                            "\(short: reference): the data file has no column '\(short: reference.name)'\(suggestion(for: reference.name, in: columns)); \(list)",
+                            at: site.location, step: site.step, field: site.field)
+                    } else {
+                        reader.fail(
+                            .unknownVariable,
+                            "\(short: reference) is a column of a data file: run with --data FILE (a .csv or .json of rows)",
+                            at: site.location, step: site.step, field: site.field)
+                    }
                 } else if reference.isCookie {
                     guard site.variablesOnly || site.step == nil else { continue }
                     reader.fail(

@@ -15,7 +15,7 @@ extension Workflow {
     ///   step and field.
     package static func load(
         contentsOf url: URL, name: String? = nil, variables: [String: String] = [:],
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment, dataColumns: [String]? = nil
     ) throws(WorkflowErrors) -> Workflow {
         let file = name ?? url.path
         let text = try readText(at: url.path, file: file)
@@ -25,7 +25,9 @@ extension Workflow {
             url.path.hasPrefix("/dev/") || url.path.hasPrefix("/proc/")
             ? URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
             : url.deletingLastPathComponent()
-        return try parse(text, file: file, variables: variables, environment: environment, directory: directory)
+        return try parse(
+            text, file: file, variables: variables, environment: environment, directory: directory,
+            dataColumns: dataColumns)
     }
 
     /// The whole text at `path`, read as a stream: a regular file, a pipe (`<(…)`, a FIFO) or
@@ -67,10 +69,12 @@ extension Workflow {
     package static func parse(
         _ text: String, file: String? = nil, variables: [String: String] = [:],
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        directory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        directory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true),
+        dataColumns: [String]? = nil
     ) throws(WorkflowErrors) -> Workflow {
         var parser = WorkflowParser(
             file: file, overrides: variables, environment: environment, directory: directory)
+        parser.dataColumns = dataColumns
         guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
             throw WorkflowErrors(parser.reader.errors)
         }
@@ -102,6 +106,8 @@ struct WorkflowParser {
     /// there.
     var forEachSteps: Set<String> = []
 
+    /// The columns of the run's data file, if it has one.
+    var dataColumns: [String]?
     /// Where the paths of `body_file:` and `multipart:` files are relative to: the workflow
     /// file's folder.
     let directory: URL
@@ -189,8 +195,10 @@ struct WorkflowParser {
             reader.fail(.missingField, "a workflow needs 'steps', a list of requests", at: root)
             return nil
         }
+        workflow.dataColumns = dataColumns
         workflow.steps = steps(stepsNode)
         workflow.usedVariables = Set(sites.flatMap { $0.template.references.filter(\.isVariable).map(\.name) })
+        workflow.usedDataColumns = Set(sites.flatMap { $0.template.references.filter(\.isData).map(\.name) })
         // Only the environment variables the templates use are kept (and checked).
         for site in sites {
             for reference in site.template.references where reference.isEnvironment {

@@ -15,6 +15,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let userAgent: String?
     /// The run's cookie jar; `nil` when the workflow turns cookies off.
     let cookies: CookieJar?
+    /// The row of a data-driven run (`{{data.COLUMN}}`); empty otherwise.
+    let row: [String: String]
     /// Whether a `for_each` step keeps every element's report (for `--output json` and
     /// traces), or only those of elements that did not succeed, so memory stays flat.
     let keepsItemReports: Bool
@@ -38,6 +40,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         return try await tracked(step, id: step.id) {
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             values.cookieJar = step.usesCookies ?? workflow.usesCookies ? cookies : nil
+            values.data = row
             for dependency in step.dependencies {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
             }

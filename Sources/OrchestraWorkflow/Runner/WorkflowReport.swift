@@ -146,3 +146,32 @@ package struct WorkflowReport: Sendable {
         steps.first { $0.id == id }
     }
 }
+
+/// How a data-driven run went (``WorkflowRunner/run(rows:parallel:clock:onRow:)``): a report
+/// per row, and the totals.
+package struct DataRunReport: Sendable {
+    /// One row's run.
+    package struct Row: Sendable {
+        /// 0-based, in file order.
+        package var index: Int
+        /// The row's values (`{{data.COLUMN}}`).
+        package var data: [String: String]
+        /// When the row started, from the start of the whole run; `nil` if it never started.
+        package var started: Duration?
+        /// Its steps (times from the row's start).
+        package var report: WorkflowReport
+    }
+
+    package var rows: [Row]
+    /// From the start to the last row's end.
+    package var duration: Duration
+    /// Logins and refreshes the auth block made, for every row together.
+    package var logins: Int
+    package var refreshes: Int
+
+    /// Whether every step of every row succeeded.
+    package var allSucceeded: Bool { rows.allSatisfy(\.report.allSucceeded) }
+
+    /// How many rows had every step succeed.
+    package var succeededRows: Int { rows.count { $0.report.allSucceeded } }
+}

@@ -75,37 +75,123 @@ package struct WorkflowRunner: Sendable {
     package func run<C: Clock>(
         clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
     ) async -> WorkflowReport where C.Duration == Duration {
+        let shared = Shared(self, clock: clock)
+        var report = await runOnce(shared, row: [:], cookies: cookieJar ?? CookieJar(), clock: clock, onEvent: onEvent)
+        report.logins = shared.authenticator?.logins ?? 0
+        report.refreshes = shared.authenticator?.refreshes ?? 0
+        return report
+    }
+
+    /// Runs the workflow once per row of a data file (`{{data.COLUMN}}` is the row's value),
+    /// `parallel` rows at a time, all of them through one coordinator: the workflow's `limit`
+    /// and `hosts:` limits hold across every row, and the `auth:` block logs in once and
+    /// refreshes once for all of them. Each row has its own cookie jar (a copy of the runner's
+    /// `cookieJar`, if it was given one).
+    ///
+    /// - Parameters:
+    ///   - rows: The rows, in file order.
+    ///   - parallel: How many rows run at once (at least 1).
+    ///   - clock: As for ``run(clock:onEvent:)``.
+    ///   - onRow: Called as each row ends, one call at a time, all before `run` returns.
+    /// - Returns: Every row's report, in row order. Cancelling the calling task cancels the
+    ///   rows in flight and starts no more; the rows never started are reported cancelled.
+    package func run<C: Clock>(
+        rows: [[String: String]], parallel: Int, clock: C = ContinuousClock(),
+        onRow: @escaping @Sendable (DataRunReport.Row) -> Void = { _ in }
+    ) async -> DataRunReport where C.Duration == Duration {
+        precondition(parallel >= 1, "WorkflowRunner: parallel must be at least 1, got \(parallel)")
+        let shared = Shared(self, clock: clock)
+        let start = clock.now
+        let template = cookieJar?.cookies ?? []
+        var reports = [DataRunReport.Row?](repeating: nil, count: rows.count)
+        await withTaskGroup(of: DataRunReport.Row.self) { group in
+            var next = 0
+            func startRow() {
+                let index = next
+                next += 1
+                group.addTask {
+                    let started = start.duration(to: clock.now)
+                    let jar = CookieJar()
+                    for cookie in template { jar.add(cookie) }
+                    let report = await runOnce(
+                        shared, row: rows[index], cookies: jar, clock: clock, onEvent: { _ in })
+                    return DataRunReport.Row(index: index, data: rows[index], started: started, report: report)
+                }
+            }
+            while next < rows.count, next < parallel { startRow() }
+            for await row in group {
+                reports[row.index] = row
+                onRow(row)
+                if next < rows.count, !Task.isCancelled { startRow() }
+            }
+        }
+        let ended = start.duration(to: clock.now)
+        let all = reports.enumerated().map { index, row in
+            row ?? DataRunReport.Row(index: index, data: rows[index], started: nil, report: notStarted(ended: ended))
+        }
+        return DataRunReport(
+            rows: all, duration: ended, logins: shared.authenticator?.logins ?? 0,
+            refreshes: shared.authenticator?.refreshes ?? 0)
+    }
+
+    /// The report of a run that never started: every step cancelled.
+    private func notStarted(ended: Duration) -> WorkflowReport {
+        WorkflowReport(
+            workflow: workflow.name,
+            steps: workflow.steps.map { step in
+                StepReport(
+                    id: step.id, state: .cancelled, method: step.request.method.rawValue, url: step.request.url.source,
+                    error: "cancelled before this row started")
+            }, duration: ended)
+    }
+
+    /// What every run of a ``WorkflowRunner`` shares: the coordinator (its limits and the
+    /// auth block's token) and the redaction of secrets.
+    private struct Shared: Sendable {
+        let authenticator: WorkflowAuthenticator?
+        let coordinator: HTTPCoordinator
+        let redactor: Redactor
+
+        init<C: Clock>(_ runner: WorkflowRunner, clock: C) where C.Duration == Duration {
+            let workflow = runner.workflow
+            func observed(label: String?) -> any HTTPTransport {
+                guard let observer = runner.observer else { return runner.transport }
+                return ObservedTransport(base: runner.transport, clock: clock, label: label, observe: observer)
+            }
+            authenticator = workflow.auth.map {
+                WorkflowAuthenticator(
+                    $0, values: TemplateValues(variables: workflow.variables, environment: workflow.environment),
+                    transport: observed(label: "auth"), timeout: WorkflowStep.defaultTimeout, clock: clock)
+            }
+            // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
+            // `hosts:` entry is limited by `limit` alone.
+            let configuration = HTTPCoordinator.Configuration(
+                maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
+                hostLimits: Dictionary(
+                    workflow.hostLimits.map { ($0.host, $0.limit) }, uniquingKeysWith: { first, _ in first }),
+                requestTimeout: nil, retry: .never, redirects: .never, authentication: authenticator?.authentication
+            )
+            coordinator = HTTPCoordinator(
+                transport: CookieTransport(base: observed(label: nil)), configuration: configuration, clock: clock)
+            redactor = workflow.redactor
+        }
+    }
+
+    /// One run of the steps, with `row`'s values for `{{data.…}}` and the cookie jar `cookies`.
+    private func runOnce<C: Clock>(
+        _ shared: Shared, row: [String: String], cookies: CookieJar, clock: C,
+        onEvent: @escaping @Sendable (WorkflowEvent) -> Void
+    ) async -> WorkflowReport where C.Duration == Duration {
         // Events come from the graph's loop and from every for_each step; one task hands them
         // to `onEvent`, one at a time, in the order they happened.
         let (events, eventSink) = AsyncStream.makeStream(of: WorkflowEvent.self)
         async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
-        let redactor = workflow.redactor
-        func observed(label: String?) -> any HTTPTransport {
-            guard let observer else { return transport }
-            return ObservedTransport(base: transport, clock: clock, label: label, observe: observer)
-        }
-        let authenticator = workflow.auth.map {
-            WorkflowAuthenticator(
-                $0, values: TemplateValues(variables: workflow.variables, environment: workflow.environment),
-                transport: observed(label: "auth"), timeout: WorkflowStep.defaultTimeout,
-                clock: clock)
-        }
-        // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
-        // `hosts:` entry is limited by `limit` alone.
-        let configuration = HTTPCoordinator.Configuration(
-            maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
-            hostLimits: Dictionary(
-                workflow.hostLimits.map { ($0.host, $0.limit) }, uniquingKeysWith: { first, _ in first }),
-            requestTimeout: nil, retry: .never, redirects: .never, authentication: authenticator?.authentication
-        )
+        let redactor = shared.redactor
         let executor = StepExecutor(
-            workflow: workflow,
-            coordinator: HTTPCoordinator(
-                transport: CookieTransport(base: observed(label: nil)), configuration: configuration, clock: clock),
-            userAgent: userAgent, cookies: workflow.usesCookies ? cookieJar ?? CookieJar() : nil,
-            keepsItemReports: keepsItemReports, clock: clock, start: start, records: Locked([:]),
-            emit: { eventSink.yield($0) }
+            workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
+            cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
+            start: start, records: Locked([:]), emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
         for step in workflow.steps {
@@ -161,10 +247,7 @@ package struct WorkflowRunner: Sendable {
                 cause: stoppedBy
             )
         }
-        return WorkflowReport(
-            workflow: workflow.name, steps: steps.map(redactor.redact), duration: ended,
-            logins: authenticator?.logins ?? 0, refreshes: authenticator?.refreshes ?? 0
-        )
+        return WorkflowReport(workflow: workflow.name, steps: steps.map(redactor.redact), duration: ended)
     }
 
     /// The most steps started at once (running, or waiting for a request slot, a backoff or a

@@ -53,8 +53,11 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         /// Whether it names a cookie of the run's jar (`{{cookies.NAME}}`).
         package var isCookie: Bool { namespace == Template.cookiesNamespace }
 
+        /// Whether it names a column of the row of a data-driven run (`{{data.COLUMN}}`).
+        package var isData: Bool { namespace == Template.dataNamespace }
+
         /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
-        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie }
+        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie && !isData }
 
         package var description: String {
             let path = isElement ? namespace + name : "\(namespace).\(name)"
@@ -78,6 +81,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     package static let variablesNamespace = "vars"
     /// The namespace of environment variables, read when the file is loaded: `{{env.API_KEY}}`.
     package static let environmentNamespace = "env"
+    /// The row of a data-driven run (`--data rows.csv`): `{{data.email}}`.
+    package static let dataNamespace = "data"
     /// The cookies of the run's jar, read when a request is rendered: `{{cookies.session}}`.
     package static let cookiesNamespace = "cookies"
     /// The current element of a `for_each` step: `{{item}}`, `{{item.path}}`.
@@ -261,6 +266,8 @@ package struct TemplateValues: Sendable {
     package var captures: [String: [String: JSONValue]]
     /// In a `for_each` step: the current element (`{{item}}`).
     package var item: JSONValue?
+    /// The row of a data-driven run: `{{data.COLUMN}}`.
+    package var data: [String: String] = [:]
     /// Where `{{cookies.NAME}}` is read; `nil` when cookies are off.
     package var cookieJar: CookieJar?
     /// In a `for_each` step: the current element's 0-based position (`{{index}}`).
@@ -314,6 +321,12 @@ package struct TemplateValues: Sendable {
             return .string(value)
         }
         if placeholders { return .string(reference.isRaw ? "/x" : "x") }
+        if reference.isData {
+            guard let value = data[reference.name] else {
+                throw Missing(reference: reference, reason: "this row has no '\(short: reference.name)'")
+            }
+            return .string(value)
+        }
         if reference.isCookie {
             guard let cookieJar else {
                 throw Missing(reference: reference, reason: "cookies are off for this step (cookies: false)")
