@@ -136,7 +136,10 @@ let package = Package(
         // Runs the built `orchestra` executable (a dependency, so it is built first).
         .testTarget(
             name: "OrchestraCLITests",
-            dependencies: ["OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer"]
+            dependencies: [
+                "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",

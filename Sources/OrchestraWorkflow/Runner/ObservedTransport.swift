@@ -18,6 +18,19 @@ package struct HTTPExchange: Sendable {
     package var error: String?
     /// From sending to the response (or the failure).
     package var duration: Duration
+
+    package init(
+        label: String, request: HTTPRequest, body: Data? = nil, response: HTTPResponse? = nil,
+        responseBody: Data? = nil, error: String? = nil, duration: Duration
+    ) {
+        self.label = label
+        self.request = request
+        self.body = body
+        self.response = response
+        self.responseBody = responseBody
+        self.error = error
+        self.duration = duration
+    }
 }
 
 /// Who is sending, set by the step executor around its request: the label of its exchanges

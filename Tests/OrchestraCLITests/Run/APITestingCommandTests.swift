@@ -3,6 +3,10 @@ import OrchestraDemoServer
 import OrchestraTestKit
 import Testing
 
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
 /// `orchestra run` as an API testing tool: assertions, `--verbose`, secrets, the cookie jar and
 /// form bodies, against the demo server.
 @Suite("orchestra run: assertions, verbose, cookies, secrets", .serialized, .timeLimit(.minutes(5)))
@@ -126,6 +130,91 @@ struct APITestingCommandTests {
             try Data([0, 255, 0, 255]).write(to: folder.appendingPathComponent("data.bin"))
             let output = try await OrchestraExecutable.run(["run", file, "--output", "json"])
             #expect(output.status == 0, "\(output)")
+        }
+    }
+
+    @Test(
+        "--data runs the workflow once per row with one login; --output json lists the rows; a row without a used column exits 2"
+    )
+    func dataRun() async throws {
+        try await withDemoServer { server in
+            let base = server.baseURL.absoluteString
+            let example = WorkflowCommandTests.example("data-driven.yaml")
+            let rows = WorkflowCommandTests.example("signup-rows.csv")
+            let text = try await OrchestraExecutable.run([
+                "run", example, "--data", rows, "--parallel", "3", "--var", "base=\(base)", "--no-color",
+            ])
+            #expect(text.status == 0, "\(text)")
+            #expect(text.stdout.contains("3 rows × 3 steps: 3 succeeded"), "\(text)")
+            #expect(text.stdout.contains("auth: 1 login"), "\(text)")
+            #expect(server.loginCalls == 1)
+            let json = try await OrchestraExecutable.run([
+                "run", example, "--data", rows, "--var", "base=\(base)", "--output", "json",
+            ])
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+            let listed = try #require(document["rows"] as? [[String: Any]])
+            #expect(listed.map { ($0["data"] as? [String: String])?["user"] } == ["ada", "grace", "Lin, Mei"])
+            #expect((document["summary"] as? [String: Any])?["succeeded"] as? Int == 3)
+            let partial = try WorkflowCommandTests.workflowFile(
+                #"[{"user":"ada","email":"a@x","plan":"pro"},{"user":"bo"}]"#, name: "rows.json")
+            let missing = try await OrchestraExecutable.run([
+                "run", example, "--data", partial, "--var", "base=\(base)",
+            ])
+            #expect(missing.status == 2, "\(missing)")
+            #expect(missing.stderr.contains("row 2 has no 'email' ({{data.email}} uses it)"), "\(missing)")
+            let noData = try await OrchestraExecutable.run(["validate", example])
+            #expect(noData.status == 2 && noData.stderr.contains("run with --data"), "\(noData)")
+            let badParallel = try await OrchestraExecutable.run(["run", example, "--data", rows, "--parallel", "0"])
+            #expect(
+                badParallel.status == 2 && badParallel.stderr.contains("--parallel must be at least 1"),
+                "\(badParallel)")
+        }
+    }
+
+    @Test("--report-junit writes well-formed JUnit XML and --report-html a page with every step and failed assertion")
+    func reports() async throws {
+        try await withDemoServer { server in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                name: Report <check> & co
+                steps:
+                  - { id: list, url: "\(server.baseURL.absoluteString)/album", captures: { images: $.images } }
+                  - id: image
+                    for_each: "{{list.images}}"
+                    url: "\(server.baseURL.absoluteString){{item.path | raw}}"
+                  - { id: bad, url: "\(server.baseURL.absoluteString)/users/1", assert: [ { $.name: "Nobody \\u0001" } ] }
+                  - { id: after, url: "\(server.baseURL.absoluteString)/users/2", needs: bad }
+                """)
+            let folder = URL(fileURLWithPath: file).deletingLastPathComponent()
+            let xmlPath = folder.appendingPathComponent("junit.xml").path
+            let htmlPath = folder.appendingPathComponent("report.html").path
+            let output = try await OrchestraExecutable.run([
+                "run", file, "--report-junit", xmlPath, "--report-html", htmlPath,
+            ])
+            #expect(output.status == 1, "\(output)")
+            let xml = try Data(contentsOf: URL(fileURLWithPath: xmlPath))
+            #if canImport(FoundationXML) || os(macOS)
+            let document = try XMLDocument(data: xml)
+            let cases = try document.nodes(forXPath: "//testcase")
+            let images = (try? document.nodes(forXPath: "//testcase[starts-with(@name, 'image[')]")) ?? []
+            #expect(cases.count == 4 + images.count && images.count >= 2, "a case per step and per element")
+            let failure = try document.nodes(forXPath: "//testcase[@name='bad']/failure").first as? XMLElement
+            #expect(failure?.attribute(forName: "type")?.stringValue == "AssertionFailure")
+            #expect(
+                failure?.stringValue?.contains(#"$.name == "Nobody \u0001": got "User 1""#) == true,
+                "\(String(describing: failure?.stringValue))")
+            #expect(try document.nodes(forXPath: "//testcase[@name='after']/skipped").count == 1)
+            let suites = try document.nodes(forXPath: "/testsuites").first as? XMLElement
+            #expect(suites?.attribute(forName: "name")?.stringValue == "Report <check> & co")
+            #expect(suites?.attribute(forName: "failures")?.stringValue == "1")
+            #endif
+            let html = try String(contentsOfFile: htmlPath, encoding: .utf8)
+            #expect(html.hasPrefix("<!DOCTYPE html>") && html.contains("Report &lt;check&gt; &amp; co"))
+            #expect(
+                html.contains("<code>image[0]</code>") && html.contains("class=\"track\""), "the steps and the timeline"
+            )
+            #expect(html.contains("✗ <code>$.name == &quot;Nobody"), "the failed assertion")
         }
     }
 }
