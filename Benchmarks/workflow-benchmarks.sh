@@ -8,6 +8,7 @@
 #   Benchmarks/workflow-benchmarks.sh throughput # 10,000 elements, AsyncHTTPClient vs URLSession
 #   Benchmarks/workflow-benchmarks.sh validate   # validate 1k/10k/100k-step chains and independent sets
 #   Benchmarks/workflow-benchmarks.sh steps      # run 20,000 independent steps vs one for_each of 20,000
+#   Benchmarks/workflow-benchmarks.sh data       # --data: 1,000 rows x 3 steps, --parallel 32 vs --parallel 1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
@@ -61,6 +62,21 @@ PY
         --vs "$bin run $workflows/for-each-limit-64.yaml --var base=$base --var n=20000" \
         -- "$bin" run "$file"
     [[ $what == steps ]] && exit 0
+fi
+if [[ $what == all || $what == data ]]; then
+    rows=$(mktemp --suffix .csv)
+    python3 - "$rows" <<'PY'
+import sys
+with open(sys.argv[1], "w") as out:
+    out.write("id,email\n")
+    for i in range(1, 1001):
+        out.write(f"{i},user{i}@example.com\n")
+PY
+    echo "== --data: 1,000 rows x 3 steps (3,000 requests, one login), limit 32: --parallel 32 (A) vs --parallel 1 (B)"
+    farm-bench -n 5 --timeout 900 \
+        --vs "$bin run $workflows/data-3-steps.yaml --var base=$base --data $rows --parallel 1" \
+        -- "$bin" run "$workflows/data-3-steps.yaml" --var "base=$base" --data "$rows" --parallel 32
+    [[ $what == data ]] && exit 0
 fi
 if [[ $what == all || $what == memory ]]; then
     for n in 2000 20000; do

@@ -173,8 +173,9 @@ struct AssertionEvaluator {
         }
     }
 
-    /// `template` rendered. A value that is exactly one variable (`"{{vars.id}}"`), always
-    /// text, is a number when its text is one, so `--var id=7` compares equal to `7`.
+    /// `template` rendered. A value that is exactly one variable, environment variable or data
+    /// column (`"{{vars.id}}"`, `"{{data.id}}"`), always text, is a number when its text is
+    /// one, so `--var id=7` or a CSV's `7` compares equal to `7`.
     private func render(_ template: JSONTemplate) throws(Unchecked) -> JSONValue {
         let value: JSONValue
         do {
@@ -183,7 +184,8 @@ struct AssertionEvaluator {
             throw Unchecked(reason: "\(error)")
         }
         if case .string(let source) = template, let reference = source.soleReference,
-            reference.isVariable || reference.isEnvironment, reference.filters.isEmpty, case .string(let text) = value,
+            reference.isVariable || reference.isEnvironment || reference.isData, reference.filters.isEmpty,
+            case .string(let text) = value,
             let number = JSONValue(numberText: text)
         {
             return number

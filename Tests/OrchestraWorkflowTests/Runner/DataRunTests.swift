@@ -14,7 +14,7 @@ struct DataRunTests {
           login: { url: "http://x.test/login", token: $.token }
         steps:
           - { id: session, url: "http://x.test/session/{{data.user}}", captures: { seen: $.cookie } }
-          - { id: profile, url: "http://x.test/users/{{data.user}}?n={{data.n}}", needs: session, captures: { seen: $.cookie } }
+          - { id: profile, url: "http://x.test/users/{{data.user}}?n={{data.n}}", needs: session, captures: { seen: $.cookie }, assert: [ { $.n: "{{data.n}}" } ] }
         """
 
     /// Logs in; `/session/U` sets the cookie `who=U`; every answer echoes the Cookie header.
@@ -25,7 +25,9 @@ struct DataRunTests {
             if let gate, path.hasPrefix("/users/") { try await gate.pass() }
             var headers: HTTPFields = [:]
             if path.hasPrefix("/session/") { headers[.setCookie] = "who=\(path.dropFirst("/session/".count)); Path=/" }
-            return respond(200, #"{"cookie":"\#(request.headerFields[.cookie] ?? "")"}"#, headers: headers)
+            // `?n=N` is echoed as the number N.
+            let n = path.split(separator: "?n=").dropFirst().first.map { #","n":\#($0)"# } ?? ""
+            return respond(200, #"{"cookie":"\#(request.headerFields[.cookie] ?? "")"\#(n)}"#, headers: headers)
         }
     }
 
