@@ -91,11 +91,13 @@ package final class CookieJar: Sendable {
 
     /// Stores the cookies of a response's `Set-Cookie` fields, for the request to `host` and
     /// `path` (its query is ignored). Fields that cannot be read, or whose `Domain` does not
-    /// cover `host`, are ignored, as browsers ignore them.
+    /// cover `host`, are ignored, as browsers ignore them. A field that holds several cookies
+    /// joined with commas (Foundation's `URLSession` on Linux joins repeated `Set-Cookie`
+    /// lines) is split first.
     package func store(setCookie fields: [String], scheme: String, host: String, path: String) {
         let now = now()
         let host = Self.normalized(host: host)
-        for field in fields {
+        for field in fields.flatMap(Self.splitJoined) {
             if let cookie = Self.parse(setCookie: field, host: host, path: Self.pathOnly(path), now: now) {
                 add(cookie)
             }
@@ -198,6 +200,26 @@ package final class CookieJar: Sendable {
     }
 
     // MARK: - RFC 6265
+
+    /// The `Set-Cookie` values in `field`, split at each comma that starts a new `name=`
+    /// (never inside an `Expires` date: `Wed, 21 Oct …` has no `=` after its comma).
+    static func splitJoined(_ field: String) -> [String] {
+        guard field.contains(",") else { return [field] }
+        var parts: [String] = []
+        var start = field.startIndex
+        var index = field.startIndex
+        while let comma = field[index...].firstIndex(of: ",") {
+            let rest = field[field.index(after: comma)...].drop { $0 == " " || $0 == "\t" }
+            let name = rest.prefix { $0 != "=" && $0 != ";" && $0 != "," && $0 != " " }
+            if !name.isEmpty, rest.dropFirst(name.count).first == "=" {
+                parts.append(String(field[start..<comma]))
+                start = rest.startIndex
+            }
+            index = field.index(after: comma)
+        }
+        parts.append(String(field[start...]))
+        return parts
+    }
 
     private static func isExpired(_ cookie: Cookie, at now: Date) -> Bool {
         cookie.expires.map { $0 <= now } ?? false

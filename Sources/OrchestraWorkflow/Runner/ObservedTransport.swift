@@ -68,7 +68,9 @@ struct CookieTransport: HTTPTransport {
         let path = request.path ?? "/"
         var request = request
         if request.headerFields[.cookie] == nil, let cookies = jar.header(scheme: scheme, host: host, path: path) {
-            request.headerFields[.cookie] = cookies
+            // One field: HTTPFields' subscript splits a Cookie value into a field per cookie,
+            // which HTTP/1.1 forbids (RFC 6265 §5.4) and servers join with commas.
+            request.headerFields.append(HTTPField(name: .cookie, value: cookies))
         }
         let (response, data) = try await base.send(request, body: body, progress: progress)
         let set = response.headerFields[values: .setCookie]

@@ -187,7 +187,10 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     private static func inserted(
         _ value: String, for reference: Reference, at index: Int, in context: Context
     ) -> String {
-        context == .text || reference.isRaw || index == 0 ? value : percentEncoded(value)
+        // A value whose last filter is `urlencode` is encoded already: encoding it again would
+        // send `%2520` for a space.
+        context == .text || reference.isRaw || index == 0 || reference.filters.last == .urlencode
+            ? value : percentEncoded(value)
     }
 
     /// `value` percent-encoded as a URL component: everything but the unreserved characters of

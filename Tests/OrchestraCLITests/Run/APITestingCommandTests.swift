@@ -109,6 +109,23 @@ struct APITestingCommandTests {
         }
     }
 
+    @Test(
+        "cookies set on a redirect reach later steps over each HTTP client, however it delivers repeated Set-Cookie lines",
+        arguments: ["asynchttpclient", "urlsession"])
+    func cookiesOverEachTransport(transport: String) async throws {
+        try await withDemoServer { server in
+            let base = server.baseURL.absoluteString
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: set, url: "\(base)/cookies/set?a=1&b=two" }
+                  - { id: get, needs: set, url: "\(base)/cookies", assert: [ { $.cookies: { equals: { a: "1", b: two } } } ] }
+                """)
+            let output = try await OrchestraExecutable.run(["run", file, "--transport", transport])
+            #expect(output.status == 0, "\(output)")
+        }
+    }
+
     @Test("multipart and form bodies arrive as the demo server's httpbin echo reads them")
     func multipart() async throws {
         try await withDemoServer { server in

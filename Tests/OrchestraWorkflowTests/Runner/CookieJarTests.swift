@@ -73,6 +73,16 @@ struct CookieJarTests {
         #expect(CookieJar.parseDate(text)?.timeIntervalSince1970 == seconds)
     }
 
+    @Test func cookiesJoinedInOneFieldAreSplitButNotAtADatesComma() {
+        let jar = self.jar()
+        jar.store(
+            setCookie: ["a=1; Path=/, b=2; Expires=Wed, 21 Oct 2065 07:28:00 GMT; Path=/,c=3"], scheme: "http",
+            host: "h.test", path: "/")
+        #expect(jar.cookies.map(\.name) == ["a", "b", "c"])
+        #expect(jar.cookies[1].expires == CookieJar.parseDate("Wed, 21 Oct 2065 07:28:00 GMT"))
+        #expect(jar.header(scheme: "http", host: "h.test", path: "/") == "a=1; b=2; c=3")
+    }
+
     @Test func unreadableDatesAndPairsAreIgnored() {
         #expect(CookieJar.parseDate("tomorrow") == nil)
         #expect(CookieJar.parseDate("Wed, 32 Oct 2015 07:28:00 GMT") == nil)
@@ -103,13 +113,18 @@ struct CookieJarTests {
 
     // MARK: - In a run
 
-    /// A server that sets `sid` at /login (on a 302 to /home) and echoes the Cookie header.
+    /// A server that sets `sid` and `t` at /login (on a 302 to /home) and echoes the Cookie
+    /// fields, separated by `|`.
     static let server = ScriptedHTTPTransport { request, _ in
         switch request.path {
         case "/login":
-            return respond(302, "", headers: [.location: "/home", .setCookie: "sid=s1; Path=/; HttpOnly"])
+            var headers: HTTPFields = [.location: "/home"]
+            headers.append(HTTPField(name: .setCookie, value: "sid=s1; Path=/; HttpOnly"))
+            headers.append(HTTPField(name: .setCookie, value: "t=2; Path=/"))
+            return respond(302, "", headers: headers)
         default:
-            return respond(200, #"{"cookie":"\#(request.headerFields[.cookie] ?? "")"}"#)
+            let fields = request.headerFields[values: .cookie].joined(separator: "|")
+            return respond(200, #"{"cookie":"\#(fields)"}"#)
         }
     }
 
@@ -132,8 +147,8 @@ struct CookieJarTests {
             """, jar: jar)
         #expect(report.allSucceeded, "\(report.steps.compactMap(\.error))")
         func cookie(_ id: String) -> JSONValue? { report[id]?.captures.first?.value }
-        #expect(cookie("login") == .string("sid=s1"), "the redirect's hop to /home")
-        #expect(cookie("me") == .string("sid=s1"))
+        #expect(cookie("login") == .string("sid=s1; t=2"), "the redirect's hop to /home, in one Cookie field")
+        #expect(cookie("me") == .string("sid=s1; t=2"))
         #expect(cookie("bare") == .string(""))
         #expect(cookie("echo") == .string("mine=1"), "a Cookie header given by the step is sent as it is")
         #expect(report["echo"]?.url == "http://x.test/echo?sid=s1")
@@ -160,7 +175,7 @@ struct CookieJarTests {
               - { id: login, url: "http://x.test/login" }
               - { id: me, url: "http://x.test/me?t={{cookies.token}}", needs: login }
             """)
-        #expect(report["me"]?.error == "{{cookies.token}}: no cookie 'token' in the run's jar (it holds sid)")
+        #expect(report["me"]?.error == "{{cookies.token}}: no cookie 'token' in the run's jar (it holds sid, t)")
     }
 
     @Test func cookieTemplatesAreRefusedWhereNoStepRuns() {

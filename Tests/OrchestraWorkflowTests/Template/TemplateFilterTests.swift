@@ -20,6 +20,10 @@ struct TemplateFilterTests {
         #expect(try text("{{vars.tildes | base64url}}") == "fn5-Pw", "URL-safe alphabet, no padding")
         #expect(try text("{{vars.credentials | urlencode}}") == "ada%3As3cret%20%C3%A9")
         #expect(
+            try Template(parsing: "http://x.test/{{vars.credentials | urlencode}}?b={{vars.credentials | base64}}")
+                .render(for: .url, with: values) == "http://x.test/ada%3As3cret%20%C3%A9?b=YWRhOnMzY3JldCDDqQ%3D%3D",
+            "urlencode is not encoded twice in a URL; other filters' results are encoded")
+        #expect(
             try text("{{vars.credentials | sha256}}")
                 == "9b0876106080e2d302205ca7054316d8053122554ba4319dc8421d87e4981f56")
         #expect(
