@@ -113,7 +113,22 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        let outgoing = try Self.clientRequest(for: request, body: body)
+        try await send(request, content: body.map(HTTPRequestBody.data), progress: progress)
+    }
+
+    /// Sends `request` with `content`; a file is streamed as it is read, 64 KiB at a time, so
+    /// a large upload never sits in memory.
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data) {
+        let progress = progress ?? { _, _ in }
+        var outgoing = try Self.clientRequest(for: request, body: nil)
+        switch content {
+        case nil: break
+        case .data(let data): outgoing.body = .bytes(ByteBuffer(bytes: data))
+        case .file(let url): outgoing.body = try Self.fileBody(url, authority: request.authority)
+        }
         let authority = request.authority
         do {
             let response = try await client.execute(outgoing, timeout: .hours(1))
@@ -140,6 +155,22 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             try Task.checkCancellation()
             throw Self.mapped(error, authority: authority)
         }
+    }
+
+    /// A body that reads the file at `url` as the client sends it, with its length known.
+    ///
+    /// - Throws: `HTTPTransportError` (`.invalidRequest`) if the file cannot be read.
+    static func fileBody(_ url: URL, authority: String?) throws -> HTTPClientRequest.Body {
+        let size: Int
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+            size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        } catch {
+            throw HTTPTransportError(
+                code: .invalidRequest, message: "cannot read the body file \(url.path): \(error.localizedDescription)",
+                host: authority)
+        }
+        return .stream(FileChunks(url: url), length: .known(Int64(size)))
     }
 
     /// The client's request for `request` and `body`.
@@ -176,5 +207,33 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
         return HTTPResponse(status: status, headerFields: fields)
+    }
+}
+
+/// A file's bytes as buffers of at most 64 KiB, read as they are asked for.
+struct FileChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+
+    let url: URL
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let url: URL
+        var handle: FileHandle?
+        var finished = false
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard !finished else { return nil }
+            if handle == nil { handle = try FileHandle(forReadingFrom: url) }
+            guard let data = try handle?.read(upToCount: 64 << 10), !data.isEmpty else {
+                finished = true
+                try? handle?.close()
+                return nil
+            }
+            return ByteBuffer(bytes: data)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(url: url)
     }
 }

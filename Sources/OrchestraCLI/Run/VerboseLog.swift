@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OrchestraHTTP
 import OrchestraWorkflow
 
 /// `orchestra run --verbose`: every request as sent and its response, on stderr, one block
@@ -38,7 +39,18 @@ struct VerboseLog: Sendable {
         let url = redactor.redact("\(request.scheme ?? "http")://\(request.authority ?? "")\(request.path ?? "")")
         lines.append("> \(request.method.rawValue) \(TerminalText.safe(url))")
         lines += headers(request.headerFields, prefix: ">")
-        lines += body(exchange.body, type: request.headerFields[.contentType], prefix: ">")
+        switch exchange.body {
+        case .file(let file):
+            // Streamed from the file, never in memory: its name and size.
+            let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue
+            lines += [
+                ">", "> [the file \(TerminalText.quoted(file.path))\(size.map { ", \(Format.bytes($0))" } ?? "")]",
+            ]
+        case .data(let data):
+            lines += body(data, type: request.headerFields[.contentType], prefix: ">")
+        case nil:
+            break
+        }
         if let response = exchange.response {
             lines.append("< \(response.status.code) \(TerminalText.safe(response.status.reasonPhrase))")
             lines += headers(response.headerFields, prefix: "<")

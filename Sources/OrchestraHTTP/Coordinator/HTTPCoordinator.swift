@@ -112,6 +112,18 @@ public final class HTTPCoordinator: Sendable {
         for request: HTTPRequest, body: Data? = nil, options: HTTPRequestOptions,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil
     ) async throws -> HTTPResult {
+        try await data(for: request, content: HTTPRequestBody.from(body), options: options, progress: progress)
+    }
+
+    /// Sends `request` like ``data(for:body:options:progress:)`` with `content`, bytes or a
+    /// file. A transport that streams (AsyncHTTPClient's) sends a file as it reads it, so a
+    /// large upload does not sit in memory; each attempt and each redirect that keeps the body
+    /// reads the file again.
+    public func data(
+        for request: HTTPRequest, content: HTTPRequestBody?, options: HTTPRequestOptions,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil
+    ) async throws -> HTTPResult {
+        let body = content
         let plan = Plan(
             priority: options.priority, retry: options.retry ?? HTTPRetry(policy: configuration.retry),
             timeout: options.timeout ?? configuration.requestTimeout,
@@ -192,7 +204,7 @@ public final class HTTPCoordinator: Sendable {
 
     /// Sends `request`, then each request a redirect leads to, as the plan's policy allows.
     private func sendFollowingRedirects(
-        _ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int
+        _ request: HTTPRequest, body: HTTPRequestBody?, _ plan: Plan, attemptsBefore: Int
     ) async throws -> HTTPResult {
         var current = (request: request, body: body)
         var hops: [HTTPRedirect] = []
@@ -201,7 +213,7 @@ public final class HTTPCoordinator: Sendable {
             var result = try await sendWithRetries(current.request, body: current.body, plan, attemptsBefore: attempts)
             attempts = result.attempts
             guard plan.redirects.maxHops > 0 else { return result }
-            let next: (request: HTTPRequest, body: Data?, location: String)?
+            let next: (request: HTTPRequest, body: HTTPRequestBody?, location: String)?
             do {
                 next = try RedirectRule.next(after: current.request, body: current.body, response: result.response)
             } catch {
@@ -231,7 +243,7 @@ public final class HTTPCoordinator: Sendable {
     }
 
     private func sendWithRetries(
-        _ request: HTTPRequest, body: Data?, _ plan: Plan, attemptsBefore: Int
+        _ request: HTTPRequest, body: HTTPRequestBody?, _ plan: Plan, attemptsBefore: Int
     ) async throws -> HTTPResult {
         let retryable = plan.retry.allows(request)
         let statuses = plan.retry.statuses
@@ -260,7 +272,7 @@ public final class HTTPCoordinator: Sendable {
 
     /// One attempt: a slot, then the transport within the timeout, reported to `onAttempt`
     /// while the slot is held.
-    private func sendOnce(_ request: HTTPRequest, body: Data?, _ plan: Plan) async throws -> HTTPResult {
+    private func sendOnce(_ request: HTTPRequest, body: HTTPRequestBody?, _ plan: Plan) async throws -> HTTPResult {
         let scheme = request.scheme ?? ""
         let authority = request.authority ?? ""
         let host = admission.withLock { $0.group(scheme: scheme, authority: authority) }
@@ -273,12 +285,7 @@ public final class HTTPCoordinator: Sendable {
         let transport = self.transport
         let progress = plan.progress
         let send: @Sendable () async throws -> HTTPResult = {
-            let (response, data) =
-                if let progress {
-                    try await transport.send(request, body: body, progress: progress)
-                } else {
-                    try await transport.send(request, body: body)
-                }
+            let (response, data) = try await transport.send(request, content: body, progress: progress)
             return HTTPResult(response: response, body: data)
         }
         do {

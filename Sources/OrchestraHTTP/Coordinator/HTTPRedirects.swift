@@ -99,9 +99,9 @@ enum RedirectRule {
     ///
     /// - Throws: ``HTTPRedirectError`` with ``HTTPRedirectError/Code/invalidLocation`` when the
     ///   `Location` is not an http or https URL (`hops` is left empty for the caller to fill).
-    static func next(
-        after request: HTTPRequest, body: Data?, response: HTTPResponse
-    ) throws(HTTPRedirectError) -> (request: HTTPRequest, body: Data?, location: String)? {
+    static func next<Body>(
+        after request: HTTPRequest, body: Body?, response: HTTPResponse
+    ) throws(HTTPRedirectError) -> (request: HTTPRequest, body: Body?, location: String)? {
         let status = response.status.code
         guard followed.contains(status), let location = response.headerFields[.location] else { return nil }
         let origin = "\(request.scheme ?? "http")://\(request.authority ?? "")"

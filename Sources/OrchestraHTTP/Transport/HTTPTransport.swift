@@ -43,6 +43,18 @@ public protocol HTTPTransport: Sendable {
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data)
 
+    /// Sends `request` with `content`, a body in memory or a file, reporting progress as
+    /// ``send(_:body:progress:)`` does when `progress` is given. The coordinator sends through
+    /// this method. The default implementation reads a file whole (memory-mapped) and calls
+    /// ``send(_:body:)`` or ``send(_:body:progress:)``; a transport that can stream a file
+    /// implements it to send the file as it reads it.
+    ///
+    /// - Throws: As ``send(_:body:)``; the error reading a file.
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data)
+
     /// The most connections the transport opens to one host.
     var maximumConnectionsPerHost: Int { get }
 }
@@ -56,5 +68,16 @@ extension HTTPTransport {
         let (response, data) = try await send(request, body: body)
         progress(data.count, data.count)
         return (response, data)
+    }
+
+    /// Reads `content` into memory and sends it with ``send(_:body:)`` (or
+    /// ``send(_:body:progress:)`` when `progress` is given).
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data) {
+        let body = try content?.contents()
+        if let progress { return try await send(request, body: body, progress: progress) }
+        return try await send(request, body: body)
     }
 }

@@ -10,7 +10,8 @@ package struct HTTPExchange: Sendable {
     package var label: String
     /// The request as sent: after signing with a token or basic credentials, with the hop's URL.
     package var request: HTTPRequest
-    package var body: Data?
+    /// Bytes, or a file (`body_file:`) that was streamed.
+    package var body: HTTPRequestBody?
     /// The response, or `nil` when the transport failed (``error``).
     package var response: HTTPResponse?
     package var responseBody: Data?
@@ -20,7 +21,7 @@ package struct HTTPExchange: Sendable {
     package var duration: Duration
 
     package init(
-        label: String, request: HTTPRequest, body: Data? = nil, response: HTTPResponse? = nil,
+        label: String, request: HTTPRequest, body: HTTPRequestBody? = nil, response: HTTPResponse? = nil,
         responseBody: Data? = nil, error: String? = nil, duration: Duration
     ) {
         self.label = label
@@ -54,14 +55,21 @@ struct CookieTransport: HTTPTransport {
     var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        try await send(request, body: body, progress: { _, _ in })
+        try await send(request, content: body.map(HTTPRequestBody.data), progress: nil)
     }
 
     func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
+        try await send(request, content: body.map(HTTPRequestBody.data), progress: progress)
+    }
+
+    func send(
+        _ request: HTTPRequest, content body: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data) {
         guard let jar = ExchangeContext.current?.cookies else {
-            return try await base.send(request, body: body, progress: progress)
+            return try await base.send(request, content: body, progress: progress)
         }
         let scheme = request.scheme ?? "http"
         let host = request.authority ?? ""
@@ -72,7 +80,7 @@ struct CookieTransport: HTTPTransport {
             // which HTTP/1.1 forbids (RFC 6265 §5.4) and servers join with commas.
             request.headerFields.append(HTTPField(name: .cookie, value: cookies))
         }
-        let (response, data) = try await base.send(request, body: body, progress: progress)
+        let (response, data) = try await base.send(request, content: body, progress: progress)
         let set = response.headerFields[values: .setCookie]
         if !set.isEmpty { jar.store(setCookie: set, scheme: scheme, host: host, path: path) }
         return (response, data)
@@ -91,17 +99,24 @@ struct ObservedTransport<C: Clock>: HTTPTransport where C.Duration == Duration {
     var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        try await send(request, body: body, progress: { _, _ in })
+        try await send(request, content: body.map(HTTPRequestBody.data), progress: nil)
     }
 
     func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
+        try await send(request, content: body.map(HTTPRequestBody.data), progress: progress)
+    }
+
+    func send(
+        _ request: HTTPRequest, content body: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data) {
         let start = clock.now
         var exchange = HTTPExchange(
             label: label ?? ExchangeContext.current?.label ?? "request", request: request, body: body, duration: .zero)
         do {
-            let (response, data) = try await base.send(request, body: body, progress: progress)
+            let (response, data) = try await base.send(request, content: body, progress: progress)
             exchange.duration = start.duration(to: clock.now)
             exchange.response = response
             exchange.responseBody = data

@@ -1,10 +1,12 @@
 import Foundation
 import HTTPTypes
+import OrchestraHTTP
 
 /// A request with every template replaced, ready to send.
 struct RenderedRequest: Sendable {
     var request: HTTPRequest
-    var body: Data?
+    /// Bytes, or the file of `body_file:` (read as it is sent).
+    var body: HTTPRequestBody?
     /// The URL as sent: ASCII only (``URLCheck/escaped(_:)``).
     var url: String
     /// `host:port` as written in the URL.
@@ -59,14 +61,14 @@ struct RenderedRequest: Sendable {
             body = nil
         case .text(let text):
             do {
-                body = Data(try text.render(for: .text, with: values).utf8)
+                body = .data(Data(try text.render(for: .text, with: values).utf8))
             } catch {
                 throw StepFailure("\(error)", url: url)
             }
             if !hasContentType { request.headerFields[.contentType] = "text/plain; charset=utf-8" }
         case .json(let json):
             do {
-                body = Data(try json.render(with: values).text.utf8)
+                body = .data(Data(try json.render(with: values).text.utf8))
             } catch {
                 throw StepFailure("\(error)", url: url)
             }
@@ -82,15 +84,16 @@ struct RenderedRequest: Sendable {
                 }
                 pairs.append(Self.formEncoded(field.name) + "=" + Self.formEncoded(value))
             }
-            body = Data(pairs.joined(separator: "&").utf8)
+            body = .data(Data(pairs.joined(separator: "&").utf8))
             if !hasContentType { request.headerFields[.contentType] = "application/x-www-form-urlencoded" }
         case .multipart(let parts):
             let boundary = Self.makeBoundary()
-            body = try Self.multipart(parts, boundary: boundary, values: values, url: url)
+            body = .data(try Self.multipart(parts, boundary: boundary, values: values, url: url))
             // The boundary is in the type: a type given in `headers` would not have it.
             request.headerFields[.contentType] = "multipart/form-data; boundary=\(boundary)"
         case .file(let file):
-            body = try Self.contents(of: file, field: "body_file", url: url)
+            // Streamed by the transport as it reads the file (checked when the workflow was read).
+            body = .file(file.url)
             if !hasContentType { request.headerFields[.contentType] = Self.contentType(ofFile: file.path) }
         }
         self.request = request

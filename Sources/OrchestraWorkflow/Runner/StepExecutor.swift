@@ -195,7 +195,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             }
         )
         do {
-            let result = try await coordinator.data(for: rendered.request, body: rendered.body, options: options)
+            let result = try await coordinator.data(for: rendered.request, content: rendered.body, options: options)
             update(id) { report in
                 report.redirects = result.redirects
                 report.attempts = Self.attempts(sends: report.attempts, followedRedirects: result.redirects.count)

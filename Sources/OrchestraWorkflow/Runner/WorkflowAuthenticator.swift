@@ -66,7 +66,7 @@ final class WorkflowAuthenticator: Sendable {
         do {
             result = try await withTimeout(timeout, clock: clock) {
                 // Straight to the transport: the token must not wait behind the requests it unblocks.
-                let (response, body) = try await transport.send(rendered.request, body: rendered.body)
+                let (response, body) = try await transport.send(rendered.request, content: rendered.body, progress: nil)
                 return HTTPResult(response: response, body: body)
             }
         } catch let error as TimeoutError {

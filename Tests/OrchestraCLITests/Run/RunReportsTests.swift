@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OrchestraHTTP
 import OrchestraWorkflow
 import Testing
 
@@ -38,7 +39,7 @@ struct RunReportsTests {
         let log = VerboseLog(redactor: Redactor(secrets: ["pw"]), console: .standardError)
         var exchange = HTTPExchange(
             label: "up", request: HTTPRequest(method: .post, scheme: "https", authority: "x.test", path: "/a?k=pw"),
-            body: Data(repeating: UInt8(ascii: "a"), count: 3_000), duration: .milliseconds(5))
+            body: .data(Data(repeating: UInt8(ascii: "a"), count: 3_000)), duration: .milliseconds(5))
         exchange.request.headerFields[.contentType] = "text/plain"
         exchange.request.headerFields[.cookie] = "sid=1"
         exchange.response = HTTPResponse(status: .ok, headerFields: [.contentType: "image/png"])

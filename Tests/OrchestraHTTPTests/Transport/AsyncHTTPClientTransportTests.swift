@@ -55,6 +55,29 @@ struct AsyncHTTPClientTransportTests {
         }
     }
 
+    @Test func aFileBodyIsStreamedWhole() async throws {
+        // 300 KiB: several 64 KiB reads and a short last one; each byte is its offset's pattern.
+        let bytes = Data((0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-upload-\(UUID())")
+        try bytes.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await withDemoServer { server in
+            try await AsyncHTTPClientTransport.withTransport { transport in
+                let api = HTTPCoordinator(transport: transport, configuration: .init(retry: .never))
+                var upload = server.request("/anything/upload", method: .put)
+                upload.headerFields[.contentType] = "application/octet-stream"
+                let result = try await api.data(for: upload, content: .file(file), options: HTTPRequestOptions())
+                let echo = try #require(try JSONSerialization.jsonObject(with: result.body) as? [String: Any])
+                #expect(echo["bodyLength"] as? Int == bytes.count)
+                #expect(echo["bodyBase64"] as? String == bytes.base64EncodedString())
+                let missing = file.appendingPathExtension("gone")
+                await #expect(throws: HTTPTransportError.self) {
+                    try await api.data(for: upload, content: .file(missing), options: HTTPRequestOptions())
+                }
+            }
+        }
+    }
+
     @Test func aTokenStormOverAsyncHTTPClientCausesOneRefresh() async throws {
         try await withDemoServer { server in
             try await AsyncHTTPClientTransport.withTransport { transport in

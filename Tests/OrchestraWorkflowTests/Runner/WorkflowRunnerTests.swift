@@ -285,13 +285,13 @@ struct WorkflowRunnerTests {
               login: { url: "http://x.test/login", token: $.access_token }
               failure: { status: [200] }
             steps:
-              - { id: data, url: "http://x.test/data" }
+              - { id: records, url: "http://x.test/data" }
               - { id: open, url: "http://x.test/open", auth: false }
             """)
         let report = try await withHangGuard {
             await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
         }
-        let data = try #require(report["data"])
+        let data = try #require(report["records"])
         #expect(data.state == .failed)
         #expect(
             data.error?.contains("still refused the token") == true && data.error?.contains("status 200") == true,
