@@ -39,11 +39,16 @@ struct WorkflowCommandTests {
     @Test("each example runs against the demo server and exits 0", arguments: examples)
     func examplesRun(name: String) async throws {
         try await withDemoServer { server in
+            // Each example also writes a JUnit report, as CI would ask for.
+            let report = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-\(UUID()).xml").path
+            defer { try? FileManager.default.removeItem(atPath: report) }
             let output = try await OrchestraExecutable.run([
                 "run", Self.example(name), "--var", "base=\(server.baseURL.absoluteString)", "--var",
-                "key=\(UUID().uuidString)",
+                "key=\(UUID().uuidString)", "--report-junit", report,
             ])
             #expect(output.status == 0, "\(output)")
+            let junit = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            #expect(junit.contains(#"<testsuites name="#) && junit.contains(#"failures="0""#), "\(junit)")
             let steps = output.stdout.split(separator: "\n").filter { $0.hasPrefix("✓") }
             #expect(!steps.isEmpty, "\(output)")
             #expect(!output.stdout.contains("✗"), "\(output)")
@@ -235,6 +240,25 @@ struct WorkflowCommandTests {
             #expect(
                 screen[position...].hasPrefix(erased),
                 "the bar is erased and the step's line takes its place:\n\(output)")
+        }
+    }
+
+    @Test(
+        "on a terminal with --verbose, no bar is drawn: it would cut the request blocks",
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: script.path), "needs util-linux script for a terminal")
+    )
+    func noProgressBarWhenVerbose() async throws {
+        try await withDemoServer { server in
+            let output = try await OrchestraExecutable.run(
+                Self.onATerminal([
+                    "run", Self.example("album.yaml"), "--var", "base=\(server.baseURL.absoluteString)", "-v",
+                ]),
+                executable: Self.script
+            )
+            #expect(output.status == 0, "\(output)")
+            #expect(output.stdout.contains("> GET ") && output.stdout.contains("✓ image "), "\(output)")
+            #expect(!output.stdout.contains("  image ["), "no bar:\n\(output)")
         }
     }
 

@@ -125,7 +125,8 @@ struct RunCommand: AsyncParsableCommand {
             console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
         let text = output == .text
         if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
-        let progress = RunProgress(printer: printer)
+        // With --verbose the exchanges go to the terminal too: a bar redrawn in place would cut them.
+        let progress = RunProgress(printer: printer, showsBar: !verbose)
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
             progress.interrupt()
         }

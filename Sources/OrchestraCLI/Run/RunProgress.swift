@@ -29,8 +29,12 @@ final class RunProgress: Sendable {
         var clearedAfterInterruption = false
     }
 
-    init(printer: RunPrinter) {
+    /// Whether the bar is drawn on a terminal (not with `--verbose`, whose blocks it would cut).
+    private let showsBar: Bool
+
+    init(printer: RunPrinter, showsBar: Bool = true) {
         self.printer = printer
+        self.showsBar = showsBar
     }
 
     private var console: Console { printer.console }
@@ -43,7 +47,7 @@ final class RunProgress: Sendable {
         case .started:
             return
         case .progress(let step, let finished, let total):
-            guard console.isTerminal else { return }
+            guard console.isTerminal, showsBar else { return }
             output = state.withLock { state in
                 guard !state.interrupted else { return clearAfterInterruption(&state) }
                 if let index = state.steps.firstIndex(where: { $0.id == step }) {
