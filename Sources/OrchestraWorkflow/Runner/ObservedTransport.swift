@@ -45,13 +45,13 @@ struct ExchangeContext: Sendable {
     var cookies: CookieJar?
 }
 
-/// Sends the cookies of the sending step's jar (``ExchangeContext``) with each request, and
-/// stores the cookies each response sets. Below the coordinator, so every redirect hop gets
-/// the cookies of its own host and path, and a cookie set by a 302 is sent to its location.
-/// A request that already has a `Cookie` header (given by the step) is sent as it is.
-struct CookieTransport: HTTPTransport {
-    let base: any HTTPTransport
+/// A transport that adds something around another one (`base`): it implements only
+/// ``HTTPTransport/send(_:content:progress:)``, and every other way of sending goes through it.
+protocol WrappingTransport: HTTPTransport {
+    var base: any HTTPTransport { get }
+}
 
+extension WrappingTransport {
     var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
@@ -63,6 +63,14 @@ struct CookieTransport: HTTPTransport {
     ) async throws -> (HTTPResponse, Data) {
         try await send(request, content: body.map(HTTPRequestBody.data), progress: progress)
     }
+}
+
+/// Sends the cookies of the sending step's jar (``ExchangeContext``) with each request, and
+/// stores the cookies each response sets. Below the coordinator, so every redirect hop gets
+/// the cookies of its own host and path, and a cookie set by a 302 is sent to its location.
+/// A request that already has a `Cookie` header (given by the step) is sent as it is.
+struct CookieTransport: WrappingTransport {
+    let base: any HTTPTransport
 
     func send(
         _ request: HTTPRequest, content body: HTTPRequestBody?,
@@ -89,24 +97,12 @@ struct CookieTransport: HTTPTransport {
 
 /// A transport that reports every exchange to `observe` as it ends, and otherwise passes
 /// everything to `base`.
-struct ObservedTransport<C: Clock>: HTTPTransport where C.Duration == Duration {
+struct ObservedTransport<C: Clock>: WrappingTransport where C.Duration == Duration {
     let base: any HTTPTransport
     let clock: C
     /// The label of every exchange, instead of ``ExchangeContext/current``.
     let label: String?
     let observe: @Sendable (HTTPExchange) -> Void
-
-    var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
-
-    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        try await send(request, content: body.map(HTTPRequestBody.data), progress: nil)
-    }
-
-    func send(
-        _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
-    ) async throws -> (HTTPResponse, Data) {
-        try await send(request, content: body.map(HTTPRequestBody.data), progress: progress)
-    }
 
     func send(
         _ request: HTTPRequest, content body: HTTPRequestBody?,
