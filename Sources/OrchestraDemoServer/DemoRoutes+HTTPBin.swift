@@ -62,8 +62,9 @@ extension DemoRoutes {
             return Response(status: .found, headers: headers)
         }
         router.get("/basic-auth/:user/:password") { request, context -> Response in
-            let user = try context.parameters.require("user")
-            let password = try context.parameters.require("password")
+            // The path's segments as the client meant them (httpbin decodes `p%20w` to `p w`).
+            let user = try context.parameters.require("user").removingPercentEncoding ?? ""
+            let password = try context.parameters.require("password").removingPercentEncoding ?? ""
             let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
             guard request.headers[.authorization] == expected else {
                 return Response(status: .unauthorized, headers: [.wwwAuthenticate: #"Basic realm="Fake Realm""#])

@@ -76,7 +76,14 @@ extension Workflow {
             file: file, overrides: variables, environment: environment, directory: directory)
         parser.dataColumns = dataColumns
         guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
-            throw WorkflowErrors(parser.reader.errors)
+            // A message may quote a URL or a value made from a secret variable.
+            let redactor = Redactor(secrets: parser.secretValues)
+            throw WorkflowErrors(
+                parser.reader.errors.map { error in
+                    var error = error
+                    error.message = redactor.redact(error.message)
+                    return error
+                })
         }
         return workflow
     }
@@ -106,6 +113,8 @@ struct WorkflowParser {
     /// there.
     var forEachSteps: Set<String> = []
 
+    /// The values of the variables `secrets:` names, once read: redacted in the errors.
+    var secretValues: [String] = []
     /// The columns of the run's data file, if it has one.
     var dataColumns: [String]?
     /// Where the paths of `body_file:` and `multipart:` files are relative to: the workflow
@@ -184,7 +193,9 @@ struct WorkflowParser {
         for (key, node) in fields {
             switch key {
             case "hosts": workflow.hostLimits = hostLimits(node, variables: workflow.variables)
-            case "secrets": workflow.secretValues = secrets(node, variables: workflow.variables)
+            case "secrets":
+                workflow.secretValues = secrets(node, variables: workflow.variables)
+                secretValues = workflow.secretValues
             case "auth": workflow.auth = auth(node)
             case "basic_auth":
                 workflow.basicAuth = basicAuth(node, context: FieldContext(step: nil, variablesOnly: true))

@@ -126,6 +126,23 @@ struct APITestingCommandTests {
         }
     }
 
+    @Test("basic_auth against the demo server's /basic-auth: the right password passes, a wrong one is a 401")
+    func basicAuth() async throws {
+        try await withDemoServer { server in
+            let base = server.baseURL.absoluteString
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                basic_auth: { user: ada, password: "{{env.ORCHESTRA_TEST_PASSWORD}}" }
+                steps:
+                  - { id: ok, url: "\(base)/basic-auth/ada/p%20w", assert: [ { $.authenticated: true }, { $.user: ada } ] }
+                  - { id: wrong, url: "\(base)/basic-auth/ada/other", expect: 401 }
+                """)
+            let output = try await OrchestraExecutable.run(
+                ["run", file, "--output", "json"], environment: ["ORCHESTRA_TEST_PASSWORD": "p w"])
+            #expect(output.status == 0, "\(output)")
+        }
+    }
+
     @Test("multipart and form bodies arrive as the demo server's httpbin echo reads them")
     func multipart() async throws {
         try await withDemoServer { server in

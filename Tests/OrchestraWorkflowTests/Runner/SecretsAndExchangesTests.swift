@@ -35,6 +35,14 @@ struct SecretsAndExchangesTests {
         #expect(finished.withLock { $0.map(\.url) }.allSatisfy { !$0.contains("k3y") && !$0.contains("tok-9") })
     }
 
+    @Test func aSecretIsRedactedInTheFilesErrorsToo() {
+        let messages = errors(
+            "vars: { host: \"ftp://h0st\" }\nsecrets: [host]\nsteps:\n  - { id: a, url: \"{{vars.host}}/\" }\n"
+        ).map(\.description)
+        #expect(!messages.isEmpty && messages.allSatisfy { !$0.contains("h0st") }, "\(messages)")
+        #expect(messages.contains { $0.contains("***") }, "\(messages)")
+    }
+
     @Test func aSecretThatIsNotAVariableIsAnError() {
         let messages = errors(
             "vars: { key: x }\nsecrets: [kye, env.NOPE_UNSET_42]\nsteps:\n  - { id: a, url: \"http://x.test/\" }\n"
