@@ -24,10 +24,66 @@ struct WorkflowFileOptions: ParsableArguments {
     )
     var variableFiles: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Run the workflow once per row of this file: .csv (a header row of column names) or .json (a list of objects); {{data.COLUMN}} is the row's value.",
+            valueName: "file"))
+    var data: String?
+
+    /// The workflow, checked against the columns of `--data` if given; or every problem on
+    /// standard error and `ExitCode(2)`.
+    func load() throws -> Workflow {
+        try loadWithRows().workflow
+    }
+
+    /// The workflow and the rows of `--data` (`nil` without the option), every row with
+    /// every column the workflow uses.
+    func loadWithRows() throws -> (workflow: Workflow, rows: DataRows?) {
+        let rows = try loadRows()
+        let workflow = try load(dataColumns: rows?.columns)
+        if let rows { try check(rows, for: workflow) }
+        return (workflow, rows)
+    }
+
+    /// Refuses rows without a column the workflow uses (a JSON row may lack a key), and a file
+    /// with no rows at all.
+    private func check(_ rows: DataRows, for workflow: Workflow) throws {
+        var problems: [String] = []
+        if rows.rows.isEmpty { problems.append("it has no rows, only the column names") }
+        for (index, row) in rows.rows.enumerated() {
+            for column in workflow.usedDataColumns.sorted() where row[column] == nil {
+                problems.append(
+                    "row \(index + 1) has no '\(TerminalText.quoted(column))' ({{data.\(TerminalText.quoted(column))}} uses it)"
+                )
+            }
+        }
+        guard problems.isEmpty else {
+            let file = TerminalText.quoted(data ?? "")
+            Console.standardError.line(
+                problems.prefix(20).map { "--data: \(file): error: \($0)" }.joined(separator: "\n"))
+            if problems.count > 20 { Console.standardError.line("--data: \(file): … and \(problems.count - 20) more") }
+            throw ExitCode(2)
+        }
+    }
+
+    /// The rows of `--data`; `nil` without the option.
+    ///
+    /// - Throws: `ExitCode(2)` after naming the file, the line and the problem.
+    private func loadRows() throws -> DataRows? {
+        guard let data else { return nil }
+        do throws(WorkflowErrors) {
+            return try Workflow.loadRows(contentsOf: URL(fileURLWithPath: data), name: data)
+        } catch {
+            Console.standardError.line(
+                error.errors.map { "--data: " + TerminalText.safe($0.description) }.joined(separator: "\n"))
+            throw ExitCode(2)
+        }
+    }
+
     /// The workflow, checked; or every problem on standard error and `ExitCode(2)`.
     ///
     /// - Parameter dataColumns: The columns of the `--data` file, if the run has one.
-    func load(dataColumns: [String]? = nil) throws -> Workflow {
+    private func load(dataColumns: [String]?) throws -> Workflow {
         var overrides: [String: String] = [:]
         var problems: [String] = []
         // Only --var names are checked for use: a vars file may hold other workflows' too.

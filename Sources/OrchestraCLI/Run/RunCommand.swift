@@ -59,12 +59,6 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Run the workflow once per row of this file: .csv (a header row of column names) or .json (a list of objects); {{data.COLUMN}} is the row's value.",
-            valueName: "file"))
-    var data: String?
-
-    @Option(
-        help: ArgumentHelp(
             "With --data: how many rows run at once (default 1). The workflow's limits and its one login hold across all of them.",
             valueName: "rows"))
     var parallel: Int = 1
@@ -87,7 +81,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1, got \(parallel)") }
-        guard data != nil else {
+        guard options.data != nil else {
             if parallel != 1 { throw ValidationError("--parallel sets how many --data rows run at once: give --data") }
             return
         }
@@ -106,8 +100,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let rows = try loadRows()
-        let workflow = try options.load(dataColumns: rows?.columns)
+        let (workflow, rows) = try options.loadWithRows()
         if let rows {
             try await run(workflow, rows: rows)
             return
@@ -181,22 +174,6 @@ struct RunCommand: AsyncParsableCommand {
     /// `--data`: the workflow once per row, `--parallel` rows at a time; a line per row as it
     /// ends, then a summary (or one JSON document).
     private func run(_ workflow: Workflow, rows: DataRows) async throws {
-        var problems: [String] = []
-        if rows.rows.isEmpty { problems.append("it has no rows, only the column names") }
-        for (index, row) in rows.rows.enumerated() {
-            for column in workflow.usedDataColumns.sorted() where row[column] == nil {
-                problems.append(
-                    "row \(index + 1) has no '\(TerminalText.quoted(column))' ({{data.\(TerminalText.quoted(column))}} uses it)"
-                )
-            }
-        }
-        guard problems.isEmpty else {
-            let file = TerminalText.quoted(data ?? "")
-            Console.standardError.line(
-                problems.prefix(20).map { "--data: \(file): error: \($0)" }.joined(separator: "\n"))
-            if problems.count > 20 { Console.standardError.line("--data: \(file): … and \(problems.count - 20) more") }
-            throw ExitCode(2)
-        }
         let console = Console.standardOutput(noColor: noColor)
         let printer = RunPrinter(
             console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
@@ -220,7 +197,7 @@ struct RunCommand: AsyncParsableCommand {
         case .text: printer.summary(of: report)
         case .json:
             console.write(
-                RunPrinter.json(of: report, workflow: workflow.name, file: options.file, dataFile: data ?? "")
+                RunPrinter.json(of: report, workflow: workflow.name, file: options.file, dataFile: options.data ?? "")
                     .prettyText + "\n")
         }
         try writeReports(
@@ -231,21 +208,6 @@ struct RunCommand: AsyncParsableCommand {
             duration: report.duration)
         if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
-    }
-
-    /// The rows of `--data`, with every column the workflow uses in every row; `nil` without
-    /// the option.
-    ///
-    /// - Throws: `ExitCode(2)` after naming the file, the line or row, and the problem.
-    private func loadRows() throws -> DataRows? {
-        guard let data else { return nil }
-        do throws(WorkflowErrors) {
-            return try Workflow.loadRows(contentsOf: URL(fileURLWithPath: data), name: data)
-        } catch {
-            Console.standardError.line(
-                error.errors.map { "--data: " + TerminalText.safe($0.description) }.joined(separator: "\n"))
-            throw ExitCode(2)
-        }
     }
 
     /// Writes `--report-junit` and `--report-html`, if asked for.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Orchestra
 import OrchestraHTTP
 import OrchestraWorkflow
 
@@ -27,9 +28,18 @@ struct VerboseLog: Sendable {
 
     let redactor: Redactor
     let console: Console
+    /// Held while a block is written, and only then: one `write(2)` of more than 4 KiB to a
+    /// pipe may be split and interleaved with another's.
+    private let writing = Locked(())
+
+    init(redactor: Redactor, console: Console) {
+        self.redactor = redactor
+        self.console = console
+    }
 
     func write(_ exchange: HTTPExchange) {
-        console.write(text(of: exchange))
+        let block = text(of: exchange)
+        writing.withLock { _ in console.write(block) }
     }
 
     /// The block for `exchange`, ending with a blank line.

@@ -199,6 +199,10 @@ struct APITestingCommandTests {
             #expect(missing.stderr.contains("row 2 has no 'email' ({{data.email}} uses it)"), "\(missing)")
             let noData = try await OrchestraExecutable.run(["validate", example])
             #expect(noData.status == 2 && noData.stderr.contains("run with --data"), "\(noData)")
+            let validated = try await OrchestraExecutable.run(["validate", example, "--data", rows])
+            #expect(validated.status == 0, "validate takes --data too: \(validated)")
+            let validatedPartial = try await OrchestraExecutable.run(["validate", example, "--data", partial])
+            #expect(validatedPartial.status == 2 && validatedPartial.stderr.contains("row 2 has no 'email'"))
             let badParallel = try await OrchestraExecutable.run(["run", example, "--data", rows, "--parallel", "0"])
             #expect(
                 badParallel.status == 2 && badParallel.stderr.contains("--parallel must be at least 1"),
