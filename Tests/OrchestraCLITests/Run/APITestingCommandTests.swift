@@ -61,6 +61,9 @@ struct APITestingCommandTests {
                   - id: binary
                     url: "{{vars.base}}/bytes/3000"
                     auth: false
+                  # Many blocks written at once: under ThreadSanitizer this caught a race in the log's lock.
+                  - { id: list, url: "{{vars.base}}/list/40", auth: false, captures: { items: $.items } }
+                  - { id: each, for_each: "{{list.items}}", url: "{{vars.base}}/users/{{item}}", auth: false }
                 """)
             let output = try await OrchestraExecutable.run(["run", file, "-v"])
             #expect(output.status == 0, "\(output)")
