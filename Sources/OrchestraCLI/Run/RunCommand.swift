@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchestraHTTP
 import OrchestraWorkflow
 
 /// `orchestra run FILE`: runs a workflow of HTTP requests and reports each step.
@@ -93,6 +94,25 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
+    /// The printer of the run's lines, after printing the workflow's name (text output).
+    private func startPrinting(_ workflow: Workflow) -> RunPrinter {
+        let console = Console.standardOutput(noColor: noColor)
+        if output == .text, let name = workflow.name {
+            console.line(console.paint(TerminalText.safe(name), .bold))
+        }
+        return RunPrinter(console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
+    }
+
+    /// The runner of `workflow` over `transport`, as the options ask: the reports kept, the
+    /// `--verbose` log, the `--cookie-jar` jar.
+    private func runner(_ workflow: Workflow, transport: any HTTPTransport, cookieJar: CookieJar?) -> WorkflowRunner {
+        WorkflowRunner(
+            workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
+            keepsItemReports: keepsItemReports,
+            observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil,
+            cookieJar: cookieJar)
+    }
+
     /// Whether each `for_each` element's report is kept: the JSON document, the trace and the
     /// reports list them; the text lines need only the counts.
     private var keepsItemReports: Bool {
@@ -113,11 +133,9 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let cookieJar = try loadCookieJar()
-        let console = Console.standardOutput(noColor: noColor)
-        let printer = RunPrinter(
-            console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
+        let printer = startPrinting(workflow)
+        let console = printer.console
         let text = output == .text
-        if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
         // With --verbose the exchanges go to the terminal too: a bar redrawn in place would cut them.
         let progress = RunProgress(printer: printer, showsBar: !verbose)
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
@@ -127,12 +145,7 @@ struct RunCommand: AsyncParsableCommand {
         let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
             // Each element of a `for_each` is listed only where it is written out: the JSON
             // document and the trace. The text report needs only the counts.
-            let runner = WorkflowRunner(
-                workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
-                keepsItemReports: keepsItemReports,
-                observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil,
-                cookieJar: cookieJar
-            )
+            let runner = self.runner(workflow, transport: transport, cookieJar: cookieJar)
             // The first signal cancels the run; the runner still returns a report, in which
             // the steps that were in flight are cancelled.
             return try await signals.cancellingOnSignal {
@@ -174,19 +187,14 @@ struct RunCommand: AsyncParsableCommand {
     /// `--data`: the workflow once per row, `--parallel` rows at a time; a line per row as it
     /// ends, then a summary (or one JSON document).
     private func run(_ workflow: Workflow, rows: DataRows) async throws {
-        let console = Console.standardOutput(noColor: noColor)
-        let printer = RunPrinter(
-            console: console, width: workflow.steps.map { RunPrinter.shown($0.id).count }.max() ?? 0)
+        let printer = startPrinting(workflow)
+        let console = printer.console
         let text = output == .text
-        if text, let name = workflow.name { console.line(console.paint(TerminalText.safe(name), .bold)) }
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
         }
         let total = rows.rows.count
         let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
-            let runner = WorkflowRunner(
-                workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
-                keepsItemReports: keepsItemReports,
-                observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil)
+            let runner = self.runner(workflow, transport: transport, cookieJar: nil)
             return try await signals.cancellingOnSignal {
                 await runner.run(rows: rows.rows, parallel: parallel) { row in
                     if text { console.write(printer.lines(for: row, of: total)) }
