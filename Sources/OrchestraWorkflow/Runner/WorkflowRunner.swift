@@ -217,8 +217,10 @@ package struct WorkflowRunner: Sendable {
                     guard let report = report(of: event, executor: executor, firstFailure: &firstFailure) else {
                         continue
                     }
-                    finished[report.id] = report
-                    eventSink.yield(.finished(redactor.redact(report)))
+                    // Redacted once: the event and the final report share it.
+                    let shown = redactor.redact(report)
+                    finished[report.id] = shown
+                    eventSink.yield(.finished(shown))
                 }
                 _ = try? await run.result
             }
@@ -238,8 +240,9 @@ package struct WorkflowRunner: Sendable {
                 // It had started.
                 report.markCancelled(stoppedBy: stoppedBy)
                 report.ended = report.ended ?? ended
-                return report
+                return redactor.redact(report)
             }
+            // Never started: its URL is as written, with no value of a variable in it.
             return StepReport(
                 id: step.id, state: stoppedBy == nil ? .cancelled : .skipped, method: step.request.method.rawValue,
                 url: step.request.url.source, ended: ended,
@@ -247,7 +250,7 @@ package struct WorkflowRunner: Sendable {
                 cause: stoppedBy
             )
         }
-        return WorkflowReport(workflow: workflow.name, steps: steps.map(redactor.redact), duration: ended)
+        return WorkflowReport(workflow: workflow.name, steps: steps, duration: ended)
     }
 
     /// The most steps started at once (running, or waiting for a request slot, a backoff or a
