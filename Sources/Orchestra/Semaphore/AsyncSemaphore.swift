@@ -1,3 +1,5 @@
+import Atomics
+
 /// A counting semaphore for async code that suspends instead of blocking a thread.
 ///
 /// `dispatch_semaphore_wait` blocks the calling thread; on Swift's cooperative thread pool
@@ -14,36 +16,89 @@
 /// Cancellation: ``wait()`` throws `CancellationError` if the waiting task is cancelled
 /// before it gets a permit, and then holds no permit. Permits are never lost or duplicated,
 /// however cancellations and signals race.
+///
+/// Cost: a `wait()` that finds a permit and a `signal()` that finds no waiter are one atomic
+/// operation each, with no lock and no allocation; only a task that must wait (and the signal
+/// that wakes it) takes the lock of the queue.
 public final class AsyncSemaphore: Sendable {
-    private let storage: Locked<PermitStateMachine>
+    /// Permits free minus tasks committed to waiting: a negative count is that many waiters
+    /// (queued, or on their way to the queue) that no signal has served yet.
+    private let count: ManagedAtomic<Int>
+    private let waiters = Locked(SemaphoreWaiters<CheckedContinuation<Void, any Error>>())
 
     /// Creates a semaphore with `value` permits.
     ///
     /// - Parameter value: The number of permits available at first; must be zero or more.
     public init(value: Int) {
         checkArgument(value >= 0, "AsyncSemaphore(value:): value must be 0 or more, got \(value)")
-        storage = Locked(PermitStateMachine(available: value))
+        count = ManagedAtomic(value)
     }
 
     /// Takes a permit, suspending until one is available.
     ///
     /// - Throws: `CancellationError` if the task is cancelled before it gets a permit
     ///   (including when it is already cancelled at the call); it then holds no permit.
-    /// - Complexity: O(1) when a permit is free.
+    /// - Complexity: O(1); one atomic operation when a permit is free.
     nonisolated(nonsending) public func wait() async throws {
-        try await storage.acquirePermit()
+        if Task.isCancelled { throw CancellationError() }
+        if count.loadThenWrappingDecrement(ordering: .acquiringAndReleasing) > 0 { return }
+        try await suspend()
+    }
+
+    /// The slow path of ``wait()``: this task's decrement is a claim that some ``signal()``
+    /// will serve; it queues (or takes a permit already handed over) until one does.
+    nonisolated(nonsending) private func suspend() async throws {
+        let id = waiters.withLock { $0.makeID() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                // `Task.isCancelled` is read under the lock: the cancellation handler sets the flag
+                // before it takes the lock, so either it finds this waiter queued or this section
+                // sees the flag.
+                let arrival = waiters.withLock {
+                    $0.arrive(id: id, waiter: continuation, isCancelled: Task.isCancelled, withdraw: withdraw)
+                }
+                switch arrival {
+                case .admitted: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .queued: break
+                }
+            }
+        } onCancel: {
+            waiters.withLock { $0.cancel(id: id, withdraw: withdraw) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Gives back a cancelled waiter's place in the count, if no signal has claimed it yet
+    /// (the count is still negative). Called under the queue's lock.
+    private func withdraw() -> Bool {
+        var current = count.load(ordering: .relaxed)
+        while current < 0 {
+            let (exchanged, original) = count.weakCompareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
     }
 
     /// Takes a permit if one is available right now, without suspending.
     ///
     /// - Returns: `true` if a permit was taken (balance it with ``signal()``).
     public func tryWait() -> Bool {
-        storage.withLock { $0.tryAcquire() }
+        var current = count.load(ordering: .relaxed)
+        while current > 0 {
+            let (exchanged, original) = count.weakCompareExchange(
+                expected: current, desired: current - 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
     }
 
     /// Returns a permit: resumes the longest-waiting task, or makes the permit available.
     public func signal() {
-        storage.releasePermit()
+        if count.loadThenWrappingIncrement(ordering: .acquiringAndReleasing) >= 0 { return }
+        waiters.withLock { $0.signal() }?.resume()
     }
 
     /// Runs `body` while holding a permit, and returns the permit when it ends, whether it
@@ -63,11 +118,11 @@ public final class AsyncSemaphore: Sendable {
     /// The number of permits available now (negative values never occur for a semaphore).
     /// For diagnostics and tests; the value may change as soon as it is read.
     public var availablePermits: Int {
-        storage.withLock { max($0.available, 0) }
+        max(count.load(ordering: .relaxed), 0)
     }
 
     /// The number of tasks waiting for a permit now.
     public var waitingCount: Int {
-        storage.withLock { $0.waiterCount }
+        waiters.withLock { $0.count }
     }
 }

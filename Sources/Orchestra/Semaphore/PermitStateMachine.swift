@@ -1,13 +1,13 @@
-/// The pure state behind ``AsyncSemaphore`` and ``ConcurrencyLimiter``: a count of available
-/// permits and a FIFO queue of waiters.
+/// The pure state behind ``ConcurrencyLimiter``: a count of available permits, the limit, and
+/// a FIFO queue of waiters. (``AsyncSemaphore``, whose permits never change in number, keeps its
+/// count in an atomic and only its waiters behind a lock: ``SemaphoreWaiters``.)
 ///
 /// Invariant: while a waiter is queued, `available <= 0` (a release hands its permit to the
 /// oldest waiter instead of adding it to `available`). `available` is negative when a
 /// ``ConcurrencyLimiter`` was lowered below the number of permits in use.
 struct PermitStateMachine: Sendable {
     private(set) var available: Int
-    /// The total number of permits (``ConcurrencyLimiter/limit``); the semaphore ignores it,
-    /// since its `signal()` may add permits beyond the initial value.
+    /// The total number of permits (``ConcurrencyLimiter/limit``).
     private(set) var capacity: Int
     private var waiters = WaiterQueue<Continuation>()
 
@@ -16,7 +16,7 @@ struct PermitStateMachine: Sendable {
         self.capacity = available
     }
 
-    /// Permits in use: `capacity - available` (meaningful for the limiter only).
+    /// Permits in use: `capacity - available`.
     var inUse: Int { capacity - available }
 
     var waiterCount: Int { waiters.count }

@@ -24,6 +24,9 @@ struct WaiterQueue<Waiter> {
         waiting[id] = waiter
     }
 
+    /// Whether the waiter with this id is still waiting.
+    func contains(id: UInt64) -> Bool { waiting[id] != nil }
+
     /// Removes the waiter with this id, if it is still waiting.
     mutating func remove(id: UInt64) -> Waiter? {
         guard let waiter = waiting.removeValue(forKey: id) else { return nil }

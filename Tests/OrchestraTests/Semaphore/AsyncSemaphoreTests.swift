@@ -133,6 +133,33 @@ struct AsyncSemaphoreTests {
         #expect(acquired >= waiterCount / 2, "the waiters never cancelled must all get a permit")
     }
 
+    /// Eight tasks share one permit, thousands of times each: the fast path (one atomic
+    /// operation) and the slow path (queue, hand-over) interleave on every core, and still at
+    /// most one task holds the permit and it is back at the end.
+    @Test func contendedPermitsStayExclusiveAndComeBack() async throws {
+        let semaphore = AsyncSemaphore(value: 1)
+        let probe = ConcurrencyProbe()
+        let entries = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<2_000 {
+                        try await semaphore.withPermit {
+                            probe.enter()
+                            entries.withLock { $0 += 1 }
+                            probe.leave()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(probe.maximum == 1)
+        #expect(entries.withLock { $0 } == 16_000)
+        #expect(semaphore.availablePermits == 1)
+        #expect(semaphore.waitingCount == 0)
+    }
+
     @Test(.enabled(if: ExitTests.areEnabled)) func aNegativeValueIsAProgrammerErrorNamingTheValue() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = AsyncSemaphore(value: -1)

@@ -1,0 +1,66 @@
+/// The slow half of ``AsyncSemaphore``, behind its lock: the tasks that found no permit, in
+/// the order they queued, and the permits handed over to tasks still on their way to the queue.
+///
+/// The fast half is the semaphore's atomic count (permits free minus tasks committed to wait),
+/// which decides who comes here:
+/// - a waiter whose decrement left the count negative queues here (or takes a hand-over);
+/// - a `signal()` whose increment found the count negative owes its permit to a waiter: it
+///   resumes the oldest queued one, or leaves a hand-over for one still on its way;
+/// - a cancelled waiter withdraws only while the count is negative (its own decrement still
+///   unmatched); otherwise a signal is already on its way to it and it takes that permit.
+///
+/// So every permit goes to exactly one task, however signals, arrivals and cancellations race.
+struct SemaphoreWaiters<Waiter> {
+
+    enum Arrival: Equatable, Sendable {
+        /// A signal already handed over a permit: resume at once, admitted.
+        case admitted
+        /// Cancelled and withdrawn: resume at once with `CancellationError`.
+        case cancelled
+        /// Queued: a signal (or the cancellation handler) resumes it later.
+        case queued
+    }
+
+    private var waiters = WaiterQueue<Waiter>()
+    /// Permits given by signals that found no queued waiter, for waiters still on their way.
+    private(set) var handOvers = 0
+
+    var count: Int { waiters.count }
+
+    mutating func makeID() -> UInt64 { waiters.makeID() }
+
+    /// A waiter that committed to wait reaches the queue.
+    ///
+    /// - Parameters:
+    ///   - isCancelled: Whether its task is cancelled now.
+    ///   - withdraw: Gives back its place in the count if no signal is on its way to it;
+    ///     `true` if it did.
+    mutating func arrive(
+        id: UInt64, waiter: Waiter, isCancelled: Bool, withdraw: () -> Bool
+    ) -> Arrival {
+        if handOvers > 0 {
+            handOvers -= 1
+            return .admitted
+        }
+        if isCancelled, withdraw() { return .cancelled }
+        waiters.append(waiter, id: id)
+        return .queued
+    }
+
+    /// A signal owes its permit to a waiter: the oldest queued one, or a hand-over.
+    mutating func signal() -> Waiter? {
+        if let waiter = waiters.popFirst() { return waiter }
+        handOvers += 1
+        return nil
+    }
+
+    /// The waiter with `id` was cancelled: it leaves (and is returned, to be resumed with
+    /// `CancellationError`) if it is still queued and `withdraw` gives back its place; if a
+    /// signal is already on its way, it stays and is admitted.
+    mutating func cancel(id: UInt64, withdraw: () -> Bool) -> Waiter? {
+        guard waiters.contains(id: id), withdraw() else { return nil }
+        return waiters.remove(id: id)
+    }
+}
+
+extension SemaphoreWaiters: Sendable where Waiter: Sendable {}
