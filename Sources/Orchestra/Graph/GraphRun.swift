@@ -126,11 +126,20 @@ public final class GraphRun: Sendable {
     }
 }
 
-/// Commands from the outside world to a run's loop, and the wake-up of the loop's listener.
+/// Commands to a run's controller, from the outside world (a ``GraphRun``) and from the run's
+/// own workers, and the wake-up of the controller.
 final class GraphRunInbox: Sendable {
     enum Command: Sendable {
         case cancel(id: String)
         case add(TaskGraph.Definition, reply: CheckedContinuation<TaskGraphError?, any Error>)
+        /// Launches wait with no worker parked: start this many.
+        case spawnWorkers(Int)
+        /// A node waits out a retry backoff.
+        case backoff(node: Int, delay: Duration)
+        /// Fail-fast: cancel every running node.
+        case stopRunningNodes
+        /// Every node has ended.
+        case finished
     }
 
     private struct State {
@@ -154,18 +163,21 @@ final class GraphRunInbox: Sendable {
         return accepted
     }
 
-    /// Suspends until a command is queued (or the listener is cancelled), then takes them all.
-    func receive() async -> [Command] {
+    /// Suspends until a command is queued (or, unless `ignoringCancellation`, the listener is
+    /// cancelled), then takes them all.
+    func receive(ignoringCancellation: Bool = false) async -> [Command] {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
-                    if !state.commands.isEmpty || state.closed || Task.isCancelled { return true }
+                    if !state.commands.isEmpty || state.closed { return true }
+                    if !ignoringCancellation, Task.isCancelled { return true }
                     state.listener = continuation
                     return false
                 }
                 if ready { continuation.resume() }
             }
         } onCancel: {
+            guard !ignoringCancellation else { return }
             state.withLock { state -> CheckedContinuation<Void, Never>? in
                 defer { state.listener = nil }
                 return state.listener

@@ -1,0 +1,307 @@
+import DequeModule
+
+/// A node handed to a worker: what its attempt needs, gathered under the lock.
+struct GraphLaunch: Sendable {
+    let node: Int
+    let body: TaskGraph.Body
+    let inputs: NodeInputs
+    let timeout: Duration?
+    /// Under `withRun`: signalled to cancel this node alone.
+    let cancellation: AsyncEvent?
+}
+
+/// The state of one run, shared by its workers and its controller behind the runner's lock:
+/// the scheduling state machine, every node's outcome so far, the launches no worker has taken
+/// yet and the workers parked for want of one.
+///
+/// Each event method returns, in ``Effects``, what must happen once the lock is released
+/// (resume a parked worker, start workers, sleep out a backoff, stop the running nodes); it
+/// never resumes a continuation or calls user code itself.
+struct GraphRunnerState: Sendable {
+    typealias Parked = CheckedContinuation<GraphLaunch?, Never>
+
+    /// What to do after leaving the lock. Empty (and allocation-free) on the hot path: a node
+    /// ended and its worker takes the next one itself.
+    struct Effects: Sendable {
+        /// Parked workers to resume, each with its next launch (`nil`: the run is over).
+        var wake: [(Parked, GraphLaunch?)] = []
+        /// Workers to start: launches wait in `pending` with no worker parked to take them.
+        var spawn = 0
+        /// A node waits out a retry backoff.
+        var backoff: (node: Int, delay: Duration)?
+        /// Fail-fast: every running node must be cancelled.
+        var stopRunning = false
+        /// Single nodes cancelled through ``GraphRun/cancel(id:)`` while they run.
+        var cancelNodes: [AsyncEvent] = []
+        /// Every node has ended.
+        var finished = false
+        /// Events or progress wait to be published (only when observed).
+        var publish = false
+    }
+
+    private(set) var machine: SchedulerStateMachine
+    /// Each node's closure, shared with the graph (not copied); see ``record(_:_:ended:)``.
+    private var bodies: [TaskGraph.Body]
+    /// Every node's outcome so far. A node never started reads as cancelled, as it is if the
+    /// run stops.
+    private(set) var outcomes: [OutcomeRecord]
+    private weak var graph: TaskGraph?
+    /// Nodes from this index on were added while the graph runs.
+    private let addedFrom: Int
+    private let observed: Bool
+    /// Reused for every event, so scheduling allocates nothing per node.
+    private var transition = SchedulerStateMachine.Transition()
+    /// Launched nodes that no worker has taken yet.
+    private var pending: Deque<GraphLaunch> = []
+    private var parked: [Parked] = []
+    private var workers = 0
+    private var cancelRequested: Set<Int> = []
+    private var nodeCancellations: [Int: AsyncEvent] = [:]
+    private(set) var firstFailure: (node: Int, error: any Error)?
+    private(set) var runCancelled = false
+    /// Events not yet published, in order; only when observed.
+    private var events: [GraphEvent] = []
+    private var publishing = false
+
+    init(machine: SchedulerStateMachine, bodies: [TaskGraph.Body], graph: TaskGraph, observed: Bool) {
+        self.machine = machine
+        self.bodies = bodies
+        self.outcomes = Array(repeating: OutcomeRecord(), count: bodies.count)
+        self.graph = graph
+        self.addedFrom = bodies.count
+        self.observed = observed
+    }
+
+    private var nodes: GraphNodes { machine.blueprint.nodes }
+
+    var progress: GraphProgress {
+        GraphProgress(completed: machine.terminalCount, total: machine.blueprint.count, running: machine.running)
+    }
+
+    // MARK: - Events
+
+    /// The run starts: the nodes without dependencies are launched, a worker each.
+    mutating func start(now: Duration) -> Effects {
+        var effects = Effects()
+        var transition = machine.start()
+        _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
+        return effects
+    }
+
+    /// A worker's attempt ended. Returns the worker's next launch, if one is ready.
+    ///
+    /// - Parameter workerCancelled: Whether the worker's task is cancelled; if the run is not
+    ///   already stopping, that means the awaiting task was cancelled, and the run stops.
+    mutating func attemptEnded(
+        _ node: Int, _ result: Result<any Sendable, any Error>, started: Duration, ended: Duration,
+        workerCancelled: Bool, into effects: inout Effects
+    ) -> GraphLaunch? {
+        if workerCancelled { cancelRun(now: ended, into: &effects) }
+        if observed { nodeCancellations[node] = nil }
+        outcomes[node].attempts += 1
+        if !outcomes[node].hasStarted { outcomes[node].started = started }
+        let outcome: SchedulerStateMachine.Outcome
+        switch result {
+        case .success(let value):
+            record(node, .succeeded(value), ended: ended)
+            outcome = .succeeded
+        case .failure(let error):
+            let policy = nodes.extras[node]?.retry ?? .never
+            let attempts = outcomes[node].attempts
+            if error is CancellationError, runCancelled || machine.isHalted || cancelRequested.contains(node) {
+                record(node, .cancelled, ended: ended)
+                outcome = .cancelled
+            } else if !runCancelled, !machine.isHalted, policy.shouldRetry(after: error, attempt: attempts) {
+                let delay = policy.delay(afterAttempt: attempts, error: error)
+                emit(node, .retrying(attempt: attempts, delay: delay, error: error), at: ended)
+                effects.backoff = (node, delay)
+                var transition = machine.suspendForBackoff(node)
+                return dispatch(&transition, now: ended, keepOne: true, into: &effects)
+            } else {
+                if let timeout = error as? TimeoutError {
+                    record(node, .timedOut(timeout), ended: ended)
+                } else {
+                    record(node, .failed(error), ended: ended)
+                }
+                if firstFailure == nil { firstFailure = (node, error) }
+                outcome = .failed
+            }
+        }
+        // The hot path: the reused transition says what follows.
+        var transition = self.transition
+        self.transition = SchedulerStateMachine.Transition()
+        transition.launch.removeAll(keepingCapacity: true)
+        transition.skipped.removeAll(keepingCapacity: true)
+        transition.cancelRunning.removeAll(keepingCapacity: true)
+        machine.finish(node, outcome, into: &transition)
+        let next = dispatch(&transition, now: ended, keepOne: true, into: &effects)
+        self.transition = transition
+        return next
+    }
+
+    /// A worker found nothing to run: it takes a pending launch, or parks (`nil`) until one
+    /// comes, or learns that the run is over (`.some(nil)`).
+    mutating func park(_ worker: Parked) -> GraphLaunch?? {
+        if let launch = pending.popFirst() { return .some(launch) }
+        if machine.isFinished { return .some(nil) }
+        parked.append(worker)
+        return nil
+    }
+
+    /// A backoff is over: the node competes for a slot again.
+    mutating func backoffEnded(_ node: Int, now: Duration) -> Effects {
+        var effects = Effects()
+        var transition = machine.resumeAfterBackoff(node)
+        _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
+        return effects
+    }
+
+    /// The awaiting task was cancelled: nothing new starts, the running nodes are cancelled (by
+    /// the task cancellation their workers inherit) and every other node ends cancelled.
+    mutating func cancelRun(now: Duration, into effects: inout Effects) {
+        guard !runCancelled, !machine.isHalted else { return }
+        runCancelled = true
+        var transition = machine.cancelAll()
+        _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
+    }
+
+    /// ``GraphRun/cancel(id:)``: one node is cancelled.
+    mutating func cancel(id: String, now: Duration) -> Effects {
+        var effects = Effects()
+        guard let node = machine.blueprint.indexIfPresent(of: id), !machine.states[node].isTerminal else {
+            return effects
+        }
+        cancelRequested.insert(node)
+        var transition = machine.cancel(node)
+        if machine.states[node] == .cancelled {
+            // It had not started (or was waiting out a backoff): it ends now.
+            record(node, .cancelled, ended: now)
+        }
+        if let cancellation = nodeCancellations[node] { effects.cancelNodes.append(cancellation) }
+        _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
+        return effects
+    }
+
+    /// ``GraphRun/add(id:dependsOn:options:operation:)``: a node joins the running graph.
+    mutating func add(_ definition: TaskGraph.Definition, now: Duration) throws(TaskGraphError) -> Effects {
+        var (index, transition) = try machine.add(definition.spec, extras: definition.extras)
+        bodies.append(definition.body)
+        outcomes.append(OutcomeRecord())
+        precondition(index == bodies.count - 1, "GraphRunner: node indices out of step")
+        var effects = Effects()
+        emit(index, .added, at: now, into: &effects)
+        if machine.states[index] == .cancelled { record(index, .cancelled, ended: now) }
+        _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
+        return effects
+    }
+
+    /// The events not yet published and the progress now, if no one else is publishing; the
+    /// caller publishes them and calls again until this returns `nil`, so events leave in the
+    /// order they happened whichever worker recorded them.
+    mutating func takeEventsToPublish(continuing: Bool) -> ([GraphEvent], GraphProgress)? {
+        guard continuing || !publishing else { return nil }
+        guard !events.isEmpty || !continuing else {
+            publishing = false
+            return nil
+        }
+        publishing = true
+        defer { events.removeAll() }
+        return (events, progress)
+    }
+
+    // MARK: - Internals
+
+    /// Records the skipped nodes, launches the started ones (the caller keeps the first if
+    /// `keepOne`; the others go to parked workers or wait in `pending` for new ones) and marks
+    /// what must stop.
+    private mutating func dispatch(
+        _ transition: inout SchedulerStateMachine.Transition, now: Duration, keepOne: Bool,
+        into effects: inout Effects
+    ) -> GraphLaunch? {
+        for skip in transition.skipped {
+            record(skip.node, .skipped(cause: nodes.ids[skip.cause]), ended: now)
+        }
+        var own: GraphLaunch?
+        for node in transition.launch {
+            let launch = makeLaunch(node, now: now)
+            if keepOne, own == nil {
+                own = launch
+            } else if let worker = parked.popLast() {
+                effects.wake.append((worker, launch))
+            } else {
+                // No worker is parked: it waits for one. A new worker starts unless there are
+                // already `limit` (one of them is then between two nodes and takes it).
+                pending.append(launch)
+                if workers < machine.limit {
+                    workers += 1
+                    effects.spawn += 1
+                }
+            }
+        }
+        if keepOne, own == nil { own = pending.popFirst() }
+        for node in transition.cancelRunning {
+            cancelRequested.insert(node)
+            if let cancellation = nodeCancellations[node] { effects.cancelNodes.append(cancellation) }
+        }
+        // Fail-fast stops every running node.
+        if machine.isHalted, !runCancelled, !transition.cancelRunning.isEmpty { effects.stopRunning = true }
+        if machine.isFinished {
+            effects.finished = true
+            for worker in parked { effects.wake.append((worker, nil)) }
+            parked.removeAll()
+        }
+        if observed {
+            effects.publish = true
+        }
+        return own
+    }
+
+    private mutating func makeLaunch(_ node: Int, now: Duration) -> GraphLaunch {
+        let dependencies = nodes.dependencies[node]
+        let inputs = NodeInputs(
+            ids: nodes.ids, dependencies: dependencies,
+            outcomes: dependencies.isEmpty ? [] : dependencies.map { outcomes[Int($0)] }
+        )
+        var cancellation: AsyncEvent?
+        if observed {
+            emit(node, .started(attempt: outcomes[node].attempts + 1), at: now)
+            let event = AsyncEvent()
+            nodeCancellations[node] = event
+            cancellation = event
+        }
+        return GraphLaunch(
+            node: node, body: bodies[node], inputs: inputs, timeout: nodes.extras[node]?.timeout,
+            cancellation: cancellation)
+    }
+
+    private static let released: TaskGraph.Body = { _ in
+        preconditionFailure("GraphRunner: a node ran after it ended")
+    }
+
+    private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
+        outcomes[node].state = state
+        outcomes[node].ended = ended
+        // The node has ended: the run no longer needs its closure (the graph may still hold it).
+        if node >= addedFrom || graph == nil { bodies[node] = Self.released }
+        guard observed else { return }
+        let kind: GraphEvent.Kind =
+            switch state {
+            case .succeeded: .succeeded
+            case .failed(let error): .failed(error)
+            case .timedOut(let error): .timedOut(error)
+            case .skipped(let cause): .skipped(cause: cause)
+            case .cancelled: .cancelled
+            }
+        emit(node, kind, at: ended)
+    }
+
+    private mutating func emit(_ node: Int, _ kind: GraphEvent.Kind, at time: Duration) {
+        guard observed else { return }
+        events.append(GraphEvent(node: nodes.ids[node], kind: kind, time: time))
+    }
+
+    private mutating func emit(_ node: Int, _ kind: GraphEvent.Kind, at time: Duration, into effects: inout Effects) {
+        emit(node, kind, at: time)
+        if observed { effects.publish = true }
+    }
+}
