@@ -1,83 +1,124 @@
-/// Runs a batch stream: the driver task that starts items, and the consumer's `next()`.
+/// Runs a batch stream: up to `limit` worker tasks that take the inputs one after another, and
+/// the consumer's `next()`.
 ///
-/// The driver is an unstructured task because an `AsyncIterator` cannot own a task group
-/// across `next()` calls. Each item still runs in its own child task of the driver's one task
-/// group; the driver is cancelled as soon as the iterator is dropped or its consumer is
+/// A worker hands over its result and takes the next input under one lock, so a batch makes
+/// no task per item and no task switch beyond handing a result to a consumer that waits for
+/// it (or waking a worker that waited for room). The workers are children of one task group
+/// in an unstructured task, because an `AsyncIterator` cannot own a task group across `next()`
+/// calls; that task is cancelled as soon as the iterator is dropped or its consumer is
 /// cancelled, which cancels every running item and starts nothing new.
-final class BatchStreamStorage<Output: Sendable>: Sendable {
+final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
     typealias Machine = BatchStreamStateMachine<Output>
 
-    private let state: Locked<Machine>
+    /// The machine and the input's iterator, behind one lock.
+    struct State: @unchecked Sendable {
+        // `@unchecked`: the iterator of a `Sendable` sequence need not be `Sendable`; it is
+        // only used inside `withLock`, so by one thread at a time, and hands out `Sendable`
+        // elements.
+        var machine: Machine
+        var iterator: Base.Iterator?
+        var position = 0
 
-    init(order: Machine.Order, capacity: Int) {
-        state = Locked(Machine(order: order, capacity: capacity))
+        enum Take {
+            case item(index: Int, element: Base.Element)
+            case park
+            case stop(wake: [Machine.WorkerContinuation])
+        }
+
+        /// The next input for a worker, with a slot reserved for it (or already reserved).
+        mutating func take(reserved: Bool) -> Take {
+            if !reserved {
+                switch machine.reserveSlot() {
+                case .proceed: break
+                case .suspend: return .park
+                case .stop: return .stop(wake: [])
+                }
+            }
+            guard let element = iterator?.next() else {
+                iterator = nil
+                return .stop(wake: machine.endOfInput())
+            }
+            defer { position += 1 }
+            return .item(index: position, element: element)
+        }
     }
 
-    /// Starts the driver on the first `next()`.
-    func startIfNeeded<Base: Sequence & Sendable>(
-        base: Base,
-        limit: Int,
+    private let state: Locked<State>
+    private let transform: @Sendable (Base.Element) async throws -> Output
+
+    init(
+        base: Base, order: Machine.Order, capacity: Int,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
-    ) where Base.Element: Sendable {
-        guard state.withLock({ $0.isIdle }) else { return }
+    ) {
+        state = Locked(State(machine: Machine(order: order, capacity: capacity), iterator: base.makeIterator()))
+        self.transform = transform
+    }
+
+    /// Starts the workers on the first `next()`: one per input taken, up to `limit`.
+    func startIfNeeded(limit: Int) {
+        guard state.withLock({ $0.machine.isIdle }) else { return }
         // Unstructured on purpose: see the type's documentation. It inherits the consumer's
         // priority and task-local values, and is cancelled by `terminate()`.
         let task = Task { [self] in
             await withTaskGroup(of: Void.self) { group in
-                var inFlight = 0
-                var index = 0
-                for element in base {
-                    guard await waitForSlot() else { break }
-                    if inFlight == limit {
-                        await group.next()
-                        inFlight -= 1
+                // A worker per input taken; one that finds no room (items already taken by
+                // quicker workers) starts parked, so the pool still reaches `limit`.
+                for _ in 0..<limit {
+                    let take = state.withLock { $0.take(reserved: false) }
+                    if case .stop(let wake) = take {
+                        for worker in wake { worker.resume(returning: false) }
+                        break
                     }
-                    let position = index
-                    index += 1
-                    group.addTask {
-                        let result = await Result { try await transform(element) }
-                        self.deliver((position, result))
-                    }
-                    inFlight += 1
+                    group.addTask { await self.work(from: take) }
                 }
-                for await _ in group {}
             }
-            state.withLock { $0.driverFinished() }?.resume(returning: nil)
+            state.withLock { $0.machine.driverFinished() }?.resume(returning: nil)
         }
-        state.withLock { $0.started(task) }?.cancel()
+        state.withLock { $0.machine.started(task) }?.cancel()
     }
 
-    /// The driver waits until it may start another item; `false` means stop.
-    private func waitForSlot() async -> Bool {
-        switch state.withLock({ $0.reserveSlot() }) {
-        case .proceed: return true
-        case .stop: return false
-        case .suspend: break
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Machine.DriverContinuation) in
-                if let now = state.withLock({ $0.suspendDriver(continuation, isCancelled: Task.isCancelled) }) {
-                    continuation.resume(returning: now)
-                }
+    /// A worker: transforms inputs one after another until there is none left or the stream
+    /// is terminated.
+    private func work(from first: State.Take) async {
+        var current = await next(after: first)
+        while let (index, element) = current {
+            let result = await Result { try await transform(element) }
+            let (handOff, take, worker) = state.withLock { state in
+                let handOff = state.machine.deliver((index, result))
+                let take = state.take(reserved: false)
+                // Room left after this worker took its next input: wake a parked one.
+                return (handOff, take, state.machine.takeWorkerForFreedSlot())
             }
-        } onCancel: {
-            state.withLock { $0.cancelDriverWait() }?.resume(returning: false)
+            handOff.map { $0.consumer.resume(returning: $0.item) }
+            worker?.resume(returning: true)
+            current = await next(after: take)
         }
     }
 
-    private func deliver(_ item: Machine.Item) {
-        if let handoff = state.withLock({ $0.deliver(item) }) {
-            handoff.driver?.resume(returning: true)
-            handoff.consumer.resume(returning: handoff.item)
+    /// What a worker runs next: the input it took, or one it waits for room to take.
+    private func next(after take: State.Take) async -> (index: Int, element: Base.Element)? {
+        switch take {
+        case .item(let index, let element):
+            return (index, element)
+        case .stop(let wake):
+            for worker in wake { worker.resume(returning: false) }
+            return nil
+        case .park:
+            let reserved = await withCheckedContinuation { (worker: Machine.WorkerContinuation) in
+                let now = state.withLock { $0.machine.suspendWorker(worker, isCancelled: Task.isCancelled) }
+                if let now { worker.resume(returning: now) }
+            }
+            guard reserved else { return nil }
+            return await next(after: state.withLock { $0.take(reserved: true) })
         }
     }
 
     /// The consumer's `next()`: the next item in the stream's order, or `nil` at the end or
     /// when the consuming task is cancelled (which also stops the batch).
     func next(isolation: isolated (any Actor)?) async -> Machine.Item? {
-        switch state.withLock({ $0.next() }) {
-        case .deliver(let item, let driver):
-            driver?.resume(returning: true)
+        switch state.withLock({ $0.machine.next() }) {
+        case .deliver(let item, let worker):
+            worker?.resume(returning: true)
             return item
         case .end:
             return nil
@@ -87,12 +128,12 @@ final class BatchStreamStorage<Output: Sendable>: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation(isolation: isolation) { (continuation: Machine.ConsumerContinuation) in
                 let (action, task) = state.withLock {
-                    $0.suspendConsumer(continuation, isCancelled: Task.isCancelled)
+                    $0.machine.suspendConsumer(continuation, isCancelled: Task.isCancelled)
                 }
                 task?.cancel()
                 switch action {
-                case .deliver(let item, let driver):
-                    driver?.resume(returning: true)
+                case .deliver(let item, let worker):
+                    worker?.resume(returning: true)
                     continuation.resume(returning: item)
                 case .end:
                     continuation.resume(returning: nil)
@@ -105,21 +146,21 @@ final class BatchStreamStorage<Output: Sendable>: Sendable {
         }
     }
 
-    /// Stops the batch: cancels the driver (and with it every running item) and ends the
-    /// stream for the consumer.
+    /// Stops the batch: cancels the workers' task (and with it every running item) and ends
+    /// the stream for the consumer.
     func terminate() {
-        let (task, consumer, driver) = state.withLock { $0.terminate() }
+        let (task, consumer, workers) = state.withLock { $0.machine.terminate() }
         task?.cancel()
         consumer?.resume(returning: nil)
-        driver?.resume(returning: false)
+        for worker in workers { worker.resume(returning: false) }
     }
 }
 
 /// Owned by an iterator: dropping the iterator stops the batch.
-final class BatchStreamHandle<Output: Sendable>: Sendable {
-    let storage: BatchStreamStorage<Output>
+final class BatchStreamHandle<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
+    let storage: BatchStreamStorage<Base, Output>
 
-    init(_ storage: BatchStreamStorage<Output>) {
+    init(_ storage: BatchStreamStorage<Base, Output>) {
         self.storage = storage
     }
 
@@ -151,16 +192,19 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
 /// The shared part of the batch streams' iterators: starts the driver on the first `next()`
 /// and stops the batch when the last copy of the iterator is dropped.
 struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base.Element: Sendable {
-    private let source: BatchStreamSource<Base, Output>
-    private let handle: BatchStreamHandle<Output>
+    private let limit: Int
+    private let handle: BatchStreamHandle<Base, Output>
 
     init(_ source: BatchStreamSource<Base, Output>, order: BatchStreamStateMachine<Output>.Order) {
-        self.source = source
-        handle = BatchStreamHandle(BatchStreamStorage(order: order, capacity: source.limit + source.buffer))
+        limit = source.limit
+        let (capacity, overflow) = source.limit.addingReportingOverflow(source.buffer)
+        handle = BatchStreamHandle(
+            BatchStreamStorage(
+                base: source.base, order: order, capacity: overflow ? .max : capacity, transform: source.transform))
     }
 
     func next(isolation actor: isolated (any Actor)?) async -> BatchStreamStateMachine<Output>.Item? {
-        handle.storage.startIfNeeded(base: source.base, limit: source.limit, transform: source.transform)
+        handle.storage.startIfNeeded(limit: limit)
         return await handle.storage.next(isolation: actor)
     }
 }

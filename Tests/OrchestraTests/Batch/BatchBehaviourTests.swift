@@ -155,11 +155,14 @@ struct BatchBehaviourTests {
             try await waitUntil("item 2 starts on item 1's slot") { work.started.count == 3 }
             work.release(2)
             try await waitUntil("item 3 starts: 4 outstanding is the cap") { work.started.count == 4 }
+            let atTheCap = work.started.events.sorted()
             work.release(0)
+            return atTheCap
         }
         #expect(try await iterator.next()?.get() == 0)
-        try await first.value
-        #expect(work.started.events.sorted() == [0, 1, 2, 3])
+        #expect(try await first.value == [0, 1, 2, 3], "items 1 and 2 wait (the buffer) while item 3 runs")
+        // Consuming item 0 freed one slot: item 4 may start now (on item 2's worker), item 5 not.
+        #expect(work.started.events.allSatisfy { $0 <= 4 })
         for index in 3..<6 { work.release(index) }
         var rest: [Int] = []
         while let result = await iterator.next() { rest.append(try result.get()) }

@@ -23,8 +23,8 @@ struct BatchStreamStateMachineTests {
     /// "deliver item 2", "suspend" or "end".
     func describe(_ action: Machine.NextAction) -> String {
         switch action {
-        case .deliver(let item, let driver):
-            "deliver \((try? item.result.get()) ?? "error") at \(item.index)\(driver == nil ? "" : " and wake the driver")"
+        case .deliver(let item, let worker):
+            "deliver \((try? item.result.get()) ?? "error") at \(item.index)\(worker == nil ? "" : " and wake a worker")"
         case .end: "end"
         case .suspend: "suspend"
         }
@@ -38,7 +38,7 @@ struct BatchStreamStateMachineTests {
         }
     }
 
-    @Test func theDriverStartsAtMostCapacityItemsBeforeOneIsConsumed() {
+    @Test func workersTakeAtMostCapacityItemsBeforeOneIsConsumed() {
         var machine = Machine(order: .completion, capacity: 3)
         #expect(machine.isIdle)
         #expect(machine.started(idleTask()) == nil)
@@ -112,7 +112,7 @@ struct BatchStreamStateMachineTests {
         _ = machine.deliver(item(0))
         let ended = machine.terminate()
         #expect(ended.task == driver, "the running driver is cancelled")
-        #expect(ended.consumer == nil && ended.driver == nil)
+        #expect(ended.consumer == nil && ended.workers.isEmpty)
         #expect(describe(machine.reserveSlot()) == "stop")
         #expect(machine.deliver(item(1)) == nil)
         #expect(describe(machine.next()) == "end", "item 0 was dropped")
@@ -120,15 +120,15 @@ struct BatchStreamStateMachineTests {
         #expect(machine.driverFinished() == nil)
     }
 
-    @Test func aDriverThatFindsTheBufferFullWaitsAndIsWokenByTheDeliveryThatFreesASlot() async {
+    @Test func aWorkerThatFindsTheBufferFullParksAndIsWokenByTheDeliveryThatFreesASlot() async {
         var machine = Machine(order: .completion, capacity: 1)
         _ = machine.started(idleTask())
         #expect(describe(machine.reserveSlot()) == "proceed")
-        let woken = await withCheckedContinuation { (driver: Machine.DriverContinuation) in
-            #expect(machine.suspendDriver(driver, isCancelled: false) == nil, "full: the driver waits")
+        let woken = await withCheckedContinuation { (driver: Machine.WorkerContinuation) in
+            #expect(machine.suspendWorker(driver, isCancelled: false) == nil, "full: the worker parks")
             _ = machine.deliver(item(0))
             guard case .deliver(let received, let wake?) = machine.next() else {
-                Issue.record("consuming the item should wake the driver")
+                Issue.record("consuming the item should wake the parked worker")
                 driver.resume(returning: false)
                 return
             }
@@ -136,24 +136,24 @@ struct BatchStreamStateMachineTests {
             wake.resume(returning: true)
         }
         #expect(woken)
-        #expect(describe(machine.reserveSlot()) == "suspend", "the woken driver took the freed slot")
-        #expect(machine.cancelDriverWait() == nil, "nobody waits any more")
+        #expect(describe(machine.reserveSlot()) == "suspend", "the woken worker holds the freed slot")
+        #expect(machine.takeWorkerForFreedSlot() == nil, "nobody waits any more")
     }
 
-    @Test func aDriverWaitsOnlyWhenItMust() async {
+    @Test func aWorkerParksOnlyWhenItMust() async {
         var machine = Machine(order: .completion, capacity: 1)
         _ = machine.started(idleTask())
         // Room: the driver proceeds without waiting, taking the slot.
-        let roomy = await withCheckedContinuation { (driver: Machine.DriverContinuation) in
-            let answer = machine.suspendDriver(driver, isCancelled: false)
+        let roomy = await withCheckedContinuation { (driver: Machine.WorkerContinuation) in
+            let answer = machine.suspendWorker(driver, isCancelled: false)
             #expect(answer == true)
             driver.resume(returning: answer ?? false)
         }
         #expect(roomy)
         #expect(describe(machine.reserveSlot()) == "suspend")
         // Cancelled: the driver stops.
-        let cancelled = await withCheckedContinuation { (driver: Machine.DriverContinuation) in
-            let answer = machine.suspendDriver(driver, isCancelled: true)
+        let cancelled = await withCheckedContinuation { (driver: Machine.WorkerContinuation) in
+            let answer = machine.suspendWorker(driver, isCancelled: true)
             #expect(answer == false)
             driver.resume(returning: answer ?? true)
         }
@@ -173,7 +173,6 @@ struct BatchStreamStateMachineTests {
                 consumer.resume(returning: nil)
                 return
             }
-            #expect(handOff.driver == nil, "no driver waits")
             handOff.consumer.resume(returning: handOff.item)
         }
         #expect(received?.index == 0)
@@ -211,5 +210,58 @@ struct BatchStreamStateMachineTests {
         }
         #expect(received == nil)
         #expect(describe(machine.reserveSlot()) == "stop")
+    }
+
+    @Test func theEndOfTheInputStopsEveryWorkerAndGivesBackTheSlot() async {
+        var machine = Machine(order: .completion, capacity: 1)
+        _ = machine.started(idleTask())
+        #expect(describe(machine.reserveSlot()) == "proceed")
+        let stopped = await withCheckedContinuation { (parked: Machine.WorkerContinuation) in
+            #expect(machine.suspendWorker(parked, isCancelled: false) == nil, "full: it parks")
+            // The item in flight was the last: consumed, the slot goes to the parked worker,
+            // which finds the input exhausted and gives the slot back.
+            _ = machine.deliver(item(0))
+            guard case .deliver(_, let wake?) = machine.next() else {
+                Issue.record("consuming should wake the parked worker")
+                parked.resume(returning: false)
+                return
+            }
+            #expect(machine.endOfInput().isEmpty, "no other worker parks")
+            wake.resume(returning: false)
+        }
+        #expect(!stopped)
+        #expect(describe(machine.reserveSlot()) == "stop", "no worker takes an item after the end")
+        #expect(machine.driverFinished() == nil)
+        #expect(describe(machine.next()) == "end")
+    }
+
+    /// Each slot the consumer frees wakes one parked worker, never two for one slot.
+    @Test func eachFreedSlotWakesOneParkedWorker() async {
+        var machine = Machine(order: .input, capacity: 2)
+        _ = machine.started(idleTask())
+        _ = machine.reserveSlot()
+        _ = machine.reserveSlot()
+        let woken = await withCheckedContinuation { (first: Machine.WorkerContinuation) in
+            #expect(machine.suspendWorker(first, isCancelled: false) == nil)
+            _ = machine.deliver(item(1))
+            _ = machine.deliver(item(0))
+            guard case .deliver(let received, let wake?) = machine.next() else {
+                Issue.record("item 0 frees a slot for the parked worker")
+                first.resume(returning: false)
+                return
+            }
+            #expect(received.index == 0)
+            guard case .deliver(let second, let none) = machine.next() else {
+                Issue.record("item 1 is ready")
+                wake.resume(returning: false)
+                return
+            }
+            #expect(second.index == 1)
+            #expect(none == nil, "no other worker is parked")
+            wake.resume(returning: true)
+        }
+        #expect(woken)
+        #expect(describe(machine.reserveSlot()) == "proceed", "one slot went to the woken worker, one is free")
+        #expect(describe(machine.reserveSlot()) == "suspend")
     }
 }
