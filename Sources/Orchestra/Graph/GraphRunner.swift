@@ -11,7 +11,7 @@
 /// child tasks (a node waiting out a backoff holds no worker and no slot), stops the running
 /// nodes under fail-fast, and performs the commands of a ``GraphRun``. Everything it needs
 /// reaches it through the inbox, so it suspends only there.
-final class GraphRunner: Sendable {
+final class GraphRunner: NodeOutcomeSource {
     /// Everything a run starts from, validated before the run's task starts.
     struct Prepared: Sendable {
         let graph: TaskGraph
@@ -133,9 +133,9 @@ final class GraphRunner: Sendable {
             let started = clock.elapsed()
             let result: Result<any Sendable, any Error>
             if let cancellation = launch.cancellation {
-                result = await Self.race({ [clock] in await Self.attempt(launch, clock: clock) }, against: cancellation)
+                result = await Self.race({ await self.attempt(launch) }, against: cancellation)
             } else {
-                result = await Self.attempt(launch, clock: clock)
+                result = await attempt(launch)
             }
             let ended = clock.elapsed()
             let cancelled = Task.isCancelled
@@ -180,14 +180,21 @@ final class GraphRunner: Sendable {
         }
     }
 
+    /// A node's inputs read their dependencies' outcomes here, when they ask: those ended
+    /// before the node started and never change.
+    func outcome(of node: Int) -> OutcomeRecord {
+        state.withLock { $0.outcomes[node] }
+    }
+
     /// One attempt of a node's body, within its timeout.
-    private static func attempt(_ launch: GraphLaunch, clock: RunClock) async -> Result<any Sendable, any Error> {
+    private func attempt(_ launch: GraphLaunch) async -> Result<any Sendable, any Error> {
+        let inputs = NodeInputs(ids: launch.ids, dependencies: launch.dependencies, outcomes: self)
         do {
             if let timeout = launch.timeout {
-                let (body, inputs) = (launch.body, launch.inputs)
+                let body = launch.body
                 return .success(try await clock.withTimeout(timeout) { try await body(inputs) })
             }
-            return .success(try await launch.body(launch.inputs))
+            return .success(try await launch.body(inputs))
         } catch {
             return .failure(error)
         }

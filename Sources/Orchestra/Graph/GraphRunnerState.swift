@@ -1,10 +1,12 @@
 import DequeModule
 
-/// A node handed to a worker: what its attempt needs, gathered under the lock.
+/// A node handed to a worker: what its attempt needs, gathered under the lock. Its inputs read
+/// the dependencies' outcomes only when the node asks for them.
 struct GraphLaunch: Sendable {
     let node: Int
     let body: TaskGraph.Body
-    let inputs: NodeInputs
+    let ids: [String]
+    let dependencies: [Int32]
     let timeout: Duration?
     /// Under `withRun`: signalled to cancel this node alone.
     let cancellation: AsyncEvent?
@@ -257,11 +259,7 @@ struct GraphRunnerState: Sendable {
     }
 
     private mutating func makeLaunch(_ node: Int, now: Duration) -> GraphLaunch {
-        let dependencies = nodes.dependencies[node]
-        let inputs = NodeInputs(
-            ids: nodes.ids, dependencies: dependencies,
-            outcomes: dependencies.isEmpty ? [] : dependencies.map { outcomes[Int($0)] }
-        )
+
         var cancellation: AsyncEvent?
         if observed {
             emit(node, .started(attempt: outcomes[node].attempts + 1), at: now)
@@ -270,8 +268,8 @@ struct GraphRunnerState: Sendable {
             cancellation = event
         }
         return GraphLaunch(
-            node: node, body: bodies[node], inputs: inputs, timeout: nodes.extras[node]?.timeout,
-            cancellation: cancellation)
+            node: node, body: bodies[node], ids: nodes.ids, dependencies: nodes.dependencies[node],
+            timeout: nodes.extras[node]?.timeout, cancellation: cancellation)
     }
 
     private static let released: TaskGraph.Body = { _ in

@@ -42,15 +42,18 @@ public struct NodeOptions: Sendable {
 /// The values a node's dependencies produced, for nodes added by id
 /// (``TaskGraph/add(id:dependsOn:options:operation:)``).
 public struct NodeInputs: Sendable {
-    /// Every node's id (shared with the run, not copied), this node's dependencies as indices
-    /// into it, and their outcomes in the same order. A node has few dependencies, so a linear
-    /// search beats building a dictionary for every node that starts.
+    /// Every node's id (shared with the run, not copied) and this node's dependencies as
+    /// indices into it. A node has few dependencies, so a linear search beats building a
+    /// dictionary for every node that starts.
     let ids: [String]
     let dependencies: [Int32]
-    var outcomes: [OutcomeRecord]
+    /// Where the dependencies' outcomes are read, when the node asks for one: they ended before
+    /// the node started and never change, and a node that reads none (or reads later) costs
+    /// the run nothing.
+    let outcomes: any NodeOutcomeSource
 
     subscript(id: String) -> NodeOutcome<any Sendable>? {
-        dependencies.firstIndex { ids[Int($0)] == id }.map { outcomes[$0].outcome }
+        dependencies.first { ids[Int($0)] == id }.map { outcomes.outcome(of: Int($0)).outcome }
     }
 
     /// The value of dependency `id`, as `type`.
@@ -80,4 +83,9 @@ public struct NodeInputs: Sendable {
     public func outcome(of id: String) -> NodeOutcome<any Sendable>? {
         self[id]
     }
+}
+
+/// Reads the outcome of a node that has ended (a run's record of it).
+protocol NodeOutcomeSource: Sendable {
+    func outcome(of node: Int) -> OutcomeRecord
 }
