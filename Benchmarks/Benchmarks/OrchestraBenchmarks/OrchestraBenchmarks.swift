@@ -13,4 +13,5 @@ let benchmarks: @Sendable () -> Void = {
     registerStandardTaskGraphBenchmarks()
     registerOperationsBenchmarks()
     registerHTTPBenchmarks()
+    registerMallocBenchmarks()
 }

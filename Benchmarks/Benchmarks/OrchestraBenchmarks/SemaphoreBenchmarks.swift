@@ -14,6 +14,10 @@ import Orchestra
 enum SemaphoreWorkload {
     /// Pairs per measured iteration; `ratios.py` (`OPS_PER_ITERATION["Semaphore"]`) uses the same figure.
     static var scalingFactor: BenchmarkScalingFactor { .kilo }
+    /// The contended benchmarks: tasks sharing one permit, and pairs each task does per
+    /// iteration (`ratios.py`'s `OPS_PER_ITERATION["Semaphore contended"]` is their product).
+    static let contendingTasks = 8
+    static let pairsPerTask = 1_000
 }
 
 func registerSemaphoreBenchmarks() {
@@ -57,6 +61,45 @@ func registerSemaphoreBenchmarks() {
         for _ in benchmark.scaledIterations {
             semaphore.wait()
             semaphore.signal()
+        }
+    }
+
+    // Contended: 8 tasks share one permit, 1,000 pairs each per iteration (`Semaphore contended`
+    // counts 8,000 operations). The baseline is the limiter, which is the lock-only design the
+    // semaphore had before its atomic fast path (one lock for every wait and every signal).
+    let contended = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal], warmupIterations: 3, maxDuration: .seconds(2), maxIterations: 10_000)
+    Benchmark("Semaphore contended/AsyncSemaphore, 8 tasks, 1 permit", configuration: contended) { benchmark in
+        let semaphore = AsyncSemaphore(value: 1)
+        benchmark.startMeasurement()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<SemaphoreWorkload.contendingTasks {
+                group.addTask {
+                    for index in 0..<SemaphoreWorkload.pairsPerTask {
+                        try await semaphore.withPermit { blackHole(index) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    Benchmark(
+        "Semaphore contended/ConcurrencyLimiter, 8 tasks, 1 slot (baseline)", configuration: contended
+    ) { benchmark in
+        let limiter = ConcurrencyLimiter(limit: 1)
+        benchmark.startMeasurement()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<SemaphoreWorkload.contendingTasks {
+                group.addTask {
+                    for index in 0..<SemaphoreWorkload.pairsPerTask {
+                        try await limiter.acquire()
+                        blackHole(index)
+                        limiter.release()
+                    }
+                }
+            }
+            try await group.waitForAll()
         }
     }
 

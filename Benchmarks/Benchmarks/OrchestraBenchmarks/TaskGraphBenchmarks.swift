@@ -59,10 +59,28 @@ enum GraphWorkload {
         return Graph(dependencies: dependencies, ids: (0..<nodes).map { "n\($0)" })
     }
 
+    /// A deep random DAG: node `i` depends on up to 5 distinct nodes drawn uniformly from
+    /// the nodes before it (fewer for the first five), so paths are long and a node's
+    /// dependencies lie anywhere in the graph, not in a window behind it.
+    static func deep(nodes: Int, seed: UInt64 = 42, edgesPerNode: Int = 5) -> Graph {
+        var random = SplitMix64(seed: seed)
+        var dependencies: [[Int]] = []
+        dependencies.reserveCapacity(nodes)
+        for node in 0..<nodes {
+            var picks = Set<Int>()
+            while picks.count < min(edgesPerNode, node) { picks.insert(Int(random.next() % UInt64(node))) }
+            dependencies.append(picks.sorted())
+        }
+        return Graph(dependencies: dependencies, ids: (0..<nodes).map { "n\($0)" })
+    }
+
     /// Built on first use, in the `setup` of the benchmarks that need them: before the memory
     /// baseline is taken, and only in those benchmarks' processes.
     static let small = layered(nodes: 10_000)
     static let large = layered(nodes: 100_000)
+    static let huge = layered(nodes: 1_000_000)
+    static let deepSmall = deep(nodes: 10_000)
+    static let deepLarge = deep(nodes: 100_000)
 
     static func taskGraph(_ graph: Graph) -> TaskGraph {
         let taskGraph = TaskGraph()
@@ -119,12 +137,16 @@ func registerTaskGraphBenchmarks() {
     let sizes: [(label: String, graph: @Sendable () -> GraphWorkload.Graph, iterations: Int)] = [
         ("10k", { GraphWorkload.small }, 30),
         ("100k", { GraphWorkload.large }, 10),
+        ("1M", { GraphWorkload.huge }, 5),
+        ("deep 10k", { GraphWorkload.deepSmall }, 30),
+        ("deep 100k", { GraphWorkload.deepLarge }, 10),
     ]
     let limit = GraphWorkload.limit
 
     for (label, graph, iterations) in sizes {
         let configuration = Benchmark.Configuration(
-            metrics: metrics, warmupIterations: 0, maxDuration: .seconds(5), maxIterations: iterations
+            metrics: metrics, warmupIterations: 0, maxDuration: .seconds(label == "1M" ? 30 : 5),
+            maxIterations: iterations
         )
         let setup: @Sendable () async throws -> Void = { _ = graph() }
 
