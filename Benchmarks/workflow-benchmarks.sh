@@ -9,6 +9,7 @@
 #   Benchmarks/workflow-benchmarks.sh validate   # validate 1k/10k/100k-step chains and independent sets
 #   Benchmarks/workflow-benchmarks.sh steps      # run 20,000 independent steps vs one for_each of 20,000
 #   Benchmarks/workflow-benchmarks.sh data       # --data: 1,000 rows x 3 steps, --parallel 32 vs --parallel 1
+#   Benchmarks/workflow-benchmarks.sh hey        # 10,000 GETs, 32 at once: orchestra run vs hey (Debian's `hey`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
@@ -92,5 +93,15 @@ if [[ $what == all || $what == throughput ]]; then
     echo "== for_each over 10,000 elements, limit 32: AsyncHTTPClient (A) vs URLSession (B)"
     farm-bench -n 5 --timeout 900 \
         --vs "$bin run $workflows/for-each-limit-32.yaml --var base=$base --transport urlsession" \
+        -- "$bin" run "$workflows/for-each-limit-32.yaml" --var "base=$base" --transport asynchttpclient
+fi
+
+if [[ $what == all || $what == hey ]]; then
+    # The same 10,000 small GETs on the same endpoint, at most 32 at once: `hey` (a Go load
+    # generator, no reports, no templates) is the yardstick for the command's cost per request.
+    which hey > /dev/null || { echo "needs hey (apt-get install hey)" >&2; exit 1; }
+    echo "== 10,000 GETs of /status/200, 32 at once: orchestra run for_each (A) vs hey -n 10000 -c 32 (B)"
+    farm-bench -n 5 --timeout 900 \
+        --vs "hey -n 10000 -c 32 $base/status/200?i=1" \
         -- "$bin" run "$workflows/for-each-limit-32.yaml" --var "base=$base" --transport asynchttpclient
 fi

@@ -11,7 +11,27 @@ import DequeModule
 /// order, item *i + capacity* cannot start before item *i* was delivered. A worker that finds
 /// no room parks until the consumer frees a slot.
 struct BatchStreamStateMachine<Output: Sendable> {
-    typealias Item = (index: Int, result: Result<Output, any Error>)
+    /// One input's outcome. (Structs, not tuples, on the per-item path: this code runs
+    /// unspecialised for the caller's types, and every use of a tuple of generic types looks its
+    /// metadata up in the runtime's locked tuple cache.)
+    struct Item: Sendable {
+        var index: Int
+        var result: Result<Output, any Error>
+    }
+
+    /// A waiting consumer and the item it receives.
+    struct HandOff {
+        let consumer: ConsumerContinuation
+        let item: Item
+    }
+
+    /// What stopping the stream leaves to do: the workers' task to cancel, and the
+    /// continuations to resume with "the end".
+    struct Termination {
+        let task: Task<Void, Never>?
+        let consumer: ConsumerContinuation?
+        let workers: [WorkerContinuation]
+    }
     typealias ConsumerContinuation = CheckedContinuation<Item?, Never>
     /// A parked worker, resumed with `true` when a slot was reserved for it, `false` to stop.
     typealias WorkerContinuation = CheckedContinuation<Bool, Never>
@@ -102,7 +122,7 @@ struct BatchStreamStateMachine<Output: Sendable> {
     }
 
     /// An item finished. Returns the waiting consumer with what it receives.
-    mutating func deliver(_ item: Item) -> (consumer: ConsumerContinuation, item: Item)? {
+    mutating func deliver(_ item: Item) -> HandOff? {
         if case .terminated = phase { return nil }
         switch order {
         case .completion:
@@ -114,7 +134,7 @@ struct BatchStreamStateMachine<Output: Sendable> {
         }
         guard let consumer, let next = popDeliverable() else { return nil }
         self.consumer = nil
-        return (consumer, next)
+        return HandOff(consumer: consumer, item: next)
     }
 
     /// Every worker ended.
@@ -149,21 +169,24 @@ struct BatchStreamStateMachine<Output: Sendable> {
         }
     }
 
+    /// What a consumer about to suspend does, and the workers' task to cancel if it was
+    /// cancelled.
+    struct Suspension {
+        let action: NextAction
+        let taskToCancel: Task<Void, Never>?
+    }
+
     /// Called under the lock from inside the consumer's continuation closure.
-    mutating func suspendConsumer(
-        _ continuation: ConsumerContinuation, isCancelled: Bool
-    ) -> (NextAction, Task<Void, Never>?) {
-        if isCancelled { return (.end, terminate().task) }
+    mutating func suspendConsumer(_ continuation: ConsumerContinuation, isCancelled: Bool) -> Suspension {
+        if isCancelled { return Suspension(action: .end, taskToCancel: terminate().task) }
         let action = next()
         if case .suspend = action { consumer = continuation }
-        return (action, nil)
+        return Suspension(action: action, taskToCancel: nil)
     }
 
     /// The consumer stopped (its iterator was dropped or its task cancelled). Returns the
     /// task of the workers to cancel and the continuations to resume with "the end".
-    mutating func terminate() -> (
-        task: Task<Void, Never>?, consumer: ConsumerContinuation?, workers: [WorkerContinuation]
-    ) {
+    mutating func terminate() -> Termination {
         let task: Task<Void, Never>?
         if case .running(let running) = phase { task = running } else { task = nil }
         phase = .terminated
@@ -173,7 +196,7 @@ struct BatchStreamStateMachine<Output: Sendable> {
             consumer = nil
             parked.removeAll()
         }
-        return (task, consumer, parked)
+        return Termination(task: task, consumer: consumer, workers: parked)
     }
 
     private mutating func popDeliverable() -> Item? {
@@ -185,7 +208,7 @@ struct BatchStreamStateMachine<Output: Sendable> {
         case .input:
             guard let first = window.first, let result = first else { return nil }
             window.removeFirst()
-            item = (nextIndex, result)
+            item = Item(index: nextIndex, result: result)
             nextIndex += 1
         }
         outstanding -= 1

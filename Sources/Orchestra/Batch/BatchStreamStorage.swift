@@ -19,10 +19,24 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
         var iterator: Base.Iterator?
         var position = 0
 
+        /// An input taken by a worker, with its position.
+        struct Input {
+            let index: Int
+            let element: Base.Element
+        }
+
         enum Take {
-            case item(index: Int, element: Base.Element)
+            case item(Input)
             case park
             case stop(wake: [Machine.WorkerContinuation])
+        }
+
+        /// What a worker does after handing over a result: wake the consumer, run its next
+        /// input (or park), wake a parked worker.
+        struct Step {
+            let handOff: Machine.HandOff?
+            let take: Take
+            let wake: Machine.WorkerContinuation?
         }
 
         /// The next input for a worker, with a slot reserved for it (or already reserved).
@@ -39,7 +53,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
                 return .stop(wake: machine.endOfInput())
             }
             defer { position += 1 }
-            return .item(index: position, element: element)
+            return .item(Input(index: position, element: element))
         }
     }
 
@@ -81,25 +95,25 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     /// is terminated.
     private func work(from first: State.Take) async {
         var current = await next(after: first)
-        while let (index, element) = current {
-            let result = await Result { try await transform(element) }
-            let (handOff, take, worker) = state.withLock { state in
-                let handOff = state.machine.deliver((index, result))
+        while let input = current {
+            let item = Machine.Item(index: input.index, result: await Result { try await transform(input.element) })
+            let step = state.withLock { state in
+                let handOff = state.machine.deliver(item)
                 let take = state.take(reserved: false)
                 // Room left after this worker took its next input: wake a parked one.
-                return (handOff, take, state.machine.takeWorkerForFreedSlot())
+                return State.Step(handOff: handOff, take: take, wake: state.machine.takeWorkerForFreedSlot())
             }
-            handOff.map { $0.consumer.resume(returning: $0.item) }
-            worker?.resume(returning: true)
-            current = await next(after: take)
+            if let handOff = step.handOff { handOff.consumer.resume(returning: handOff.item) }
+            step.wake?.resume(returning: true)
+            current = await next(after: step.take)
         }
     }
 
     /// What a worker runs next: the input it took, or one it waits for room to take.
-    private func next(after take: State.Take) async -> (index: Int, element: Base.Element)? {
+    private func next(after take: State.Take) async -> State.Input? {
         switch take {
-        case .item(let index, let element):
-            return (index, element)
+        case .item(let input):
+            return input
         case .stop(let wake):
             for worker in wake { worker.resume(returning: false) }
             return nil
@@ -127,11 +141,11 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation(isolation: isolation) { (continuation: Machine.ConsumerContinuation) in
-                let (action, task) = state.withLock {
+                let suspension = state.withLock {
                     $0.machine.suspendConsumer(continuation, isCancelled: Task.isCancelled)
                 }
-                task?.cancel()
-                switch action {
+                suspension.taskToCancel?.cancel()
+                switch suspension.action {
                 case .deliver(let item, let worker):
                     worker?.resume(returning: true)
                     continuation.resume(returning: item)
@@ -149,10 +163,10 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     /// Stops the batch: cancels the workers' task (and with it every running item) and ends
     /// the stream for the consumer.
     func terminate() {
-        let (task, consumer, workers) = state.withLock { $0.machine.terminate() }
-        task?.cancel()
-        consumer?.resume(returning: nil)
-        for worker in workers { worker.resume(returning: false) }
+        let ended = state.withLock { $0.machine.terminate() }
+        ended.task?.cancel()
+        ended.consumer?.resume(returning: nil)
+        for worker in ended.workers { worker.resume(returning: false) }
     }
 }
 

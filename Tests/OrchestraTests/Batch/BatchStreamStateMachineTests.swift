@@ -17,7 +17,7 @@ struct BatchStreamStateMachineTests {
     }
 
     func item(_ index: Int) -> Machine.Item {
-        (index, .success("item \(index)"))
+        Machine.Item(index: index, result: .success("item \(index)"))
     }
 
     /// "deliver item 2", "suspend" or "end".
@@ -165,9 +165,9 @@ struct BatchStreamStateMachineTests {
         _ = machine.started(idleTask())
         _ = machine.reserveSlot()
         let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
-            let (action, task) = machine.suspendConsumer(consumer, isCancelled: false)
-            #expect(describe(action) == "suspend")
-            #expect(task == nil)
+            let suspension = machine.suspendConsumer(consumer, isCancelled: false)
+            #expect(describe(suspension.action) == "suspend")
+            #expect(suspension.taskToCancel == nil)
             guard let handOff = machine.deliver(item(0)) else {
                 Issue.record("the waiting consumer should receive the item")
                 consumer.resume(returning: nil)
@@ -203,9 +203,11 @@ struct BatchStreamStateMachineTests {
         _ = machine.reserveSlot()
         _ = machine.deliver(item(0))
         let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
-            let (action, task) = machine.suspendConsumer(consumer, isCancelled: true)
-            #expect(describe(action) == "end", "a cancelled consumer receives nothing more, not even what is ready")
-            #expect(task == driver, "the driver is handed back to cancel")
+            let suspension = machine.suspendConsumer(consumer, isCancelled: true)
+            #expect(
+                describe(suspension.action) == "end",
+                "a cancelled consumer receives nothing more, not even what is ready")
+            #expect(suspension.taskToCancel == driver, "the driver is handed back to cancel")
             consumer.resume(returning: nil)
         }
         #expect(received == nil)
