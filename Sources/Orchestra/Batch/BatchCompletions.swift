@@ -12,7 +12,8 @@ extension Sequence where Self: Sendable, Element: Sendable {
     /// ```
     ///
     /// Work starts on the first `next()`. Items running plus finished-but-unconsumed never
-    /// exceed `limit + buffer`. Each item runs in its own child task of one task group.
+    /// exceed `limit + buffer`. Up to `limit` worker tasks (children of one task group) each run
+    /// an item, hand its result over and take the next.
     ///
     /// Cancellation: dropping the iterator (leaving the loop early) or cancelling the consuming
     /// task cancels the running items and starts nothing new; the sequence then ends.
