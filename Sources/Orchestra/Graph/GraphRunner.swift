@@ -53,7 +53,8 @@ final class GraphRunner: NodeOutcomeSource {
     // MARK: - Controller
 
     private func control() async throws {
-        await withTaskGroup(of: Void.self) { group in
+        // Discarding: a finished worker or backoff timer leaves nothing behind to collect.
+        await withDiscardingTaskGroup { group in
             let effects = state.withLock { $0.start(now: clock.elapsed()) }
             var finished = perform(effects, in: &group)
             var cancellationSeen = false
@@ -82,7 +83,7 @@ final class GraphRunner: NodeOutcomeSource {
     }
 
     /// Performs one command; `true` once the run is over.
-    private func handle(_ command: GraphRunInbox.Command, in group: inout TaskGroup<Void>) -> Bool {
+    private func handle(_ command: GraphRunInbox.Command, in group: inout DiscardingTaskGroup) -> Bool {
         switch command {
         case .spawnWorkers(let count):
             for _ in 0..<count { group.addTask { await self.work() } }
@@ -115,7 +116,7 @@ final class GraphRunner: NodeOutcomeSource {
     }
 
     /// The controller performs effects itself; `true` once the run is over.
-    private func perform(_ effects: GraphRunnerState.Effects, in group: inout TaskGroup<Void>) -> Bool {
+    private func perform(_ effects: GraphRunnerState.Effects, in group: inout DiscardingTaskGroup) -> Bool {
         for _ in 0..<effects.spawn { group.addTask { await self.work() } }
         var rest = effects
         rest.spawn = 0
