@@ -60,15 +60,8 @@ func registerMallocBenchmarks() {
         ("deep", { GraphWorkload.deepSmall }),
     ]
     for (name, graph) in graphs {
-        Benchmark(
-            "Mallocs-TaskGraph-run-10k-\(name)-limit-8", configuration: configuration,
-            closure: { benchmark in
-                let taskGraph = GraphWorkload.taskGraph(graph())
-                benchmark.startMeasurement()
-                let result = try await taskGraph.run(limit: limit)
-                benchmark.stopMeasurement()
-                precondition(result.allSucceeded, "Mallocs TaskGraph \(name): a node did not succeed")
-            }, setup: { _ = graph() })
+        GraphWorkload.registerRun(
+            "Mallocs-TaskGraph-run-10k-\(name)-limit-8", configuration: configuration, graph: graph)
     }
 
     Benchmark(

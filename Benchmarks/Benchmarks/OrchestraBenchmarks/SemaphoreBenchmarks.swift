@@ -18,6 +18,18 @@ enum SemaphoreWorkload {
     /// iteration (`ratios.py`'s `OPS_PER_ITERATION["Semaphore contended"]` is their product).
     static let contendingTasks = 8
     static let pairsPerTask = 1_000
+
+    /// `contendingTasks` tasks each run `pair` `pairsPerTask` times, all at once.
+    static func contend(_ pair: @escaping @Sendable (Int) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<contendingTasks {
+                group.addTask {
+                    for index in 0..<pairsPerTask { try await pair(index) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
 }
 
 func registerSemaphoreBenchmarks() {
@@ -72,16 +84,7 @@ func registerSemaphoreBenchmarks() {
     Benchmark("Semaphore contended/AsyncSemaphore, 8 tasks, 1 permit", configuration: contended) { benchmark in
         let semaphore = AsyncSemaphore(value: 1)
         benchmark.startMeasurement()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<SemaphoreWorkload.contendingTasks {
-                group.addTask {
-                    for index in 0..<SemaphoreWorkload.pairsPerTask {
-                        try await semaphore.withPermit { blackHole(index) }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await SemaphoreWorkload.contend { index in try await semaphore.withPermit { blackHole(index) } }
     }
 
     Benchmark(
@@ -89,17 +92,10 @@ func registerSemaphoreBenchmarks() {
     ) { benchmark in
         let limiter = ConcurrencyLimiter(limit: 1)
         benchmark.startMeasurement()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<SemaphoreWorkload.contendingTasks {
-                group.addTask {
-                    for index in 0..<SemaphoreWorkload.pairsPerTask {
-                        try await limiter.acquire()
-                        blackHole(index)
-                        limiter.release()
-                    }
-                }
-            }
-            try await group.waitForAll()
+        try await SemaphoreWorkload.contend { index in
+            try await limiter.acquire()
+            blackHole(index)
+            limiter.release()
         }
     }
 

@@ -122,6 +122,22 @@ enum GraphWorkload {
         }
     }
 
+    /// `TaskGraph.run(limit: 8)` of `graph`, built with `add(id:dependsOn:)` in the iteration,
+    /// before the measurement starts.
+    static func registerRun(
+        _ name: String, configuration: Benchmark.Configuration, graph: @escaping @Sendable () -> Graph
+    ) {
+        Benchmark(
+            name, configuration: configuration,
+            closure: { benchmark in
+                let taskGraph = GraphWorkload.taskGraph(graph())
+                benchmark.startMeasurement()
+                let result = try await taskGraph.run(limit: limit)
+                benchmark.stopMeasurement()
+                precondition(result.allSucceeded, "\(name): a node did not succeed")
+            }, setup: { _ = graph() })
+    }
+
     /// The same graph as `BlockOperation`s linked by `addDependency`, ready to be queued.
     static func operations(_ graph: Graph) -> [Operation] {
         let operations = (0..<graph.count).map { node in BlockOperation { blackHole(node) } }
@@ -158,15 +174,7 @@ func registerTaskGraphBenchmarks() {
                 await GraphWorkload.bareScheduler(graph, limit: limit)
             }, setup: setup)
 
-        Benchmark(
-            "Graph \(label)/TaskGraph run", configuration: configuration,
-            closure: { benchmark in
-                let taskGraph = GraphWorkload.taskGraph(graph())
-                benchmark.startMeasurement()
-                let result = try await taskGraph.run(limit: limit)
-                benchmark.stopMeasurement()
-                precondition(result.allSucceeded, "Graph \(label): a node did not succeed")
-            }, setup: setup)
+        GraphWorkload.registerRun("Graph \(label)/TaskGraph run", configuration: configuration, graph: graph)
 
         Benchmark(
             "Graph \(label)/TaskGraph build", configuration: configuration,
