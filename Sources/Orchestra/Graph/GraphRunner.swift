@@ -97,14 +97,21 @@ final class GraphRunner: NodeOutcomeSource {
         case .stopRunningNodes:
             group.cancelAll()
         case .finished:
-            return true
+            // Sent by the worker that ended the last node; a node added since (a command that
+            // came before this one) reopened the run.
+            return state.withLock { $0.machine.isFinished }
         case .cancel(let id):
             return perform(state.withLock { $0.cancel(id: id, now: clock.elapsed()) }, in: &group)
         case .add(let definition, let reply):
-            let added = state.withLock { state in
-                Result { () throws(TaskGraphError) in try state.add(definition, now: clock.elapsed()) }
+            let added = state.withLock { state -> Result<GraphRunnerState.Effects, TaskGraphError>? in
+                // Every node has ended: the run is over, and a node added now would never run.
+                guard !state.machine.isFinished else { return nil }
+                return Result { () throws(TaskGraphError) in try state.add(definition, now: clock.elapsed()) }
             }
             switch added {
+            case nil:
+                reply.resume(throwing: CancellationError())
+                return true
             case .success(let effects):
                 reply.resume(returning: nil)
                 return perform(effects, in: &group)

@@ -100,6 +100,48 @@ struct GraphRunTests {
         }
     }
 
+    /// A node added while the last node ends races the end of the run: it is either accepted
+    /// and runs to its end, or refused with `CancellationError` and absent from the result;
+    /// never accepted and left without running.
+    @Test func aNodeAddedAsTheRunEndsEitherRunsOrIsRefused() async throws {
+        for _ in 0..<300 {
+            let graph = TaskGraph()
+            let adding = Locked<Task<Bool, Never>?>(nil)
+            graph.add(id: "first") { _ in
+                let run = try #require(GraphRun.current)
+                // Unstructured on purpose: the node ends without waiting for the add, so the
+                // add reaches the run just before or just after its last node ends.
+                let task = Task {
+                    do {
+                        try await run.add(id: "late") { _ in 2 }
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+                adding.withLock { $0 = task }
+                return 1
+            }
+            let result = try await graph.withRun { run in try await run.result }
+            let accepted = await (try #require(adding.withLock { $0 })).value
+            if accepted {
+                #expect(result.outcome(id: "late")?.value as? Int == 2)
+            } else {
+                #expect(result.outcome(id: "late") == nil)
+            }
+            #expect(result.outcome(id: "first")?.value as? Int == 1)
+        }
+    }
+
+    @Test func aNodeAddedAfterTheRunEndedIsRefused() async throws {
+        let graph = TaskGraph()
+        graph.add(id: "only") { _ in 1 }
+        try await graph.withRun { run in
+            _ = try await run.result
+            await #expect(throws: CancellationError.self) { try await run.add(id: "late") { _ in 2 } }
+        }
+    }
+
     @Test func aThrowingBodyCancelsTheRun() async throws {
         let clock = ManualClock()
         let graph = TaskGraph()
