@@ -10,7 +10,7 @@ import DequeModule
 /// (`limit + buffer`), so running plus finished-but-unconsumed items never exceed it; in input
 /// order, item *i + capacity* cannot start before item *i* was delivered. A worker that finds
 /// no room parks until the consumer frees a slot.
-struct BatchStreamStateMachine<Output: Sendable> {
+struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     /// One input's outcome. (Structs, not tuples, on the per-item path: this code runs
     /// unspecialised for the caller's types, and every use of a tuple of generic types looks its
     /// metadata up in the runtime's locked tuple cache.)
@@ -65,6 +65,16 @@ struct BatchStreamStateMachine<Output: Sendable> {
     private var nextIndex = 0
     private var consumer: ConsumerContinuation?
     private var parked: [WorkerContinuation] = []
+    /// A parked worker was woken and has not taken its item yet. No other is woken meanwhile:
+    /// the consumer frees slots one at a time, and waking a worker per slot would cost two
+    /// task switches per item whenever results pile up (each woken worker taking one item and
+    /// parking again). The woken worker takes every free slot it finds as it goes, and wakes
+    /// the next parked worker itself if room is left once it has taken its item, so slow items
+    /// still start as soon as their slot frees.
+    private(set) var waking = false
+
+    /// How many workers are parked.
+    var parkedCount: Int { parked.count }
 
     init(order: Order, capacity: Int) {
         self.order = order
@@ -145,12 +155,21 @@ struct BatchStreamStateMachine<Output: Sendable> {
         return consumer
     }
 
-    /// A slot is free and a worker is parked: the slot is reserved for it, to resume with `true`.
+    /// A slot is free, a worker is parked and none is already on its way: the slot is reserved
+    /// for it, to resume with `true`.
     mutating func takeWorkerForFreedSlot() -> WorkerContinuation? {
-        guard !parked.isEmpty, outstanding < capacity, !inputEnded else { return nil }
+        guard !waking, !parked.isEmpty, outstanding < capacity, !inputEnded else { return nil }
         if case .terminated = phase { return nil }
         outstanding += 1
+        waking = true
         return parked.removeLast()
+    }
+
+    /// The woken worker took its reserved slot: the next parked worker may be woken, and is at
+    /// once if room is left.
+    mutating func wokenWorkerArrived() -> WorkerContinuation? {
+        waking = false
+        return takeWorkerForFreedSlot()
     }
 
     // MARK: Consumer side

@@ -123,7 +123,12 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
                 if let now { worker.resume(returning: now) }
             }
             guard reserved else { return nil }
-            return await next(after: state.withLock { $0.take(reserved: true) })
+            let step = state.withLock { state in
+                let take = state.take(reserved: true)
+                return State.Step(handOff: nil, take: take, wake: state.machine.wokenWorkerArrived())
+            }
+            step.wake?.resume(returning: true)
+            return await next(after: step.take)
         }
     }
 

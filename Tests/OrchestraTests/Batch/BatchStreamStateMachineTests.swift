@@ -266,4 +266,44 @@ struct BatchStreamStateMachineTests {
         #expect(describe(machine.reserveSlot()) == "proceed", "one slot went to the woken worker, one is free")
         #expect(describe(machine.reserveSlot()) == "suspend")
     }
+
+    /// One parked worker is on its way at a time; once it has taken its slot, the next one is
+    /// woken at once if room is left (so slow items still start as soon as their slots free).
+    @Test func oneWorkerIsWokenAtATimeAndTheArrivalWakesTheNext() async throws {
+        let machine = Locked(Machine(order: .completion, capacity: 2))
+        machine.withLock {
+            _ = $0.started(idleTask())
+            _ = $0.reserveSlot()
+            _ = $0.reserveSlot()
+        }
+        // Two workers park (unstructured: each needs a continuation of its own, resumed below).
+        let workers = (0..<2).map { _ in
+            Task {
+                await withCheckedContinuation { (worker: Machine.WorkerContinuation) in
+                    if let now = machine.withLock({ $0.suspendWorker(worker, isCancelled: false) }) {
+                        worker.resume(returning: now)
+                    }
+                }
+            }
+        }
+        try await waitUntil("both workers parked") { machine.withLock { $0.parkedCount } == 2 }
+        let (woken, none) = machine.withLock { machine -> (Machine.WorkerContinuation?, Machine.WorkerContinuation?) in
+            _ = machine.deliver(item(0))
+            _ = machine.deliver(item(1))
+            guard case .deliver(_, let woken) = machine.next(), case .deliver(_, let none) = machine.next() else {
+                return (nil, nil)
+            }
+            return (woken, none)
+        }
+        #expect(woken != nil, "the first freed slot wakes a parked worker")
+        #expect(none == nil, "a worker is already on its way: no second one for the second slot")
+        // The woken worker takes its slot; room is left, so it wakes the other.
+        let next = machine.withLock { $0.wokenWorkerArrived() }
+        #expect(next != nil)
+        #expect(machine.withLock { $0.wokenWorkerArrived() } == nil, "no room left and nobody parked")
+        woken?.resume(returning: true)
+        next?.resume(returning: true)
+        for worker in workers { #expect(await worker.value, "each woken worker holds a reserved slot") }
+        #expect(describe(machine.withLock { $0.reserveSlot() }) == "suspend", "both freed slots went to them")
+    }
 }
