@@ -11,7 +11,7 @@
 /// child tasks (a node waiting out a backoff holds no worker and no slot), stops the running
 /// nodes under fail-fast, and performs the commands of a ``GraphRun``. Everything it needs
 /// reaches it through the inbox, so it suspends only there.
-final class GraphRunner: NodeOutcomeSource {
+final class GraphRunner: NodeInputSource {
     /// Everything a run starts from, validated before the run's task starts.
     struct Prepared: Sendable {
         let graph: TaskGraph
@@ -189,14 +189,15 @@ final class GraphRunner: NodeOutcomeSource {
     }
 
     /// A node's inputs read their dependencies' outcomes here, when they ask: those ended
-    /// before the node started and never change.
-    func outcome(of node: Int) -> OutcomeRecord {
-        state.withLock { $0.outcomes[node] }
+    /// before the node started and never change. A node has few dependencies, so a linear
+    /// search beats building a dictionary for every node that starts.
+    func outcome(ofDependency id: String, of node: Int) -> NodeOutcome<any Sendable>? {
+        state.withLock { $0.outcome(ofDependency: id, of: node) }
     }
 
     /// One attempt of a node's body, within its timeout.
     private func attempt(_ launch: GraphLaunch) async -> Result<any Sendable, any Error> {
-        let inputs = NodeInputs(ids: launch.ids, dependencies: launch.dependencies, outcomes: self)
+        let inputs = NodeInputs(node: launch.node, run: self)
         do {
             if let timeout = launch.timeout {
                 let body = launch.body

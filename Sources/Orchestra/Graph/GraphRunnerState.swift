@@ -5,8 +5,6 @@ import DequeModule
 struct GraphLaunch: Sendable {
     let node: Int
     let body: TaskGraph.Body
-    let ids: [String]
-    let dependencies: [Int32]
     let timeout: Duration?
     /// Under `withRun`: signalled to cancel this node alone.
     let cancellation: AsyncEvent?
@@ -75,6 +73,14 @@ struct GraphRunnerState: Sendable {
     }
 
     private var nodes: GraphNodes { machine.blueprint.nodes }
+
+    /// The outcome of the dependency of `node` named `id`, if it has one.
+    func outcome(ofDependency id: String, of node: Int) -> NodeOutcome<any Sendable>? {
+        for dependency in nodes.dependencies[node] where nodes.ids[Int(dependency)] == id {
+            return outcomes[Int(dependency)].outcome
+        }
+        return nil
+    }
 
     var progress: GraphProgress {
         GraphProgress(completed: machine.terminalCount, total: machine.blueprint.count, running: machine.running)
@@ -268,8 +274,7 @@ struct GraphRunnerState: Sendable {
             cancellation = event
         }
         return GraphLaunch(
-            node: node, body: bodies[node], ids: nodes.ids, dependencies: nodes.dependencies[node],
-            timeout: nodes.extras[node]?.timeout, cancellation: cancellation)
+            node: node, body: bodies[node], timeout: nodes.extras[node]?.timeout, cancellation: cancellation)
     }
 
     private static let released: TaskGraph.Body = { _ in

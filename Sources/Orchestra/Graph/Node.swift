@@ -42,18 +42,14 @@ public struct NodeOptions: Sendable {
 /// The values a node's dependencies produced, for nodes added by id
 /// (``TaskGraph/add(id:dependsOn:options:operation:)``).
 public struct NodeInputs: Sendable {
-    /// Every node's id (shared with the run, not copied) and this node's dependencies as
-    /// indices into it. A node has few dependencies, so a linear search beats building a
-    /// dictionary for every node that starts.
-    let ids: [String]
-    let dependencies: [Int32]
-    /// Where the dependencies' outcomes are read, when the node asks for one: they ended before
-    /// the node started and never change, and a node that reads none (or reads later) costs
-    /// the run nothing.
-    let outcomes: any NodeOutcomeSource
+    /// The node whose inputs these are, and the run that knows its dependencies and their
+    /// outcomes. They are read when the node asks for one (they ended before the node started
+    /// and never change), so a node that reads none costs the run nothing.
+    let node: Int
+    let run: any NodeInputSource
 
     subscript(id: String) -> NodeOutcome<any Sendable>? {
-        dependencies.first { ids[Int($0)] == id }.map { outcomes.outcome(of: Int($0)).outcome }
+        run.outcome(ofDependency: id, of: node)
     }
 
     /// The value of dependency `id`, as `type`.
@@ -85,7 +81,9 @@ public struct NodeInputs: Sendable {
     }
 }
 
-/// Reads the outcome of a node that has ended (a run's record of it).
-protocol NodeOutcomeSource: Sendable {
-    func outcome(of node: Int) -> OutcomeRecord
+/// Where a node's inputs are read: a run's record of the node's dependencies.
+protocol NodeInputSource: Sendable {
+    /// The outcome of the dependency of `node` named `id`; `nil` if `node` has no such
+    /// dependency.
+    func outcome(ofDependency id: String, of node: Int) -> NodeOutcome<any Sendable>?
 }
