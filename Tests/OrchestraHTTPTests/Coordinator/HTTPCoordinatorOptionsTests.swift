@@ -210,9 +210,17 @@ struct HTTPCoordinatorOptionsTests {
             try await api.data(
                 for: post("a.test", "/orders"), body: Data("x".utf8), options: HTTPRequestOptions(retry: retry))
         }
-        try await waitUntil("first backoff") { clock.pendingSleepers.count == 1 }
+        // While an attempt runs, its 30 s timeout sleeps on the clock too: wait for the backoff
+        // itself (a deadline sooner than that), or advancing would fire the attempt's timeout.
+        // Under ThreadSanitizer the attempt's own timer was seen first and the test failed.
+        @Sendable func backingOff(after attempts: Int) -> Bool {
+            let sleepers = clock.pendingSleepers
+            return sleepers.count == 1 && sleepers[0] < clock.now.advanced(by: .seconds(30))
+                && count.withLock { $0 } == attempts
+        }
+        try await waitUntil("first backoff") { backingOff(after: 1) }
         clock.advanceToNextDeadline()
-        try await waitUntil("second backoff") { clock.pendingSleepers.count == 1 && count.withLock { $0 } == 2 }
+        try await waitUntil("second backoff") { backingOff(after: 2) }
         clock.advanceToNextDeadline()
         let result = try await task.value
         #expect(String(decoding: result.body, as: UTF8.self) == "third" && result.attempts == 3)
