@@ -148,7 +148,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     }
 
     /// Every worker ended.
-    mutating func driverFinished() -> ConsumerContinuation? {
+    mutating func workersFinished() -> ConsumerContinuation? {
         guard case .running = phase else { return nil }
         phase = .drained
         defer { consumer = nil }

@@ -86,7 +86,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
                     group.addTask { await self.work(from: take) }
                 }
             }
-            state.withLock { $0.machine.driverFinished() }?.resume(returning: nil)
+            state.withLock { $0.machine.workersFinished() }?.resume(returning: nil)
         }
         state.withLock { $0.machine.started(task) }?.cancel()
     }
@@ -208,7 +208,7 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
     }
 }
 
-/// The shared part of the batch streams' iterators: starts the driver on the first `next()`
+/// The shared part of the batch streams' iterators: starts the workers on the first `next()`
 /// and stops the batch when the last copy of the iterator is dropped.
 struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base.Element: Sendable {
     private let limit: Int

@@ -4,14 +4,14 @@ import Testing
 
 /// The batch stream's pure state: its counting rule (an item is outstanding from its start
 /// until the consumer receives it, and at most `capacity` are outstanding), the two delivery
-/// orders, the driver and consumer hand-offs, the end, and termination.
+/// orders, the worker and consumer hand-offs, the end, and termination.
 @Suite("Batch stream state machine", .timeLimit(.minutes(1)))
 struct BatchStreamStateMachineTests {
     typealias Machine = BatchStreamStateMachine<String>
 
-    /// Where the driver's task is recorded; never runs anything.
+    /// Where the workers' task is recorded; never runs anything.
     func idleTask() -> Task<Void, Never> {
-        // Unstructured: the machine only stores the driver's task (to hand it back for
+        // Unstructured: the machine only stores the workers' task (to hand it back for
         // cancellation); this one has nothing to do.
         Task {}
     }
@@ -83,12 +83,13 @@ struct BatchStreamStateMachineTests {
 
     @Test func theStreamEndsOnlyOnceTheDriverFinishedAndEverythingWasConsumed() {
         var machine = Machine(order: .completion, capacity: 2)
-        #expect(machine.driverFinished() == nil)
-        #expect(describe(machine.next()) == "suspend", "an idle stream has not ended: the driver has not even started")
+        #expect(machine.workersFinished() == nil)
+        #expect(
+            describe(machine.next()) == "suspend", "an idle stream has not ended: the workers have not even started")
         _ = machine.started(idleTask())
         _ = machine.reserveSlot()
         _ = machine.deliver(item(0))
-        #expect(machine.driverFinished() == nil, "no consumer waits to be told")
+        #expect(machine.workersFinished() == nil, "no consumer waits to be told")
         #expect(describe(machine.next()) == "deliver item 0 at 0", "what was delivered is still received")
         #expect(describe(machine.next()) == "end")
         #expect(describe(machine.next()) == "end")
@@ -99,37 +100,37 @@ struct BatchStreamStateMachineTests {
         let first = idleTask()
         let second = idleTask()
         #expect(machine.started(first) == nil)
-        #expect(machine.started(second) == second, "the second driver is handed back, to cancel")
-        #expect(machine.terminate().task == first, "the first driver is the one kept")
+        #expect(machine.started(second) == second, "the second task is handed back, to cancel")
+        #expect(machine.terminate().task == first, "the first task is the one kept")
     }
 
     @Test func terminationStopsTheDriverAndDropsWhatWasNotConsumed() {
         var machine = Machine(order: .input, capacity: 3)
-        let driver = idleTask()
-        _ = machine.started(driver)
+        let workers = idleTask()
+        _ = machine.started(workers)
         _ = machine.reserveSlot()
         _ = machine.reserveSlot()
         _ = machine.deliver(item(0))
         let ended = machine.terminate()
-        #expect(ended.task == driver, "the running driver is cancelled")
+        #expect(ended.task == workers, "the running workers' task is cancelled")
         #expect(ended.consumer == nil && ended.workers.isEmpty)
         #expect(describe(machine.reserveSlot()) == "stop")
         #expect(machine.deliver(item(1)) == nil)
         #expect(describe(machine.next()) == "end", "item 0 was dropped")
         #expect(machine.started(idleTask()) != nil, "a terminated stream never starts")
-        #expect(machine.driverFinished() == nil)
+        #expect(machine.workersFinished() == nil)
     }
 
     @Test func aWorkerThatFindsTheBufferFullParksAndIsWokenByTheDeliveryThatFreesASlot() async {
         var machine = Machine(order: .completion, capacity: 1)
         _ = machine.started(idleTask())
         #expect(describe(machine.reserveSlot()) == "proceed")
-        let woken = await withCheckedContinuation { (driver: Machine.WorkerContinuation) in
-            #expect(machine.suspendWorker(driver, isCancelled: false) == nil, "full: the worker parks")
+        let woken = await withCheckedContinuation { (worker: Machine.WorkerContinuation) in
+            #expect(machine.suspendWorker(worker, isCancelled: false) == nil, "full: the worker parks")
             _ = machine.deliver(item(0))
             guard case .deliver(let received, let wake?) = machine.next() else {
                 Issue.record("consuming the item should wake the parked worker")
-                driver.resume(returning: false)
+                worker.resume(returning: false)
                 return
             }
             #expect(received.index == 0)
@@ -143,19 +144,19 @@ struct BatchStreamStateMachineTests {
     @Test func aWorkerParksOnlyWhenItMust() async {
         var machine = Machine(order: .completion, capacity: 1)
         _ = machine.started(idleTask())
-        // Room: the driver proceeds without waiting, taking the slot.
-        let roomy = await withCheckedContinuation { (driver: Machine.WorkerContinuation) in
-            let answer = machine.suspendWorker(driver, isCancelled: false)
+        // Room: the worker proceeds without waiting, taking the slot.
+        let roomy = await withCheckedContinuation { (worker: Machine.WorkerContinuation) in
+            let answer = machine.suspendWorker(worker, isCancelled: false)
             #expect(answer == true)
-            driver.resume(returning: answer ?? false)
+            worker.resume(returning: answer ?? false)
         }
         #expect(roomy)
         #expect(describe(machine.reserveSlot()) == "suspend")
-        // Cancelled: the driver stops.
-        let cancelled = await withCheckedContinuation { (driver: Machine.WorkerContinuation) in
-            let answer = machine.suspendWorker(driver, isCancelled: true)
+        // Cancelled: the worker stops.
+        let cancelled = await withCheckedContinuation { (worker: Machine.WorkerContinuation) in
+            let answer = machine.suspendWorker(worker, isCancelled: true)
             #expect(answer == false)
-            driver.resume(returning: answer ?? true)
+            worker.resume(returning: answer ?? true)
         }
         #expect(!cancelled)
     }
@@ -185,7 +186,7 @@ struct BatchStreamStateMachineTests {
         _ = machine.started(idleTask())
         let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
             _ = machine.suspendConsumer(consumer, isCancelled: false)
-            guard let waiting = machine.driverFinished() else {
+            guard let waiting = machine.workersFinished() else {
                 Issue.record("the waiting consumer should be handed back")
                 consumer.resume(returning: nil)
                 return
@@ -198,8 +199,8 @@ struct BatchStreamStateMachineTests {
 
     @Test func aCancelledConsumerTerminatesTheStream() async {
         var machine = Machine(order: .completion, capacity: 2)
-        let driver = idleTask()
-        _ = machine.started(driver)
+        let workers = idleTask()
+        _ = machine.started(workers)
         _ = machine.reserveSlot()
         _ = machine.deliver(item(0))
         let received = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
@@ -207,7 +208,7 @@ struct BatchStreamStateMachineTests {
             #expect(
                 describe(suspension.action) == "end",
                 "a cancelled consumer receives nothing more, not even what is ready")
-            #expect(suspension.taskToCancel == driver, "the driver is handed back to cancel")
+            #expect(suspension.taskToCancel == workers, "the workers' task is handed back to cancel")
             consumer.resume(returning: nil)
         }
         #expect(received == nil)
@@ -233,7 +234,7 @@ struct BatchStreamStateMachineTests {
         }
         #expect(!stopped)
         #expect(describe(machine.reserveSlot()) == "stop", "no worker takes an item after the end")
-        #expect(machine.driverFinished() == nil)
+        #expect(machine.workersFinished() == nil)
         #expect(describe(machine.next()) == "end")
     }
 
