@@ -170,7 +170,8 @@ final class GraphRunner: NodeInputSource {
     private func perform(_ effects: GraphRunnerState.Effects) {
         for (worker, launch) in effects.wake { worker.resume(returning: launch) }
         for cancellation in effects.cancelNodes { cancellation.signal() }
-        if effects.publish { publish() }
+        // Every event records something to publish when the run is observed.
+        if observer != nil { publish() }
         if effects.spawn > 0 { inbox.send(.spawnWorkers(effects.spawn)) }
         if let (node, delay) = effects.backoff { inbox.send(.backoff(node: node, delay: delay)) }
         if effects.stopRunning { inbox.send(.stopRunningNodes) }

@@ -35,8 +35,6 @@ struct GraphRunnerState: Sendable {
         var cancelNodes: [AsyncEvent] = []
         /// Every node has ended.
         var finished = false
-        /// Events or progress wait to be published (only when observed).
-        var publish = false
     }
 
     private(set) var machine: SchedulerStateMachine
@@ -197,7 +195,7 @@ struct GraphRunnerState: Sendable {
         outcomes.append(OutcomeRecord())
         precondition(index == bodies.count - 1, "GraphRunner: node indices out of step")
         var effects = Effects()
-        emit(index, .added, at: now, into: &effects)
+        emit(index, .added, at: now)
         if machine.states[index] == .cancelled { record(index, .cancelled, ended: now) }
         _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
         return effects
@@ -258,14 +256,10 @@ struct GraphRunnerState: Sendable {
             for worker in parked { effects.wake.append((worker, nil)) }
             parked.removeAll()
         }
-        if observed {
-            effects.publish = true
-        }
         return own
     }
 
     private mutating func makeLaunch(_ node: Int, now: Duration) -> GraphLaunch {
-
         var cancellation: AsyncEvent?
         if observed {
             emit(node, .started(attempt: outcomes[node].attempts + 1), at: now)
@@ -301,10 +295,5 @@ struct GraphRunnerState: Sendable {
     private mutating func emit(_ node: Int, _ kind: GraphEvent.Kind, at time: Duration) {
         guard observed else { return }
         events.append(GraphEvent(node: nodes.ids[node], kind: kind, time: time))
-    }
-
-    private mutating func emit(_ node: Int, _ kind: GraphEvent.Kind, at time: Duration, into effects: inout Effects) {
-        emit(node, kind, at: time)
-        if observed { effects.publish = true }
     }
 }
