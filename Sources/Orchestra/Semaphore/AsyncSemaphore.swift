@@ -24,7 +24,7 @@ public final class AsyncSemaphore: Sendable {
     /// Permits free minus tasks committed to waiting: a negative count is that many waiters
     /// (queued, or on their way to the queue) that no signal has served yet.
     private let count: ManagedAtomic<Int>
-    private let waiters = Locked(SemaphoreWaiters<CheckedContinuation<Void, any Error>>())
+    private let waiters: Locked<SemaphoreAdmission>
 
     /// Creates a semaphore with `value` permits.
     ///
@@ -32,6 +32,7 @@ public final class AsyncSemaphore: Sendable {
     public init(value: Int) {
         checkArgument(value >= 0, "AsyncSemaphore(value:): value must be 0 or more, got \(value)")
         count = ManagedAtomic(value)
+        waiters = Locked(SemaphoreAdmission(count: count))
     }
 
     /// Takes a permit, suspending until one is available.
@@ -42,43 +43,9 @@ public final class AsyncSemaphore: Sendable {
     nonisolated(nonsending) public func wait() async throws {
         if Task.isCancelled { throw CancellationError() }
         if count.loadThenWrappingDecrement(ordering: .acquiringAndReleasing) > 0 { return }
-        try await suspend()
-    }
-
-    /// The slow path of ``wait()``: this task's decrement is a claim that some ``signal()``
-    /// will serve; it queues (or takes a permit already handed over) until one does.
-    nonisolated(nonsending) private func suspend() async throws {
-        let id = waiters.withLock { $0.makeID() }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                // `Task.isCancelled` is read under the lock: the cancellation handler sets the flag
-                // before it takes the lock, so either it finds this waiter queued or this section
-                // sees the flag.
-                let arrival = waiters.withLock {
-                    $0.arrive(id: id, waiter: continuation, isCancelled: Task.isCancelled, withdraw: withdraw)
-                }
-                switch arrival {
-                case .admitted: continuation.resume()
-                case .cancelled: continuation.resume(throwing: CancellationError())
-                case .queued: break
-                }
-            }
-        } onCancel: {
-            waiters.withLock { $0.cancel(id: id, withdraw: withdraw) }?.resume(throwing: CancellationError())
-        }
-    }
-
-    /// Gives back a cancelled waiter's place in the count, if no signal has claimed it yet
-    /// (the count is still negative). Called under the queue's lock.
-    private func withdraw() -> Bool {
-        var current = count.load(ordering: .relaxed)
-        while current < 0 {
-            let (exchanged, original) = count.weakCompareExchange(
-                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
-        }
-        return false
+        // This task's decrement is a claim that some `signal()` will serve: it queues (or takes
+        // a permit already handed over) until one does.
+        try await waiters.suspendUntilAdmitted()
     }
 
     /// Takes a permit if one is available right now, without suspending.
@@ -98,7 +65,7 @@ public final class AsyncSemaphore: Sendable {
     /// Returns a permit: resumes the longest-waiting task, or makes the permit available.
     public func signal() {
         if count.loadThenWrappingIncrement(ordering: .acquiringAndReleasing) >= 0 { return }
-        waiters.withLock { $0.signal() }?.resume()
+        waiters.withLock { $0.waiters.signal() }?.resume()
     }
 
     /// Runs `body` while holding a permit, and returns the permit when it ends, whether it
@@ -123,6 +90,6 @@ public final class AsyncSemaphore: Sendable {
 
     /// The number of tasks waiting for a permit now.
     public var waitingCount: Int {
-        waiters.withLock { $0.count }
+        waiters.withLock { $0.waiters.count }
     }
 }

@@ -1,3 +1,5 @@
+import Atomics
+
 /// The slow half of ``AsyncSemaphore``, behind its lock: the tasks that found no permit, in
 /// the order they queued, and the permits handed over to tasks still on their way to the queue.
 ///
@@ -64,3 +66,46 @@ struct SemaphoreWaiters<Waiter> {
 }
 
 extension SemaphoreWaiters: Sendable where Waiter: Sendable {}
+
+/// The semaphore's slow half as an ``AdmissionStateMachine``, so its waiters suspend on the
+/// project's one suspension path (``Locked/suspendUntilAdmitted()``): the waiters, and the
+/// count they withdraw from when cancelled.
+struct SemaphoreAdmission: AdmissionStateMachine, Sendable {
+    var waiters = SemaphoreWaiters<Continuation>()
+    /// The semaphore's count: permits free minus tasks committed to waiting.
+    let count: ManagedAtomic<Int>
+
+    /// A waiter here has already committed its decrement to the count, so it always waits
+    /// (or takes a hand-over, or withdraws, in ``suspend(id:request:continuation:isCancelled:)``),
+    /// even if its task is cancelled: only a withdrawal gives its place back.
+    mutating func admitOrReserve(_: Void = (), isCancelled _: Bool) -> AdmissionFastPath {
+        .mustWait(id: waiters.makeID())
+    }
+
+    mutating func suspend(
+        id: UInt64, request _: Void = (), continuation: Continuation, isCancelled: Bool
+    ) -> AdmissionSuspendAction {
+        switch waiters.arrive(id: id, waiter: continuation, isCancelled: isCancelled, withdraw: withdraw) {
+        case .admitted: .resumeAdmitted
+        case .cancelled: .resumeCancelled
+        case .queued: .suspended
+        }
+    }
+
+    mutating func cancel(id: UInt64) -> Continuation? {
+        waiters.cancel(id: id, withdraw: withdraw)
+    }
+
+    /// Gives back a cancelled waiter's place in the count, if no signal has claimed it yet
+    /// (the count is still negative).
+    private func withdraw() -> Bool {
+        var current = count.load(ordering: .relaxed)
+        while current < 0 {
+            let (exchanged, original) = count.weakCompareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+}
