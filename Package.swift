@@ -27,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Already resolved through async-http-client: the transport turns off its no-op tracer
+        // (a span per request costs even when nothing records it).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // SHA-256 for the workflow templates' `| sha256` filter (already resolved through
@@ -66,12 +69,15 @@ let package = Package(
             name: "OrchestraAsyncHTTPClient",
             dependencies: [
                 "OrchestraHTTP",
+                // The project's one lock, for the response collector.
+                "Orchestra",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // NIOConnectionError (connection refused, DNS) is NIOPosix's.
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so

@@ -4,6 +4,7 @@ public import HTTPTypes
 import NIOCore
 import NIOHTTP1
 public import OrchestraHTTP
+import Tracing
 
 /// An `HTTPTransport` over AsyncHTTPClient (SwiftNIO), for servers. In its own
 /// product so that app targets using `OrchestraHTTP` never pull in SwiftNIO.
@@ -83,6 +84,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // own policy, instead of the client retrying out of sight until its connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(10), read: .hours(1))
+        // A span per request costs even when nobody records it: keep only a tracer the app set up.
+        if configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let transport = AsyncHTTPClientTransport(
             client: client, maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize)
@@ -123,32 +126,71 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
     ) async throws -> (HTTPResponse, Data) {
         let progress = progress ?? { _, _ in }
-        var outgoing = try Self.clientRequest(for: request, body: nil)
-        switch content {
-        case nil: break
-        case .data(let data): outgoing.body = .bytes(ByteBuffer(bytes: data))
-        case .file(let url): outgoing.body = try Self.fileBody(url, authority: request.authority)
-        }
         let authority = request.authority
+        let (url, headers) = try Self.target(of: request)
+        switch content {
+        case .file(let file):
+            var outgoing = HTTPClientRequest(url: url)
+            outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+            outgoing.headers = headers
+            outgoing.body = try Self.fileBody(file, authority: authority)
+            return try await streamed(outgoing, authority: authority, progress: progress)
+        case .data(let data):
+            return try await collected(
+                url: url, request.method, headers, body: .byteBuffer(ByteBuffer(bytes: data)), authority: authority,
+                progress: progress)
+        case nil:
+            return try await collected(
+                url: url, request.method, headers, body: nil, authority: authority, progress: progress)
+        }
+    }
+
+    /// Sends a request whose body is in memory through AsyncHTTPClient's delegate API, which
+    /// completes one future per request: the cheapest way through the client (no deadline timer,
+    /// no async body stream; the coordinator has its own timeout).
+    private func collected(
+        url: String, _ method: HTTPRequest.Method, _ headers: HTTPHeaders, body: HTTPClient.Body?,
+        authority: String?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
+        let outgoing: HTTPClient.Request
+        do {
+            outgoing = try HTTPClient.Request(
+                url: url, method: HTTPMethod(rawValue: method.rawValue), headers: headers, body: body)
+        } catch {
+            throw Self.mapped(error, authority: authority)
+        }
+        let collector = ResponseCollector(maximumBodySize: maximumBodySize, authority: authority, progress: progress)
+        let task = client.execute(request: outgoing, delegate: collector, eventLoop: .indifferent, logger: nil)
+        do {
+            let response = try await withTaskCancellationHandler {
+                try await task.futureResult.get()
+            } onCancel: {
+                task.cancel()
+            }
+            return (Self.httpResponse(status: response.head.status, headers: response.head.headers), response.body)
+        } catch let error as HTTPTransportError {
+            throw error
+        } catch {
+            try Task.checkCancellation()
+            throw Self.mapped(error, authority: authority)
+        }
+    }
+
+    /// Sends a request whose body is streamed from a file through AsyncHTTPClient's async API.
+    private func streamed(
+        _ outgoing: HTTPClientRequest, authority: String?,
+        progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+    ) async throws -> (HTTPResponse, Data) {
         do {
             let response = try await client.execute(outgoing, timeout: .hours(1))
-            let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
-            var data = Data()
-            if let expected, expected <= maximumBodySize { data.reserveCapacity(expected) }
+            var body = ResponseBody(limit: maximumBodySize, authority: authority)
+            body.expect(response.headers)
             for try await part in response.body {
-                guard data.count + part.readableBytes <= maximumBodySize else {
-                    throw HTTPTransportError(
-                        code: .responseTooLarge,
-                        message:
-                            "the response from \(authority ?? "the server") is larger than \(maximumBodySize) bytes",
-                        host: authority
-                    )
-                }
-                data.append(contentsOf: part.readableBytesView)
-                progress(data.count, expected)
+                try body.append(part)
+                progress(body.data.count, body.expected)
             }
-            if data.isEmpty { progress(0, expected) }
-            return (Self.httpResponse(from: response), data)
+            if body.data.isEmpty { progress(0, body.expected) }
+            return (Self.httpResponse(status: response.status, headers: response.headers), body.data)
         } catch let error as HTTPTransportError {
             throw error
         } catch {
@@ -173,12 +215,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return .stream(FileChunks(url: url), length: .known(Int64(size)))
     }
 
-    /// The client's request for `request` and `body`.
+    /// The URL and headers AsyncHTTPClient sends for `request`.
     ///
     /// - Throws: `HTTPTransportError` (`.invalidRequest`) for a request with
     ///   no scheme or authority, or a header value whose bytes are not UTF-8 (the client
     ///   takes values as strings).
-    static func clientRequest(for request: HTTPRequest, body: Data?) throws -> HTTPClientRequest {
+    static func target(of request: HTTPRequest) throws -> (url: String, headers: HTTPHeaders) {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw HTTPTransportError(
                 code: .invalidRequest,
@@ -186,27 +228,26 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 host: request.authority
             )
         }
-        var outgoing = HTTPClientRequest(url: "\(scheme)://\(authority)\(request.path ?? "/")")
-        outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(request.headerFields.count)
         for field in request.headerFields {
             guard let value = field.utf8Value else {
                 throw HTTPTransportError.unsendableHeader(field.name, client: "AsyncHTTPClient", authority: authority)
             }
-            outgoing.headers.add(name: field.name.rawName, value: value)
+            headers.add(name: field.name.rawName, value: value)
         }
-        if let body {
-            outgoing.body = .bytes(ByteBuffer(bytes: body))
-        }
-        return outgoing
+        return ("\(scheme)://\(authority)\(request.path ?? "/")", headers)
     }
 
-    static func httpResponse(from response: HTTPClientResponse) -> HTTPResponse {
+    static func httpResponse(status: HTTPResponseStatus, headers: HTTPHeaders) -> HTTPResponse {
         var fields = HTTPFields()
-        for header in response.headers {
+        fields.reserveCapacity(headers.count)
+        for header in headers {
             if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
         }
-        let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
-        return HTTPResponse(status: status, headerFields: fields)
+        return HTTPResponse(
+            status: HTTPResponse.Status(code: Int(status.code), reasonPhrase: status.reasonPhrase), headerFields: fields
+        )
     }
 }
 

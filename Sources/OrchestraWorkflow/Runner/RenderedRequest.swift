@@ -208,18 +208,24 @@ struct RenderedRequest: Sendable {
         return "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
     }
 
-    /// `http://host:8080/a/b?c#frag` → (`http`, `host:8080`, `/a/b?c`). The URL was checked.
+    /// `http://host:8080/a/b?c#frag` → (`http`, `host:8080`, `/a/b?c`). The URL was checked
+    /// and escaped (ASCII): its delimiters are found among its bytes.
     static func split(_ url: String) -> (scheme: String, authority: String, path: String) {
-        let schemeEnd = url.range(of: "://")!
-        let scheme = url[..<schemeEnd.lowerBound].lowercased()
-        var rest = url[schemeEnd.upperBound...]
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        var authority = String(rest[..<authorityEnd])
-        if let at = authority.lastIndex(of: "@") { authority = String(authority[authority.index(after: at)...]) }
-        var path = String(rest[authorityEnd...])
-        if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
-        return (scheme, authority, path)
+        let bytes = url.utf8
+        let colon = bytes.firstIndex(of: UInt8(ascii: ":"))!
+        let scheme = url[..<colon].lowercased()
+        // "://" follows the scheme.
+        var rest = url[bytes.index(colon, offsetBy: 3)...]
+        if let hash = rest.utf8.firstIndex(of: UInt8(ascii: "#")) { rest = rest[..<hash] }
+        let authorityEnd =
+            rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        if let at = authority.utf8.lastIndex(of: UInt8(ascii: "@")) {
+            authority = authority[authority.utf8.index(after: at)...]
+        }
+        let path = rest[authorityEnd...]
+        if path.utf8.first == UInt8(ascii: "/") { return (scheme, String(authority), String(path)) }
+        return (scheme, String(authority), "/" + path)
     }
 }
 

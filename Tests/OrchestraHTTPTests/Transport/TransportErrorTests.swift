@@ -175,4 +175,24 @@ struct TransportErrorTests {
             }
         }
     }
+
+    @Test func aResponseToAFileUploadLargerThanTheLimitIsResponseTooLarge() async throws {
+        // A file body goes through the client's streaming API, a body in memory through its
+        // delegate API: both hold the limit.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-upload-\(UUID())")
+        try Data(repeating: UInt8(ascii: "x"), count: 2_000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await withDemoServer { server in
+            try await AsyncHTTPClientTransport.withTransport(maximumBodySize: 1_000) { transport in
+                var request = server.request("/anything")
+                request.method = .post
+                let error = await #expect(throws: HTTPTransportError.self) {
+                    try await transport.send(request, content: .file(file), progress: nil)
+                }
+                #expect(error?.code == .responseTooLarge)
+                #expect(error?.message == "the response from \(server.authority) is larger than 1000 bytes")
+                #expect(server.arrivals(of: "/anything") == 1)
+            }
+        }
+    }
 }

@@ -39,6 +39,21 @@ struct URLEscapingTests {
         #expect(URLCheck.escaped(url) == url)
     }
 
+    @Test(arguments: [
+        ("http://x.test", "http", "x.test", "/"),
+        ("HTTPS://x.test:8443?q=1", "https", "x.test:8443", "/?q=1"),
+        ("http://user:pw@x.test:8080/a/b?c=d#frag", "http", "x.test:8080", "/a/b?c=d"),
+        ("http://[::1]:8080/p?x=a://b@c", "http", "[::1]:8080", "/p?x=a://b@c"),
+        ("http://u%40v@x.test/%C3%BC/", "http", "x.test", "/%C3%BC/"),
+    ])
+    func aSentURLIsSplitIntoSchemeAuthorityAndPath(_ url: String, _ scheme: String, _ authority: String, _ path: String)
+    {
+        let parts = RenderedRequest.split(url)
+        #expect(parts.scheme == scheme)
+        #expect(parts.authority == authority)
+        #expect(parts.path == path)
+    }
+
     @Test func aHostWithNoASCIIFormIsRefusedSayingSo() {
         #expect(
             URLCheck.problem(with: "http://ü..example/")
