@@ -11,7 +11,15 @@
 /// ``withTimeout(_:tolerance:clock:isolation:_:)`` and ``withDeadline(_:tolerance:clock:isolation:_:)``
 /// use ``continuous`` for `ContinuousClock`; any other clock sleeps by its own `sleep`.
 package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration {
-    private typealias Continuation = CheckedContinuation<Void, any Error>
+    /// How a sleep ended without an error.
+    package enum Wake: Sendable {
+        /// The deadline passed.
+        case deadline
+        /// ``wake(_:)`` ended it first.
+        case early
+    }
+
+    private typealias Continuation = CheckedContinuation<Wake, any Error>
 
     private let clock: C
     private let state = Locked(SharedTimerStateMachine<C.Instant, Continuation>())
@@ -32,8 +40,24 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
     ///
     /// - Throws: `CancellationError`.
     package func sleep(until deadline: C.Instant) async throws {
+        _ = try await sleep(until: deadline) { _ in }
+    }
+
+    /// Suspends until `deadline` has passed, or until ``wake(_:)`` is called with the id
+    /// `onSuspend` was given.
+    ///
+    /// `onSuspend` runs once the sleeper is queued and before the task suspends, so a
+    /// ``wake(_:)`` from the work it starts always finds the sleeper (or finds it already
+    /// ended, and does nothing). It runs whatever the outcome, even for a task already
+    /// cancelled or a deadline already passed.
+    ///
+    /// Cancellation: as ``sleep(until:)``.
+    ///
+    /// - Returns: Whether the deadline passed or ``wake(_:)`` came first.
+    /// - Throws: `CancellationError`.
+    package func sleep(until deadline: C.Instant, onSuspend: (_ id: UInt64) -> Void) async throws -> Wake {
         let id = state.withLock { $0.reserve() }
-        try await withTaskCancellationHandler {
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: Continuation) in
                 // `Task.isCancelled` is read under the lock: the cancellation handler sets the
                 // flag before it takes the lock, so either it finds this sleeper queued or this
@@ -42,15 +66,21 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
                     $0.suspend(
                         id: id, until: deadline, waiter: continuation, isCancelled: Task.isCancelled, now: clock.now)
                 }
+                onSuspend(id)
                 switch action {
-                case .resumeExpired: continuation.resume()
+                case .resumeExpired: continuation.resume(returning: .deadline)
                 case .resumeCancelled: continuation.resume(throwing: CancellationError())
                 case .suspended(let arm): if let arm { start(arm) }
                 }
             }
         } onCancel: {
-            state.withLock { $0.cancel(id: id) }?.resume(throwing: CancellationError())
+            state.withLock { $0.withdraw(id: id) }?.resume(throwing: CancellationError())
         }
+    }
+
+    /// Ends the sleep `id` at once, if it is still waiting: it returns ``Wake/early``.
+    package func wake(_ id: UInt64) {
+        state.withLock { $0.withdraw(id: id) }?.resume(returning: .early)
     }
 
     private func start(_ arm: SharedTimerStateMachine<C.Instant, Continuation>.Arm) {
@@ -61,7 +91,7 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
             try? await clock.sleep(until: arm.deadline, tolerance: nil)
             let (expired, next) = state.withLock { $0.fire(generation: arm.generation, now: clock.now) }
             if let next { start(next) }
-            for continuation in expired { continuation.resume() }
+            for continuation in expired { continuation.resume(returning: .deadline) }
         }
     }
 }

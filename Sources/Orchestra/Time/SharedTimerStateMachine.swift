@@ -66,8 +66,9 @@ package struct SharedTimerStateMachine<Instant: InstantProtocol, Waiter> {
         return .suspended(arm: arm(deadline))
     }
 
-    /// The sleeper `id` was cancelled: its waiter, if it was still waiting.
-    package mutating func cancel(id: UInt64) -> Waiter? {
+    /// The sleeper `id` leaves before its deadline (its task was cancelled, or what it waited
+    /// for ended first): its waiter, if it was still waiting.
+    package mutating func withdraw(id: UInt64) -> Waiter? {
         guard let waiter = waiters.removeValue(forKey: id) else { return nil }
         if heap.count > 64 && heap.count > 2 * waiters.count {
             heap = Heap(heap.unordered.filter { waiters[$0.id] != nil })

@@ -81,11 +81,12 @@ struct SharedTimerTests {
         for second in 1...20_000 {
             let id = machine.reserve()
             _ = machine.suspend(id: id, until: Self.at(30 + second), waiter: "short", isCancelled: false, now: Self.t0)
-            #expect(machine.cancel(id: id) == "short")
+            #expect(machine.withdraw(id: id) == "short")
             #expect(machine.entries <= 2 * machine.waiting + 64)
         }
         #expect(machine.waiting == 1)
-        #expect(machine.cancel(id: live) == "live" && machine.cancel(id: live) == nil, "a waiter is handed out once")
+        #expect(
+            machine.withdraw(id: live) == "live" && machine.withdraw(id: live) == nil, "a waiter is handed out once")
     }
 
     @Test func aStaleTopIsSkippedAndTheDriverArmsForTheNextLiveDeadline() {
@@ -100,7 +101,7 @@ struct SharedTimerTests {
             return
         }
         _ = machine.suspend(id: b, until: Self.at(8), waiter: "b", isCancelled: false, now: Self.t0)
-        _ = machine.cancel(id: a)
+        _ = machine.withdraw(id: a)
         let fired = machine.fire(generation: arm.generation, now: Self.at(1))
         #expect(fired.expired.isEmpty && fired.arm?.deadline == Self.at(8))
     }
@@ -145,5 +146,26 @@ struct SharedTimerTests {
             try await SharedTimer.continuous.sleep(until: .now.advanced(by: .seconds(3_600)))
         }
         await #expect(throws: CancellationError.self) { try await cancelled.value }
+    }
+
+    @Test func aSleeperWokenByTheWorkItStartedEndsEarlyAndLeavesNothing() async throws {
+        let clock = ManualClock()
+        let timer = SharedTimer(clock: clock)
+        // The work ends at once, from another task: the sleeper is queued before it starts.
+        let wake = try await timer.sleep(until: clock.now.advanced(by: .seconds(10))) { id in
+            Task { timer.wake(id) }
+        }
+        #expect(wake == .early)
+        #expect(timer.counts.waiting == 0)
+        // A deadline that passes first: the sleep says so, and a late wake changes nothing.
+        let late = Task {
+            try await timer.sleep(until: clock.now.advanced(by: .seconds(1))) { _ in }
+        }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        #expect(try await late.value == .deadline)
+        timer.wake(1)
+        timer.wake(2)
+        #expect(timer.counts.waiting == 0)
     }
 }

@@ -1,6 +1,7 @@
-import Orchestra
 import OrchestraTestKit
 import Testing
+
+@testable import Orchestra
 
 @Suite("withTimeout and withDeadline", .timeLimit(.minutes(1)))
 struct TimeoutTests {
@@ -86,5 +87,69 @@ struct TimeoutTests {
         let error = await #expect(throws: TimeoutError.self) { try await work.value }
         #expect(error?.timeout == nil)
         #expect(error?.description == "did not finish before its deadline")
+    }
+
+    // On `ContinuousClock` the caller sleeps on the shared timer and `body` runs in the one
+    // child task. These tests use no real time: a deadline far away, or one already passed.
+
+    /// Waits until the task is cancelled, as work that only a cancellation ends.
+    private static func untilCancelled() async {
+        // A stream nobody writes to: iterating it ends when the task is cancelled.
+        let (stream, continuation) = AsyncStream<Never>.makeStream()
+        for await _ in stream {}
+        continuation.finish()
+    }
+
+    @Test func onTheContinuousClockABodyThatEndsInTimeGivesItsValueOrItsError() async throws {
+        #expect(try await withTimeout(.seconds(3_600)) { 7 } == 7)
+        await #expect(throws: TestError("refused")) {
+            try await withTimeout(.seconds(3_600)) { () async throws -> Int in throw TestError("refused") }
+        }
+        // Many in a row: each one's sleeper is woken by its body and leaves the timer.
+        for index in 0..<200 {
+            #expect(try await withDeadline(.now + .seconds(3_600)) { index } == index)
+        }
+    }
+
+    @Test func onTheContinuousClockAPassedDeadlineCancelsTheBodyAndThrowsTimeoutError() async throws {
+        let sawCancellation = Locked(false)
+        let error = await #expect(throws: TimeoutError.self) {
+            try await withTimeout(.zero) { () async throws -> Int in
+                await Self.untilCancelled()
+                sawCancellation.withLock { $0 = Task.isCancelled }
+                throw CancellationError()
+            }
+        }
+        #expect(error?.timeout == .zero)
+        #expect(sawCancellation.withLock { $0 })
+        // A body that returns all the same: its value is kept.
+        #expect(try await withTimeout(.zero) { 5 } == 5)
+    }
+
+    @Test func onTheContinuousClockCancellingTheCallerCancelsTheBody() async throws {
+        let (started, starting) = AsyncStream<Void>.makeStream()
+        let work = Task {
+            try await withTimeout(.seconds(3_600)) { () async throws -> Int in
+                starting.yield()
+                await Self.untilCancelled()
+                throw CancellationError()
+            }
+        }
+        for await _ in started { break }
+        work.cancel()
+        await #expect(throws: CancellationError.self) { try await work.value }
+
+        // A body that answers cancellation with its own error: that error.
+        let (started2, starting2) = AsyncStream<Void>.makeStream()
+        let refusing = Task {
+            try await withTimeout(.seconds(3_600)) { () async throws -> Int in
+                starting2.yield()
+                await Self.untilCancelled()
+                throw TestError("stopped")
+            }
+        }
+        for await _ in started2 { break }
+        refusing.cancel()
+        await #expect(throws: TestError("stopped")) { try await refusing.value }
     }
 }
