@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "OrchestraOperations", targets: ["OrchestraOperations"]),
         .library(name: "OrchestraHTTP", targets: ["OrchestraHTTP"]),
         .library(name: "OrchestraAsyncHTTPClient", targets: ["OrchestraAsyncHTTPClient"]),
+        .library(name: "OrchestraDurable", targets: ["OrchestraDurable"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
         .library(name: "OrchestraDemoServer", targets: ["OrchestraDemoServer"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
@@ -32,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // SQLite for durable runs (OrchestraDurable): migrations, WAL, transactions; no SwiftNIO.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // SHA-256 for the workflow templates' `| sha256` filter (already resolved through
         // async-http-client and Hummingbird).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -78,6 +81,15 @@ let package = Package(
                 // NIOConnectionError (connection refused, DNS) is NIOPosix's.
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // Durable runs of job graphs that survive a crash: a job store (SQLite through GRDB) and
+        // the workers that claim its jobs. No SwiftNIO, so an app can use it.
+        .target(
+            name: "OrchestraDurable",
+            dependencies: [
+                "Orchestra",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so
@@ -130,6 +142,10 @@ let package = Package(
         .testTarget(
             name: "OrchestraTests",
             dependencies: ["Orchestra", "OrchestraTestKit"]
+        ),
+        .testTarget(
+            name: "OrchestraDurableTests",
+            dependencies: ["OrchestraDurable", "OrchestraTestKit", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "OrchestraOperationsTests",

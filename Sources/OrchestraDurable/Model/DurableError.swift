@@ -1,0 +1,54 @@
+/// Why a durable run, its store or one of its jobs could not do what was asked. Every message
+/// names the run, the job, the file or the value involved.
+///
+/// ```swift
+/// catch let error as DurableError where error.code == .schemaFromNewerVersion {
+///     print(error)  // the store at /data/runs.sqlite has schema version 3; this version knows 1
+/// }
+/// ```
+public struct DurableError: Error, Sendable, CustomStringConvertible {
+    /// The kind of problem, comparable with `==`; more codes may be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as messages show it.
+        public let description: String
+        private init(_ description: String) { self.description = description }
+
+        /// The graph cannot run as described: a duplicate id, an unknown dependency, a cycle, an
+        /// option out of range. Nothing was stored.
+        public static let invalidGraph = Code("invalidGraph")
+        /// A run with this id exists with different jobs: submitting the same id again is
+        /// idempotent only for the same graph.
+        public static let runIDInUse = Code("runIDInUse")
+        /// No run has this id.
+        public static let unknownRun = Code("unknownRun")
+        /// A stored job's kind has no handler on this queue.
+        public static let unknownJobKind = Code("unknownJobKind")
+        /// The file is not a SQLite database (or is damaged).
+        public static let notADatabase = Code("notADatabase")
+        /// The file is a SQLite database, but not one of Orchestra's.
+        public static let foreignDatabase = Code("foreignDatabase")
+        /// The store was written by a newer version of Orchestra.
+        public static let schemaFromNewerVersion = Code("schemaFromNewerVersion")
+        /// A job's output could not be read back as the type asked for, or its input as its
+        /// handler's.
+        public static let typeMismatch = Code("typeMismatch")
+        /// The database reported an error.
+        public static let storeFailed = Code("storeFailed")
+    }
+
+    /// The kind of problem.
+    public let code: Code
+    /// What went wrong, naming what was involved.
+    public let message: String
+    /// The error behind this one (the database's, the decoder's), if any.
+    public let underlying: (any Error)?
+
+    /// An error with `code` and `message`.
+    public init(code: Code, message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Orchestra
+
+/// The jobs of a durable run and their dependencies, before it is submitted.
+///
+/// ```swift
+/// var graph = DurableGraph()
+/// let list = try graph.add("list", fetchList, input: ListRequest(page: 1))
+/// let report = try graph.add("report", summarise, input: ReportRequest(), after: [list.id])
+/// try await queue.submit(graph, runID: "nightly-2026-11-26")
+/// ```
+///
+/// Inputs are encoded as JSON when they are added, so what is submitted is exactly what a
+/// restarted process reads back. ``DurableQueue/submit(_:runID:limit:failurePolicy:)`` checks
+/// the graph as `TaskGraph` does (duplicate ids, unknown dependencies, cycles named by their
+/// path) before anything is stored.
+public struct DurableGraph: Sendable {
+    /// One job as it is stored.
+    struct Job: Sendable, Hashable {
+        var id: String
+        var kind: String
+        var input: Data
+        var dependencies: [String]
+        var options: DurableJobOptions
+    }
+
+    private(set) var jobs: [Job] = []
+
+    /// An empty graph.
+    public init() {}
+
+    /// The ids of the jobs, in the order they were added.
+    public var jobIDs: [String] { jobs.map(\.id) }
+
+    /// Adds job `id` of `kind` with `input`, to run once every job in `dependencies` succeeded.
+    ///
+    /// - Parameters:
+    ///   - id: The job's id, unique in the run.
+    ///   - kind: Its kind; a handler for it must be registered on the queue that runs it.
+    ///   - input: Its input, stored as JSON.
+    ///   - dependencies: The ids of jobs that must succeed first (``JobHandle/id``).
+    ///   - options: Priority, time limit per attempt, retries.
+    /// - Returns: A handle to pass to dependents and to read the output with.
+    /// - Throws: `EncodingError` if `input` cannot be encoded.
+    @discardableResult
+    public mutating func add<Input, Output>(
+        _ id: String, _ kind: JobKind<Input, Output>, input: Input, after dependencies: [String] = [],
+        options: DurableJobOptions = DurableJobOptions()
+    ) throws -> JobHandle<Output> {
+        let encoded = try JSONEncoder().encode(input)
+        jobs.append(Job(id: id, kind: kind.name, input: encoded, dependencies: dependencies, options: options))
+        return JobHandle(id: id)
+    }
+
+    /// Checks the graph as `TaskGraph` checks its nodes, and each job's options.
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` naming the job,
+    ///   the dependency or the cycle's path.
+    func validate() throws(DurableError) {
+        let graph = TaskGraph()
+        for job in jobs {
+            graph.add(id: job.id, dependsOn: job.dependencies) { _ in }
+            if job.options.retry.maxAttempts < 1 {
+                throw DurableError(
+                    code: .invalidGraph,
+                    message:
+                        "job '\(job.id)': retry.maxAttempts must be at least 1, got \(job.options.retry.maxAttempts)")
+            }
+            if let timeout = job.options.timeout, timeout <= .zero {
+                throw DurableError(
+                    code: .invalidGraph, message: "job '\(job.id)': timeout must be positive, got \(timeout)")
+            }
+        }
+        do {
+            try graph.validate()
+        } catch {
+            throw DurableError(code: .invalidGraph, message: error.description, underlying: error)
+        }
+    }
+}

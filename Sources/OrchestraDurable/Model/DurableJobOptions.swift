@@ -1,0 +1,74 @@
+import Orchestra
+
+/// How one job of a durable run is run: its priority, its time limit per attempt and its
+/// retries.
+public struct DurableJobOptions: Sendable, Hashable {
+    /// Among jobs ready at once, higher runs first (then the order they were added).
+    public var priority: Int
+    /// The time one attempt may take; `nil` for no limit. An attempt past it is cancelled and
+    /// counts as failed (and is retried under ``retry``).
+    public var timeout: Duration?
+    /// Attempts and backoff. A retry's time is stored, so it keeps its schedule across a
+    /// restart. Every error is retried while attempts remain, except ``DurableJobFailure`` with
+    /// `retryable: false`.
+    public var retry: DurableRetry
+
+    /// Options with the given values; by default priority 0, no time limit and one attempt.
+    public init(priority: Int = 0, timeout: Duration? = nil, retry: DurableRetry = .never) {
+        self.priority = priority
+        self.timeout = timeout
+        self.retry = retry
+    }
+}
+
+/// The retries of a durable job: how many attempts, and the backoff between them. The values of
+/// `RetryPolicy` that can be stored (no closures, no jitter: a stored schedule is replayed
+/// as it was).
+public struct DurableRetry: Sendable, Hashable {
+    /// Attempts in all, the first one included; at least 1.
+    public var maxAttempts: Int
+    /// The wait before the second attempt.
+    public var initialDelay: Duration
+    /// Each wait is the previous one times this.
+    public var multiplier: Double
+    /// No wait is longer than this.
+    public var maxDelay: Duration
+
+    /// One attempt, no retry.
+    public static let never = DurableRetry(maxAttempts: 1, initialDelay: .zero)
+
+    /// Up to `maxAttempts` attempts, waiting `initialDelay`, then `multiplier` times longer
+    /// each time, at most `maxDelay`.
+    public init(
+        maxAttempts: Int, initialDelay: Duration = .seconds(1), multiplier: Double = 2,
+        maxDelay: Duration = .seconds(300)
+    ) {
+        self.maxAttempts = maxAttempts
+        self.initialDelay = initialDelay
+        self.multiplier = multiplier
+        self.maxDelay = maxDelay
+    }
+
+    /// The wait after failed attempt `attempt` (1 for the first).
+    func delay(afterAttempt attempt: Int) -> Duration {
+        RetryPolicy(maxAttempts: maxAttempts, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay)
+            .backoff(afterAttempt: attempt)
+    }
+}
+
+/// Thrown by a handler to say how its job failed: with `retryable: false`, no attempt is left
+/// to try (a request the server refused for good).
+public struct DurableJobFailure: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as the job's record keeps it.
+    public var message: String
+    /// Whether another attempt may succeed.
+    public var retryable: Bool
+
+    /// A failure saying `message`.
+    public init(_ message: String, retryable: Bool = true) {
+        self.message = message
+        self.retryable = retryable
+    }
+
+    public var description: String { message }
+}

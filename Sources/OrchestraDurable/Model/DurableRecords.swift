@@ -1,0 +1,91 @@
+import Foundation
+
+/// Where a job of a durable run stands.
+public enum DurableJobState: String, Sendable, Hashable, CaseIterable {
+    /// Waiting for its dependencies.
+    case blocked
+    /// Ready to be claimed (at its scheduled time, for a retry).
+    case ready
+    /// Claimed by a worker, whose lease has an expiry.
+    case running
+    /// Ended with an output.
+    case succeeded
+    /// Ended with an error, every attempt used (or the error was not retryable).
+    case failed
+    /// A dependency failed, so it never ran.
+    case skipped
+    /// The run was cancelled (or stopped at a failure under fail-fast) before it ended.
+    case cancelled
+
+    /// Whether the job has ended for good.
+    public var isTerminal: Bool {
+        switch self {
+        case .blocked, .ready, .running: false
+        case .succeeded, .failed, .skipped, .cancelled: true
+        }
+    }
+}
+
+/// Where a durable run stands.
+public enum DurableRunState: String, Sendable, Hashable, CaseIterable {
+    /// Some job has not ended.
+    case running
+    /// Every job succeeded.
+    case succeeded
+    /// Every job ended and at least one failed (or was skipped or cancelled for it).
+    case failed
+    /// Cancelled by ``DurableQueue/cancel(runID:)``.
+    case cancelled
+
+    /// Whether the run has ended for good.
+    public var isTerminal: Bool { self != .running }
+}
+
+/// One job of a run as its store records it.
+public struct DurableJobRecord: Sendable, Hashable {
+    /// The job's id.
+    public var id: String
+    /// Its kind's name.
+    public var kind: String
+    /// Where it stands.
+    public var state: DurableJobState
+    /// Attempts started so far (an attempt cut short by a crash counts).
+    public var attempts: Int
+    /// The last attempt's error, if it failed.
+    public var error: String?
+    /// Its output as JSON, once it succeeded.
+    public var output: Data?
+    /// When it may be claimed next (a retry's scheduled time).
+    public var runAt: Date?
+
+    /// The output decoded as `Output`.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/typeMismatch``) if there is none or it
+    ///   does not decode as `Output`.
+    public func output<Output: Decodable>(as type: Output.Type = Output.self) throws(DurableError) -> Output {
+        guard let output else {
+            throw DurableError(code: .typeMismatch, message: "job '\(id)' has no output: it is \(state.rawValue)")
+        }
+        do {
+            return try JSONDecoder().decode(Output.self, from: output)
+        } catch {
+            throw DurableError(
+                code: .typeMismatch, message: "the output of job '\(id)' is not a \(Output.self): \(error)",
+                underlying: error)
+        }
+    }
+}
+
+/// A durable run as its store records it.
+public struct DurableRunRecord: Sendable, Hashable {
+    /// The run's id.
+    public var id: String
+    /// Where it stands.
+    public var state: DurableRunState
+    /// How many of its jobs may run at once.
+    public var limit: Int
+    /// When it was submitted.
+    public var created: Date
+    /// When it ended, if it did.
+    public var ended: Date?
+}

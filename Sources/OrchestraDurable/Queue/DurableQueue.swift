@@ -1,0 +1,214 @@
+import Foundation
+import Orchestra
+
+/// Runs durable runs: the handlers by job kind, and the workers that claim jobs from a store.
+///
+/// ```swift
+/// let queue = DurableQueue(store: try SQLiteJobStore(path: "runs.sqlite"))
+/// queue.register(fetch) { request, context in try await api.fetch(request, key: context.idempotencyKey) }
+/// var graph = DurableGraph()
+/// let page = try graph.add("page-1", fetch, input: FetchRequest(page: 1))
+/// try await queue.submit(graph, runID: "sync-2026-11-26")
+/// try await queue.drain()                      // after a crash: the same two lines resume it
+/// let run = try await queue.run("sync-2026-11-26")
+/// ```
+///
+/// Guarantees: a job runs at least once and its outcome is recorded exactly once. A job whose
+/// worker died (its lease expired) is claimed again, its attempt counted; a retry keeps its
+/// stored time; a finished job never runs again. Handlers must therefore tolerate running
+/// twice: pass ``JobContext/idempotencyKey`` or ``JobContext/jobKey`` to the outside world.
+public final class DurableQueue: Sendable {
+    typealias Handler = @Sendable (Data, JobContext) async throws -> Data
+
+    private let store: any JobStore
+    private let handlers = Locked([String: Handler]())
+    /// This queue's name in the leases it takes.
+    public let worker: String
+    /// How long a claim holds a job before another worker may take it.
+    public let leaseDuration: Duration
+    private let now: @Sendable () -> Date
+    private let sleep: @Sendable (Date) async throws -> Void
+    /// `withTimeout` on the queue's clock.
+    private let timing: @Sendable (Duration, @escaping @Sendable () async throws -> Data) async throws -> Data
+
+    /// A queue over `store`.
+    ///
+    /// - Parameters:
+    ///   - store: Where runs live.
+    ///   - worker: The name its leases carry; unique per process.
+    ///   - leaseDuration: How long a claimed job stays this worker's. A job still running when
+    ///     its lease expires may be claimed by another worker and run twice; choose it longer
+    ///     than a job's longest attempt.
+    ///   - clock: Measures time (retries, leases); a manual clock in tests.
+    ///   - wallClockStart: The date `clock.now` stands for: stored times are dates, so that a
+    ///     new process reads them.
+    public init<C: Clock>(
+        store: any JobStore, worker: String = "worker-\(UUID().uuidString.prefix(8))",
+        leaseDuration: Duration = .seconds(300), clock: C = ContinuousClock(), wallClockStart: Date = Date()
+    ) where C.Duration == Duration {
+        self.store = store
+        self.worker = worker
+        self.leaseDuration = leaseDuration
+        let start = clock.now
+        now = { wallClockStart.addingTimeInterval(Self.seconds(start.duration(to: clock.now))) }
+        sleep = { date in
+            let offset = Duration.milliseconds(Int64((date.timeIntervalSince(wallClockStart) * 1000).rounded()))
+            try await clock.sleep(until: start.advanced(by: offset), tolerance: nil)
+        }
+        timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// Runs `handler` for every job of `kind`. Register every kind before ``drain(limit:)``;
+    /// registering a kind again replaces its handler.
+    public func register<Input, Output>(
+        _ kind: JobKind<Input, Output>, handler: @escaping @Sendable (Input, JobContext) async throws -> Output
+    ) {
+        let run: Handler = { data, context in
+            let input: Input
+            do {
+                input = try JSONDecoder().decode(Input.self, from: data)
+            } catch {
+                throw DurableJobFailure(
+                    "the input of job '\(context.jobID)' is not a \(Input.self) (kind '\(kind.name)'): \(error)",
+                    retryable: false)
+            }
+            return try JSONEncoder().encode(try await handler(input, context))
+        }
+        handlers.withLock { $0[kind.name] = run }
+    }
+
+    /// Stores a run of `graph`'s jobs under `runID`. Submitting the same graph under the same
+    /// id again does nothing and returns `false`, so a process that restarts can submit its
+    /// run again and then resume it.
+    ///
+    /// - Parameters:
+    ///   - graph: The jobs; checked before anything is stored.
+    ///   - runID: The run's id, chosen by the caller.
+    ///   - limit: How many of the run's jobs may run at once.
+    ///   - failurePolicy: What a failed job does to the others: skip its dependents, or stop
+    ///     the run.
+    /// - Returns: `true` if the run was stored now.
+    /// - Throws: ``DurableError``: ``DurableError/Code/invalidGraph`` (nothing stored),
+    ///   ``DurableError/Code/runIDInUse``, or the store's errors.
+    @discardableResult
+    public func submit(
+        _ graph: DurableGraph, runID: String, limit: Int = 8, failurePolicy: FailurePolicy = .cancelDependents
+    ) async throws -> Bool {
+        guard limit >= 1 else {
+            throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
+        }
+        try graph.validate()
+        return try await store.submit(
+            DurableSubmission(runID: runID, limit: limit, failurePolicy: failurePolicy, graph: graph, now: now()))
+    }
+
+    /// Works until no run is left unfinished: claims jobs of registered kinds (at most `limit`
+    /// at once, and within each run's limit), runs them, records each outcome, and waits for
+    /// retries that are scheduled later.
+    ///
+    /// Cancellation: cancelling the calling task cancels the running handlers; their jobs stay
+    /// claimed until their leases expire (as after a crash), and are then run again.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownJobKind``) when the only jobs
+    ///   left are of kinds with no handler here, naming the run, the job and the kind; the
+    ///   store's errors; `CancellationError`.
+    public func drain(limit: Int = 8) async throws {
+        precondition(limit >= 1, "DurableQueue.drain(limit:): limit must be at least 1, got \(limit)")
+        let kinds = Set(handlers.withLock { $0.keys })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var running = 0
+            while true {
+                let claimed =
+                    running < limit
+                    ? try await store.claim(
+                        worker: worker, kinds: kinds, limit: limit - running, now: now(),
+                        leaseExpiry: now().addingTimeInterval(Self.seconds(leaseDuration)))
+                    : []
+                for job in claimed {
+                    running += 1
+                    group.addTask { try await self.perform(job) }
+                }
+                if running > 0 {
+                    if claimed.isEmpty || running == limit {
+                        try await group.next()
+                        running -= 1
+                    }
+                    continue
+                }
+                // Nothing running, nothing claimable now.
+                guard try await store.hasUnfinishedRuns() else { return }
+                if let due = try await store.nextDueTime(after: now()) {
+                    try await sleep(due)
+                    continue
+                }
+                if let orphan = try await store.readyJob(notOf: kinds) {
+                    throw DurableError(
+                        code: .unknownJobKind,
+                        message:
+                            "job '\(orphan.key.jobID)' of run '\(orphan.key.runID)' is of kind '\(orphan.kind)', which has no handler on this queue (registered: \(kinds.sorted().joined(separator: ", ")))"
+                    )
+                }
+                // Only other workers' jobs are left: wait for their leases.
+                try await sleep(now().addingTimeInterval(Self.seconds(leaseDuration)))
+            }
+        }
+    }
+
+    /// Runs one attempt and records how it ended.
+    private func perform(_ job: ClaimedJob) async throws {
+        let context = JobContext(job)
+        let outcome: JobOutcome
+        do {
+            guard let handler = handlers.withLock({ $0[job.kind] }) else {
+                throw DurableJobFailure("no handler for kind '\(job.kind)'", retryable: true)
+            }
+            let output =
+                if let timeout = job.timeout {
+                    try await timing(timeout) { try await handler(job.input, context) }
+                } else {
+                    try await handler(job.input, context)
+                }
+            outcome = .succeeded(output)
+        } catch is CancellationError where Task.isCancelled {
+            // The worker stops: the lease expires and the job is claimed again.
+            throw CancellationError()
+        } catch {
+            let retryable = (error as? DurableJobFailure)?.retryable ?? true
+            let retryAt =
+                retryable && job.attempt < job.retry.maxAttempts
+                ? now().addingTimeInterval(Self.seconds(job.retry.delay(afterAttempt: job.attempt))) : nil
+            outcome = .failed("\(error)", retryAt: retryAt)
+        }
+        _ = try await store.record(outcome, for: job, now: now())
+    }
+
+    /// Cancels run `runID`: its jobs that have not ended are marked cancelled, and the outcome
+    /// of an attempt still running is not recorded.
+    ///
+    /// - Returns: `false` if the run had already ended.
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
+    @discardableResult
+    public func cancel(runID: String) async throws -> Bool {
+        try await store.cancel(runID: runID, now: now())
+    }
+
+    /// Run `runID` as stored.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
+    public func run(_ runID: String) async throws -> DurableRunRecord {
+        guard let run = try await store.run(runID) else {
+            throw DurableError(code: .unknownRun, message: "there is no run '\(runID)'")
+        }
+        return run
+    }
+
+    /// The jobs of run `runID`, in the order they were added: state, attempts, error, output.
+    public func jobs(of runID: String) async throws -> [DurableJobRecord] {
+        try await store.jobs(of: runID)
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// What a handler knows about the attempt it runs: which job, which attempt, the key to pass
+/// to the outside world, and its dependencies' outputs.
+public struct JobContext: Sendable {
+    /// The run's id.
+    public let runID: String
+    /// The job's id in the run.
+    public let jobID: String
+    /// This attempt's number: 1 for the first. An attempt cut short by a crash counts, so the
+    /// number after a restart is higher than the attempts the job's handler saw end.
+    public let attempt: Int
+    private let dependencyOutputs: [String: Data]
+
+    init(_ job: ClaimedJob) {
+        runID = job.key.runID
+        jobID = job.key.jobID
+        attempt = job.attempt
+        dependencyOutputs = job.dependencyOutputs
+    }
+
+    /// `run id/job id/attempt`: unique per attempt. Jobs run at least once, so an attempt may
+    /// repeat work a crashed attempt already did; pass the key where the outside world can
+    /// recognise a repeat (an `Idempotency-Key` header, a unique column).
+    public var idempotencyKey: String { "\(runID)/\(jobID)/\(attempt)" }
+
+    /// `run id/job id`: the same for every attempt of the job, for a side effect that must
+    /// happen once whatever attempt makes it.
+    public var jobKey: String { "\(runID)/\(jobID)" }
+
+    /// The output of `dependency`, one of this job's dependencies.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/typeMismatch``) if `dependency` is not
+    ///   a dependency of this job or its output is not an `Output`.
+    public func output<Output>(of dependency: JobHandle<Output>) throws(DurableError) -> Output {
+        guard let data = dependencyOutputs[dependency.id] else {
+            throw DurableError(
+                code: .typeMismatch,
+                message: "job '\(jobID)' does not depend on '\(dependency.id)': its output is not here")
+        }
+        do {
+            return try JSONDecoder().decode(Output.self, from: data)
+        } catch {
+            throw DurableError(
+                code: .typeMismatch, message: "the output of job '\(dependency.id)' is not a \(Output.self): \(error)",
+                underlying: error)
+        }
+    }
+}

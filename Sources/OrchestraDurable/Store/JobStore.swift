@@ -1,0 +1,138 @@
+import Foundation
+import Orchestra
+
+/// Where durable runs live: their jobs, states, attempts, leases and outputs.
+///
+/// Every method is one transaction. A store guarantees that an outcome is recorded once: an
+/// outcome for an attempt that is no longer the job's current one (its lease expired and
+/// another worker claimed it, or the run was cancelled) is refused, not recorded.
+///
+/// ``SQLiteJobStore`` keeps them in one SQLite file. The protocol is what a ``DurableQueue``
+/// needs, so another database can hold them too.
+public protocol JobStore: Sendable {
+    /// Stores a new run, its jobs ready or blocked. Submitting the same graph under the same id
+    /// again stores nothing and returns `false`.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/runIDInUse``) if a run with this id
+    ///   has other jobs.
+    func submit(_ run: DurableSubmission) async throws -> Bool
+
+    /// Claims up to `limit` jobs that are ready and due at `now` (or running under a lease that
+    /// expired before `now`), highest priority first, within each run's limit: each is marked
+    /// running for `worker` until `leaseExpiry`, its attempt counted.
+    /// Only jobs of `kinds` are claimed: a worker never takes a job it has no handler for.
+    func claim(
+        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
+    ) async throws -> [ClaimedJob]
+
+    /// Records how an attempt ended, in the same transaction that releases the job's
+    /// dependents (or skips them), schedules its retry, and ends the run if it was its last
+    /// job.
+    ///
+    /// - Returns: Whether it was recorded (`false` for an attempt that is no longer current),
+    ///   and the run's state if this ended it.
+    func record(_ outcome: JobOutcome, for job: ClaimedJob, now: Date) async throws -> RecordedOutcome
+
+    /// Cancels every job of the run that has not ended, and the run.
+    ///
+    /// - Returns: `false` if the run had already ended.
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
+    func cancel(runID: String, now: Date) async throws -> Bool
+
+    /// The run, or `nil` if there is none with this id.
+    func run(_ runID: String) async throws -> DurableRunRecord?
+
+    /// The run's jobs, in the order they were submitted.
+    func jobs(of runID: String) async throws -> [DurableJobRecord]
+
+    /// The earliest time after `now` at which a job becomes claimable (a retry's time, or a
+    /// lease's expiry), if any.
+    func nextDueTime(after now: Date) async throws -> Date?
+
+    /// Whether some run has not ended.
+    func hasUnfinishedRuns() async throws -> Bool
+
+    /// A job of an unfinished run that is ready but whose kind is not in `kinds` (no worker of
+    /// this queue can run it), if any.
+    func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)?
+}
+
+/// A run as it is submitted to a store.
+public struct DurableSubmission: Sendable {
+    /// The run's id, chosen by the caller.
+    public var runID: String
+    /// How many of its jobs may run at once.
+    public var limit: Int
+    /// What a failed job does to the others.
+    public var failurePolicy: FailurePolicy
+    /// Its jobs, checked.
+    public var graph: DurableGraph
+    /// When it is submitted.
+    public var now: Date
+
+    /// A digest of the jobs, their inputs, dependencies and options: submitting the same id
+    /// again is idempotent only when it matches.
+    var fingerprint: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ bytes: some Sequence<UInt8>) {
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x100_0000_01b3
+            }
+            hash ^= 0xff
+            hash = hash &* 0x100_0000_01b3
+        }
+        mix(String(limit).utf8)
+        mix((failurePolicy == .failFast ? "failFast" : "cancelDependents").utf8)
+        for job in graph.jobs {
+            mix(job.id.utf8)
+            mix(job.kind.utf8)
+            mix(job.input)
+            for dependency in job.dependencies { mix(dependency.utf8) }
+            mix("\(job.options.priority)/\(String(describing: job.options.timeout))/\(job.options.retry)".utf8)
+        }
+        return String(hash, radix: 16)
+    }
+}
+
+/// A job and the run it belongs to.
+public struct JobKey: Sendable, Hashable {
+    /// The run's id.
+    public var runID: String
+    /// The job's id in the run.
+    public var jobID: String
+}
+
+/// A job a worker claimed: what its handler needs.
+public struct ClaimedJob: Sendable {
+    /// Which job.
+    public var key: JobKey
+    /// Its kind's name.
+    public var kind: String
+    /// Its input, as JSON.
+    public var input: Data
+    /// This attempt's number (1 for the first).
+    public var attempt: Int
+    /// The outputs of its dependencies, by id, as JSON.
+    public var dependencyOutputs: [String: Data]
+    /// Its time limit per attempt.
+    public var timeout: Duration?
+    /// Its retries: how many attempts, and the wait before the next.
+    public var retry: DurableRetry
+}
+
+/// How an attempt ended.
+public enum JobOutcome: Sendable {
+    /// With this output, as JSON.
+    case succeeded(Data)
+    /// With this error; `retryAt` is when to try again, `nil` when it is not retried.
+    case failed(String, retryAt: Date?)
+}
+
+/// What recording an outcome did.
+public struct RecordedOutcome: Sendable, Hashable {
+    /// Whether the outcome was recorded (`false`: the attempt was no longer current).
+    public var recorded: Bool
+    /// The run's state, if this outcome ended the run.
+    public var runEnded: DurableRunState?
+}

@@ -1,0 +1,401 @@
+import Foundation
+import GRDB
+import Orchestra
+
+/// A ``JobStore`` in one SQLite file, through GRDB: WAL journal, versioned migrations, every
+/// change one transaction.
+///
+/// ```swift
+/// let store = try SQLiteJobStore(path: "/var/lib/myapp/runs.sqlite")
+/// let queue = DurableQueue(store: store)
+/// ```
+///
+/// SQLite has one writer at a time, so a worker claims a batch of jobs in one transaction.
+/// With `synchronous = NORMAL` (the usual choice with WAL) a transaction committed before a
+/// process is killed is kept; after a power loss the last ones may roll back, which re-runs
+/// their jobs (at least once) and never records an outcome twice.
+public final class SQLiteJobStore: JobStore {
+    private let database: DatabaseQueue
+    /// The file, for messages.
+    public let path: String
+
+    /// Opens (or creates) the store at `path`.
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/notADatabase`` if the file is
+    ///   not a SQLite database, ``DurableError/Code/foreignDatabase`` if it is another
+    ///   program's, ``DurableError/Code/schemaFromNewerVersion`` if a newer Orchestra wrote it,
+    ///   ``DurableError/Code/storeFailed`` if SQLite cannot open it.
+    public init(path: String) throws(DurableError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.read { db in try Self.check(db, path: path) }
+            try Self.migrator.migrate(database)
+        } catch {
+            throw Self.mapped(error, path: path)
+        }
+    }
+
+    /// A store error as a ``DurableError`` naming the file.
+    static func mapped(_ error: any Error, path: String) -> DurableError {
+        if let error = error as? DurableError { return error }
+        if let error = error as? DatabaseError {
+            if error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT {
+                return DurableError(
+                    code: .notADatabase,
+                    message: "\(path) is not a SQLite database, or it is damaged: \(error.message ?? "\(error)")",
+                    underlying: error)
+            }
+            return DurableError(
+                code: .storeFailed, message: "the store at \(path) failed: \(error.message ?? "\(error)")",
+                underlying: error)
+        }
+        return DurableError(code: .storeFailed, message: "the store at \(path) failed: \(error)", underlying: error)
+    }
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await database.write(body)
+        } catch {
+            throw Self.mapped(error, path: path)
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await database.read(body)
+        } catch {
+            throw Self.mapped(error, path: path)
+        }
+    }
+
+    // MARK: - Submitting
+
+    public func submit(_ run: DurableSubmission) async throws -> Bool {
+        let fingerprint = run.fingerprint
+        let path = self.path
+        return try await write { db in
+            if let existing = try String.fetchOne(
+                db, sql: "SELECT fingerprint FROM runs WHERE id = ?", arguments: [run.runID])
+            {
+                guard existing == fingerprint else {
+                    throw DurableError(
+                        code: .runIDInUse,
+                        message:
+                            "the store at \(path) has a run '\(run.runID)' with other jobs; submitting an id again is idempotent only for the same graph"
+                    )
+                }
+                return false
+            }
+            let now = Millis.of(run.now)
+            try db.execute(
+                sql:
+                    "INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created) VALUES (?, 'running', ?, ?, ?, ?)",
+                arguments: [run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now])
+            let insertJob = try db.makeStatement(
+                sql: """
+                    INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, timeout_ns,
+                        max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            let insertDependency = try db.makeStatement(
+                sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
+            for (position, job) in run.graph.jobs.enumerated() {
+                let dependencies = Set(job.dependencies)
+                let retry = job.options.retry
+                try insertJob.execute(arguments: [
+                    run.runID, job.id, position, job.kind, job.input, dependencies.isEmpty ? "ready" : "blocked",
+                    dependencies.count, job.options.priority, job.options.timeout.map(Nanos.of),
+                    retry.maxAttempts, Nanos.of(retry.initialDelay), retry.multiplier, Nanos.of(retry.maxDelay), now,
+                ])
+                for dependency in dependencies {
+                    try insertDependency.execute(arguments: [run.runID, job.id, dependency])
+                }
+            }
+            return true
+        }
+    }
+
+    // MARK: - Claiming
+
+    public func claim(
+        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
+    ) async throws -> [ClaimedJob] {
+        guard limit > 0, !kinds.isEmpty else { return [] }
+        let now = Millis.of(now)
+        let expiry = Millis.of(leaseExpiry)
+        return try await write { db in
+            // A lease that expired belongs to a worker that died (or stalled): its job is due again.
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = 'ready', run_at = lease_expiry, lease_owner = NULL, lease_expiry = NULL
+                    WHERE state = 'running' AND lease_expiry <= ?
+                    """, arguments: [now])
+            var room: [String: Int] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT runs.id, runs.job_limit, (SELECT COUNT(*) FROM jobs
+                        WHERE jobs.run_id = runs.id AND jobs.state = 'running') AS running
+                    FROM runs WHERE state = 'running'
+                    """)
+            {
+                room[row[0]] = (row[1] as Int) - (row[2] as Int)
+            }
+            let kindList = kinds.sorted()
+            let placeholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
+            let candidates = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT run_id, id, kind, input, attempts, timeout_ns, max_attempts, initial_delay_ns, multiplier,
+                        max_delay_ns
+                    FROM jobs INDEXED BY jobs_due
+                    WHERE state = 'ready' AND run_at <= ? AND kind IN (\(placeholders))
+                    ORDER BY priority DESC, run_at, position
+                    """, arguments: StatementArguments([now] + kindList.map { $0 as any DatabaseValueConvertible })!)
+            var claimed: [ClaimedJob] = []
+            while claimed.count < limit, let row = try candidates.next() {
+                let runID: String = row[0]
+                guard let free = room[runID], free > 0 else { continue }
+                room[runID] = free - 1
+                let timeout: Int64? = row[5]
+                claimed.append(
+                    ClaimedJob(
+                        key: JobKey(runID: runID, jobID: row[1]), kind: row[2], input: row[3],
+                        attempt: (row[4] as Int) + 1, dependencyOutputs: [:],
+                        timeout: timeout.map { .nanoseconds($0) },
+                        retry: DurableRetry(
+                            maxAttempts: row[6], initialDelay: .nanoseconds(row[7] as Int64), multiplier: row[8],
+                            maxDelay: .nanoseconds(row[9] as Int64))))
+            }
+            let mark = try db.makeStatement(
+                sql: """
+                    UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_expiry = ?
+                    WHERE run_id = ? AND id = ?
+                    """)
+            let outputs = try db.makeStatement(
+                sql: """
+                    SELECT jobs.id, jobs.output FROM dependencies
+                    JOIN jobs ON jobs.run_id = dependencies.run_id AND jobs.id = dependencies.depends_on
+                    WHERE dependencies.run_id = ? AND dependencies.job_id = ?
+                    """)
+            for index in claimed.indices {
+                let key = claimed[index].key
+                try mark.execute(arguments: [worker, expiry, key.runID, key.jobID])
+                for row in try Row.fetchAll(outputs, arguments: [key.runID, key.jobID]) {
+                    let output: Data? = row[1]
+                    claimed[index].dependencyOutputs[row[0]] = output ?? Data()
+                }
+            }
+            return claimed
+        }
+    }
+
+    // MARK: - Recording outcomes
+
+    public func record(_ outcome: JobOutcome, for job: ClaimedJob, now: Date) async throws -> RecordedOutcome {
+        let now = Millis.of(now)
+        return try await write { db in
+            let key = job.key
+            guard
+                let current = try Row.fetchOne(
+                    db, sql: "SELECT state, attempts FROM jobs WHERE run_id = ? AND id = ?",
+                    arguments: [key.runID, key.jobID]),
+                current[0] as String == "running", current[1] as Int == job.attempt
+            else {
+                // Not this attempt's to record: the lease expired and the job was claimed
+                // again, or the run was cancelled.
+                return RecordedOutcome(recorded: false, runEnded: nil)
+            }
+            switch outcome {
+            case .succeeded(let output):
+                try db.execute(
+                    sql: """
+                        UPDATE jobs SET state = 'succeeded', output = ?, error = NULL, lease_owner = NULL,
+                            lease_expiry = NULL
+                        WHERE run_id = ? AND id = ?
+                        """, arguments: [output, key.runID, key.jobID])
+                try Self.release(dependentsOf: key, now: now, db)
+            case .failed(let message, let retryAt?):
+                try db.execute(
+                    sql: """
+                        UPDATE jobs SET state = 'ready', run_at = ?, error = ?, lease_owner = NULL, lease_expiry = NULL
+                        WHERE run_id = ? AND id = ?
+                        """, arguments: [Millis.of(retryAt), message, key.runID, key.jobID])
+            case .failed(let message, nil):
+                try db.execute(
+                    sql: """
+                        UPDATE jobs SET state = 'failed', error = ?, lease_owner = NULL, lease_expiry = NULL
+                        WHERE run_id = ? AND id = ?
+                        """, arguments: [message, key.runID, key.jobID])
+                let failFast =
+                    try Bool.fetchOne(
+                        db, sql: "SELECT fail_fast FROM runs WHERE id = ?", arguments: [key.runID]) ?? false
+                if failFast {
+                    try db.execute(
+                        sql: """
+                            UPDATE jobs SET state = 'cancelled', error = ?, lease_owner = NULL, lease_expiry = NULL
+                            WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
+                            """, arguments: ["the run stopped: job '\(key.jobID)' failed", key.runID])
+                } else {
+                    try Self.skip(dependentsOf: key, db)
+                }
+            }
+            return RecordedOutcome(recorded: true, runEnded: try Self.endRunIfDone(key.runID, now: now, db))
+        }
+    }
+
+    /// Counts one dependency done for each dependent of `key`; those left waiting on none
+    /// become ready.
+    private static func release(dependentsOf key: JobKey, now: Int64, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE jobs SET waiting_on = waiting_on - 1
+                WHERE run_id = ?1 AND id IN (SELECT job_id FROM dependencies WHERE run_id = ?1 AND depends_on = ?2)
+                """, arguments: [key.runID, key.jobID])
+        try db.execute(
+            sql: """
+                UPDATE jobs SET state = 'ready', run_at = ?3
+                WHERE run_id = ?1 AND state = 'blocked' AND waiting_on = 0
+                    AND id IN (SELECT job_id FROM dependencies WHERE run_id = ?1 AND depends_on = ?2)
+                """, arguments: [key.runID, key.jobID, now])
+    }
+
+    /// Skips every job that depends on `key`, directly or not, naming the failed job.
+    private static func skip(dependentsOf key: JobKey, _ db: Database) throws {
+        let dependents = try db.makeStatement(
+            sql: """
+                SELECT jobs.id FROM dependencies JOIN jobs ON jobs.run_id = dependencies.run_id
+                    AND jobs.id = dependencies.job_id
+                WHERE dependencies.run_id = ? AND dependencies.depends_on = ? AND jobs.state = 'blocked'
+                """)
+        let mark = try db.makeStatement(
+            sql: "UPDATE jobs SET state = 'skipped', error = ? WHERE run_id = ? AND id = ? AND state = 'blocked'")
+        // Iterative, not recursive: a long chain of dependents cannot exhaust the stack.
+        var pending = [key.jobID]
+        let reason = "not run: job '\(key.jobID)' failed"
+        while let next = pending.popLast() {
+            for id in try String.fetchAll(dependents, arguments: [key.runID, next]) {
+                try mark.execute(arguments: [reason, key.runID, id])
+                if db.changesCount > 0 { pending.append(id) }
+            }
+        }
+    }
+
+    /// Ends the run if none of its jobs is left to run: succeeded if every job did, else failed.
+    private static func endRunIfDone(_ runID: String, now: Int64, _ db: Database) throws -> DurableRunState? {
+        let open =
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM jobs WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')",
+                arguments: [runID]) ?? 0
+        guard open == 0 else { return nil }
+        let unsuccessful =
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM jobs WHERE run_id = ? AND state != 'succeeded'", arguments: [runID]) ?? 0
+        let state: DurableRunState = unsuccessful == 0 ? .succeeded : .failed
+        try db.execute(
+            sql: "UPDATE runs SET state = ?, ended = ? WHERE id = ? AND state = 'running'",
+            arguments: [state.rawValue, now, runID])
+        return db.changesCount > 0 ? state : nil
+    }
+
+    // MARK: - Control and queries
+
+    public func cancel(runID: String, now: Date) async throws -> Bool {
+        let now = Millis.of(now)
+        let path = self.path
+        return try await write { db in
+            guard let state = try String.fetchOne(db, sql: "SELECT state FROM runs WHERE id = ?", arguments: [runID])
+            else {
+                throw DurableError(code: .unknownRun, message: "the store at \(path) has no run '\(runID)'")
+            }
+            guard state == DurableRunState.running.rawValue else { return false }
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = 'cancelled', error = 'cancelled', lease_owner = NULL, lease_expiry = NULL
+                    WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
+                    """, arguments: [runID])
+            try db.execute(sql: "UPDATE runs SET state = 'cancelled', ended = ? WHERE id = ?", arguments: [now, runID])
+            return true
+        }
+    }
+
+    public func run(_ runID: String) async throws -> DurableRunRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT id, state, job_limit, created, ended FROM runs WHERE id = ?", arguments: [runID]
+            ).map { row in
+                let ended: Int64? = row[4]
+                return DurableRunRecord(
+                    id: row[0], state: DurableRunState(rawValue: row[1]) ?? .failed, limit: row[2],
+                    created: Millis.date(row[3]), ended: ended.map(Millis.date))
+            }
+        }
+    }
+
+    public func jobs(of runID: String) async throws -> [DurableJobRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, kind, state, attempts, error, output, run_at FROM jobs WHERE run_id = ? ORDER BY position
+                    """, arguments: [runID]
+            ).map { row in
+                let state = DurableJobState(rawValue: row[2]) ?? .failed
+                return DurableJobRecord(
+                    id: row[0], kind: row[1], state: state, attempts: row[3], error: row[4], output: row[5],
+                    runAt: state == .ready ? Millis.date(row[6]) : nil)
+            }
+        }
+    }
+
+    public func nextDueTime(after now: Date) async throws -> Date? {
+        let now = Millis.of(now)
+        return try await read { db in
+            let retry = try Int64.fetchOne(
+                db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'ready' AND run_at > ?", arguments: [now])
+            let lease = try Int64.fetchOne(
+                db, sql: "SELECT MIN(lease_expiry) FROM jobs WHERE state = 'running' AND lease_expiry > ?",
+                arguments: [now])
+            return [retry, lease].compactMap { $0 }.min().map(Millis.date)
+        }
+    }
+
+    public func hasUnfinishedRuns() async throws -> Bool {
+        try await read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running')") ?? false
+        }
+    }
+
+    public func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
+        let kindList = kinds.sorted()
+        return try await read { db in
+            let placeholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
+            let filter = kindList.isEmpty ? "" : "AND kind NOT IN (\(placeholders))"
+            return try Row.fetchOne(
+                db, sql: "SELECT run_id, id, kind FROM jobs WHERE state = 'ready' \(filter) ORDER BY run_id, position",
+                arguments: StatementArguments(kindList)
+            ).map { row in (JobKey(runID: row[0], jobID: row[1]), row[2]) }
+        }
+    }
+}
+
+/// Milliseconds since 1970, as the store keeps times.
+enum Millis {
+    static func of(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+}
+
+/// Nanoseconds, as the store keeps durations (saturating).
+enum Nanos {
+    static func of(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow
+            ? (seconds < 0 ? .min : .max) : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import Orchestra
+import OrchestraTestKit
+import Testing
+
+@testable import OrchestraDurable
+
+@Suite("Durable runs on SQLite", .timeLimit(.minutes(1)))
+struct DurableQueueTests {
+    /// a → (b, c) → d; each job adds its input to its dependencies' outputs.
+    static func diamond() throws -> DurableGraph {
+        var graph = DurableGraph()
+        try graph.add("a", add, input: [1])
+        try graph.add("b", add, input: [10], after: ["a"])
+        try graph.add("c", add, input: [100], after: ["a"], options: .init(priority: 5))
+        try graph.add("d", add, input: [1000], after: ["b", "c"])
+        return graph
+    }
+
+    static func registerAdd(on queue: DurableQueue, order: Locked<[String]>? = nil) {
+        queue.register(add) { input, context in
+            order?.withLock { $0.append(context.jobID) }
+            var sum = input.reduce(0, +)
+            for dependency in ["a", "b", "c"] where context.jobID != dependency {
+                sum += (try? context.output(of: JobHandle<Int>(id: dependency))) ?? 0
+            }
+            return sum
+        }
+    }
+
+    @Test func aGraphRunsInDependencyOrderAndItsOutputsAreStored() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            let order = Locked<[String]>([])
+            Self.registerAdd(on: queue, order: order)
+            #expect(try await queue.submit(try Self.diamond(), runID: "run-1", limit: 1))
+            try await withHangGuard { try await queue.drain() }
+
+            let run = try await queue.run("run-1")
+            #expect(run.state == .succeeded && run.ended == epoch)
+            // Limit 1: one at a time, the higher priority first among b and c.
+            #expect(order.withLock { $0 } == ["a", "c", "b", "d"])
+            let jobs = try await queue.jobs(of: "run-1")
+            #expect(jobs.map(\.state) == [.succeeded, .succeeded, .succeeded, .succeeded])
+            #expect(jobs.map(\.attempts) == [1, 1, 1, 1])
+            let outputs = try jobs.map { try $0.output(as: Int.self) }
+            #expect(outputs == [1, 11, 101, 1112])  // d reads b and c, its dependencies
+        }
+    }
+
+    @Test func submittingTheSameRunAgainStoresNothingAndAnotherGraphUnderItsIdIsRefused() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            #expect(try await queue.submit(try Self.diamond(), runID: "run-1"))
+            #expect(try await !queue.submit(try Self.diamond(), runID: "run-1"), "the same graph again: idempotent")
+            #expect(try await queue.jobs(of: "run-1").count == 4)
+
+            var other = try Self.diamond()
+            try other.add("e", add, input: [5])
+            let error = await #expect(throws: DurableError.self) { try await queue.submit(other, runID: "run-1") }
+            #expect(error?.code == .runIDInUse)
+            #expect(error?.message.contains("'run-1'") == true)
+        }
+    }
+
+    @Test func aGraphThatCannotRunIsRefusedBeforeAnythingIsStored() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            var cycle = DurableGraph()
+            try cycle.add("a", add, input: [], after: ["c"])
+            try cycle.add("b", add, input: [], after: ["a"])
+            try cycle.add("c", add, input: [], after: ["b"])
+            let error = await #expect(throws: DurableError.self) { try await queue.submit(cycle, runID: "cyclic") }
+            #expect(error?.code == .invalidGraph)
+            #expect((error?.underlying as? TaskGraphError)?.code == .cycle)
+            #expect(error?.message.contains("→") == true, "the cycle's path: \(error?.message ?? "")")
+
+            var unknown = DurableGraph()
+            try unknown.add("a", add, input: [], after: ["ghost"])
+            let missing = await #expect(throws: DurableError.self) { try await queue.submit(unknown, runID: "x") }
+            #expect(missing?.message.contains("ghost") == true)
+
+            var badRetry = DurableGraph()
+            try badRetry.add("a", add, input: [], options: .init(retry: DurableRetry(maxAttempts: 0)))
+            let retry = await #expect(throws: DurableError.self) { try await queue.submit(badRetry, runID: "y") }
+            #expect(retry?.message == "job 'a': retry.maxAttempts must be at least 1, got 0")
+
+            for runID in ["cyclic", "x", "y"] {
+                let absent = await #expect(throws: DurableError.self) { try await queue.run(runID) }
+                #expect(absent?.code == .unknownRun)
+            }
+        }
+    }
+
+    @Test func aRetryWaitsForItsStoredTimeEvenAcrossARestart() async throws {
+        try await withTemporaryStore { file in
+            let clock = ManualClock()
+            let calls = Locked(0)
+            let first = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            first.register(add) { _, context in
+                calls.withLock { $0 += 1 }
+                throw DurableJobFailure("busy (attempt \(context.attempt))")
+            }
+            var graph = DurableGraph()
+            try graph.add(
+                "flaky", add, input: [1],
+                options: .init(retry: DurableRetry(maxAttempts: 3, initialDelay: .seconds(10))))
+            try await first.submit(graph, runID: "retry")
+            // The first attempt fails; the worker sleeps until the retry's time.
+            let working = Task { try await first.drain() }
+            try await clock.waitForSleepers(1)
+            working.cancel()
+            _ = await working.result
+
+            var job = try #require(try await first.jobs(of: "retry").first)
+            #expect(job.state == .ready && job.attempts == 1 && job.error == "busy (attempt 1)")
+            #expect(job.runAt == epoch.addingTimeInterval(10))
+
+            // A new process, 4 s later by the wall clock: the retry is still 6 s away.
+            let later = ManualClock()
+            let second = DurableQueue(store: try file.open(), clock: later, wallClockStart: epoch.addingTimeInterval(4))
+            second.register(add) { input, _ in
+                calls.withLock { $0 += 1 }
+                return input.reduce(0, +)
+            }
+            let resumed = Task { try await second.drain() }
+            try await later.waitForSleepers(1)
+            #expect(later.pendingSleepers == [ManualClock.Instant(offset: .seconds(6))])
+            #expect(calls.withLock { $0 } == 1, "nothing ran before the retry's time")
+            later.advance(by: .seconds(6))
+            try await withHangGuard { try await resumed.value }
+
+            job = try #require(try await second.jobs(of: "retry").first)
+            #expect(job.state == .succeeded && job.attempts == 2 && calls.withLock { $0 } == 2)
+        }
+    }
+
+    @Test func aJobWhoseWorkerDiedIsClaimedAgainWhenItsLeaseExpiresAndTheOldAttemptCannotRecord() async throws {
+        try await withTemporaryStore { file in
+            let store = try file.open()
+            var graph = DurableGraph()
+            try graph.add("slow", add, input: [7])
+            let queue = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
+            try await queue.submit(graph, runID: "lease")
+
+            // A worker claims the job for 60 s, then dies without recording anything.
+            let claimed = try await store.claim(
+                worker: "dead", kinds: ["add"], limit: 8, now: epoch, leaseExpiry: epoch.addingTimeInterval(60))
+            #expect(claimed.map(\.key.jobID) == ["slow"] && claimed.first?.attempt == 1)
+            #expect(
+                try await store.claim(
+                    worker: "other", kinds: ["add"], limit: 8, now: epoch.addingTimeInterval(59),
+                    leaseExpiry: epoch.addingTimeInterval(120)
+                ).isEmpty, "a live lease keeps the job")
+
+            // Another process starts after the lease expired: the job runs again, attempt 2.
+            let restarted = DurableQueue(
+                store: try file.open(), worker: "new", clock: ManualClock(),
+                wallClockStart: epoch.addingTimeInterval(61))
+            Self.registerAdd(on: restarted)
+            try await withHangGuard { try await restarted.drain() }
+            let job = try #require(try await restarted.jobs(of: "lease").first)
+            #expect(try job.state == .succeeded && job.attempts == 2 && job.output(as: Int.self) == 7)
+
+            // The dead worker's attempt, arriving late, is not recorded over it.
+            let late = try await store.record(
+                .succeeded(Data("99".utf8)), for: claimed[0], now: epoch.addingTimeInterval(62))
+            #expect(!late.recorded)
+            #expect(try await restarted.jobs(of: "lease").first?.output(as: Int.self) == 7)
+        }
+    }
+
+    @Test(arguments: [FailurePolicy.cancelDependents, .failFast])
+    func aFailedJobSkipsItsDependentsOrStopsTheRun(_ policy: FailurePolicy) async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            queue.register(add) { input, _ in
+                if input == [0] { throw DurableJobFailure("refused", retryable: false) }
+                return input.reduce(0, +)
+            }
+            var graph = DurableGraph()
+            try graph.add("bad", add, input: [0], options: .init(priority: 9, retry: DurableRetry(maxAttempts: 5)))
+            try graph.add("child", add, input: [1], after: ["bad"])
+            try graph.add("grandchild", add, input: [2], after: ["child"])
+            try graph.add("independent", add, input: [3], after: ["side"])
+            try graph.add("side", add, input: [4])
+            try await queue.submit(graph, runID: "fails", limit: 1, failurePolicy: policy)
+            try await withHangGuard { try await queue.drain() }
+
+            let jobs = Dictionary(uniqueKeysWithValues: try await queue.jobs(of: "fails").map { ($0.id, $0) })
+            #expect(jobs["bad"]?.state == .failed && jobs["bad"]?.attempts == 1, "not retryable: one attempt")
+            #expect(jobs["bad"]?.error == "refused")
+            #expect(try await queue.run("fails").state == .failed)
+            switch policy {
+            case .cancelDependents:
+                #expect(jobs["child"]?.state == .skipped && jobs["grandchild"]?.state == .skipped)
+                #expect(jobs["grandchild"]?.error == "not run: job 'bad' failed")
+                #expect(jobs["side"]?.state == .succeeded && jobs["independent"]?.state == .succeeded)
+            case .failFast:
+                #expect(jobs.values.filter { $0.id != "bad" }.allSatisfy { $0.state == .cancelled })
+                #expect(jobs["side"]?.error == "the run stopped: job 'bad' failed")
+            }
+        }
+    }
+
+    @Test func anAttemptPastItsTimeLimitFailsAndIsRetried() async throws {
+        try await withTemporaryStore { file in
+            let clock = ManualClock()
+            let queue = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            queue.register(wait) { input, context in
+                if context.attempt == 1 {
+                    await untilCancelled()
+                    throw CancellationError()
+                }
+                return input + " after \(context.attempt) attempts, key \(context.idempotencyKey)"
+            }
+            var graph = DurableGraph()
+            try graph.add(
+                "w", wait, input: "done",
+                options: .init(timeout: .seconds(5), retry: DurableRetry(maxAttempts: 2, initialDelay: .seconds(1))))
+            try await queue.submit(graph, runID: "timed")
+            let working = Task { try await queue.drain() }
+            try await clock.waitForSleepers(1)  // the attempt's time limit
+            clock.advance(by: .seconds(5))
+            try await clock.waitForSleepers(1)  // the retry's backoff
+            clock.advance(by: .seconds(1))
+            try await withHangGuard { try await working.value }
+            let job = try #require(try await queue.jobs(of: "timed").first)
+            #expect(job.state == .succeeded && job.attempts == 2)
+            #expect(try await queue.run("timed").state == .succeeded)
+            #expect(try job.output(as: String.self) == "done after 2 attempts, key timed/w/2")
+        }
+    }
+
+    @Test func aJobOfAKindWithNoHandlerIsNamedNotRun() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            Self.registerAdd(on: queue)
+            var graph = DurableGraph()
+            try graph.add("sum", add, input: [1])
+            try graph.add("mail", JobKind<String, String>("send-mail"), input: "hi", after: ["sum"])
+            try await queue.submit(graph, runID: "kinds")
+            let error = await #expect(throws: DurableError.self) { try await withHangGuard { try await queue.drain() } }
+            #expect(error?.code == .unknownJobKind)
+            #expect(
+                error?.message
+                    == "job 'mail' of run 'kinds' is of kind 'send-mail', which has no handler on this queue (registered: add)"
+            )
+            #expect(try await queue.jobs(of: "kinds").map(\.state) == [.succeeded, .ready])
+        }
+    }
+
+    @Test func aCancelledRunRunsNothingMore() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            Self.registerAdd(on: queue)
+            try await queue.submit(try Self.diamond(), runID: "stop")
+            #expect(try await queue.cancel(runID: "stop"))
+            #expect(try await !queue.cancel(runID: "stop"), "already ended")
+            try await withHangGuard { try await queue.drain() }
+            #expect(try await queue.run("stop").state == .cancelled)
+            #expect(try await queue.jobs(of: "stop").allSatisfy { $0.state == .cancelled && $0.attempts == 0 })
+            let unknown = await #expect(throws: DurableError.self) { try await queue.cancel(runID: "nope") }
+            #expect(unknown?.code == .unknownRun)
+        }
+    }
+}
