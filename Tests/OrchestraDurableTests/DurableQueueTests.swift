@@ -264,4 +264,31 @@ struct DurableQueueTests {
             #expect(unknown?.code == .unknownRun)
         }
     }
+
+    @Test func anOutputReadAsAnotherTypeOrFromANonDependencyIsANamedError() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            let misread = Locked<DurableError?>(nil)
+            queue.register(add) { input, context in
+                do throws(DurableError) {
+                    _ = try context.output(of: JobHandle<Int>(id: "first"))
+                } catch {
+                    misread.withLock { $0 = error }
+                }
+                return input.reduce(0, +)
+            }
+            var graph = DurableGraph()
+            try graph.add("first", add, input: [2])
+            try graph.add("second", add, input: [3])
+            try await queue.submit(graph, runID: "types", limit: 1)
+            try await withHangGuard { try await queue.drain() }
+            let record = try #require(try await queue.jobs(of: "types").first)
+            let error = #expect(throws: DurableError.self) { try record.output(as: String.self) }
+            #expect(error?.code == .typeMismatch)
+            #expect(error?.message.hasPrefix("the output of job 'first' is not a String") == true)
+            let fromContext = misread.withLock { $0 }
+            #expect(fromContext?.code == .typeMismatch)
+            #expect(fromContext?.message == "job 'second' does not depend on 'first': its output is not here")
+        }
+    }
 }

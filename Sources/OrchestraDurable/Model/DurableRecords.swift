@@ -66,13 +66,20 @@ public struct DurableJobRecord: Sendable, Hashable {
         guard let output else {
             throw DurableError(code: .typeMismatch, message: "job '\(id)' has no output: it is \(state.rawValue)")
         }
-        do {
-            return try JSONDecoder().decode(Output.self, from: output)
-        } catch {
-            throw DurableError(
-                code: .typeMismatch, message: "the output of job '\(id)' is not a \(Output.self): \(error)",
-                underlying: error)
-        }
+        return try decodeOutput(output, of: id)
+    }
+}
+
+/// The output `data` of job `jobID`, decoded as `Output`.
+///
+/// - Throws: ``DurableError`` (``DurableError/Code/typeMismatch``) naming the job and the type.
+func decodeOutput<Output: Decodable>(_ data: Data, of jobID: String) throws(DurableError) -> Output {
+    do {
+        return try JSONDecoder().decode(Output.self, from: data)
+    } catch {
+        throw DurableError(
+            code: .typeMismatch, message: "the output of job '\(jobID)' is not a \(Output.self): \(error)",
+            underlying: error)
     }
 }
 

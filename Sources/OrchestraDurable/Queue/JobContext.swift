@@ -38,12 +38,6 @@ public struct JobContext: Sendable {
                 code: .typeMismatch,
                 message: "job '\(jobID)' does not depend on '\(dependency.id)': its output is not here")
         }
-        do {
-            return try JSONDecoder().decode(Output.self, from: data)
-        } catch {
-            throw DurableError(
-                code: .typeMismatch, message: "the output of job '\(dependency.id)' is not a \(Output.self): \(error)",
-                underlying: error)
-        }
+        return try decodeOutput(data, of: dependency.id)
     }
 }
