@@ -55,4 +55,22 @@ struct SQLiteJobStoreFileTests {
             #expect(mode == "wal")
         }
     }
+
+    @Test func aRunThatCanNeverGoOnEndsTheDrainWithANamedErrorInsteadOfWaiting() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), wallClockStart: epoch)
+            DurableQueueTests.registerAdd(on: queue)
+            var graph = DurableGraph()
+            try graph.add("a", add, input: [1])
+            try graph.add("b", add, input: [2], after: ["a"])
+            try await queue.submit(graph, runID: "edited")
+            // Edited by hand: `a` marked done without releasing `b`.
+            try await DatabaseQueue(path: file.path).write { db in
+                try db.execute(sql: "UPDATE jobs SET state = 'succeeded', output = '1' WHERE id = 'a'")
+            }
+            let error = await #expect(throws: DurableError.self) { try await queue.drain() }
+            #expect(error?.code == .storeFailed)
+            #expect(error?.message.contains("can never become ready") == true)
+        }
+    }
 }

@@ -153,8 +153,13 @@ public final class DurableQueue: Sendable {
                             "job '\(orphan.key.jobID)' of run '\(orphan.key.runID)' is of kind '\(orphan.kind)', which has no handler on this queue (registered: \(kinds.sorted().joined(separator: ", ")))"
                     )
                 }
-                // Only other workers' jobs are left: wait for their leases.
-                try await sleep(now().addingTimeInterval(Self.seconds(leaseDuration)))
+                // Every job left is blocked, and none it waits for is running, ready or due: no
+                // sequence of outcomes can release it. Never wait forever on that.
+                throw DurableError(
+                    code: .storeFailed,
+                    message:
+                        "the store has unfinished runs whose jobs can never become ready (no job is running, ready or scheduled); it was changed outside Orchestra"
+                )
             }
         }
     }
