@@ -143,6 +143,12 @@ let package = Package(
             name: "OrchestraTests",
             dependencies: ["Orchestra", "OrchestraTestKit"]
         ),
+        // A worker process the crash tests kill and restart (not a product).
+        .executableTarget(
+            name: "DurableCrashWorker",
+            dependencies: ["Orchestra", "OrchestraDurable"],
+            path: "Tests/DurableCrashWorker"
+        ),
         .testTarget(
             name: "OrchestraDurableTests",
             dependencies: ["OrchestraDurable", "OrchestraTestKit", .product(name: "GRDB", package: "GRDB.swift")]
@@ -163,7 +169,7 @@ let package = Package(
         .testTarget(
             name: "OrchestraCLITests",
             dependencies: [
-                "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer",
+                "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer", "DurableCrashWorker", "OrchestraDurable",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

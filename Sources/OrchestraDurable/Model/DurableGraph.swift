@@ -26,6 +26,15 @@ public struct DurableGraph: Sendable {
 
     private(set) var jobs: [Job] = []
 
+    /// Keys sorted: the same input is the same bytes in every process (without it, key order
+    /// follows each process's hash seed, and a restarted program's resubmission of the same
+    /// graph was refused as another graph).
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
     /// An empty graph.
     public init() {}
 
@@ -47,7 +56,7 @@ public struct DurableGraph: Sendable {
         _ id: String, _ kind: JobKind<Input, Output>, input: Input, after dependencies: [String] = [],
         options: DurableJobOptions = DurableJobOptions()
     ) throws -> JobHandle<Output> {
-        let encoded = try JSONEncoder().encode(input)
+        let encoded = try Self.encoder.encode(input)
         jobs.append(Job(id: id, kind: kind.name, input: encoded, dependencies: dependencies, options: options))
         return JobHandle(id: id)
     }

@@ -47,6 +47,8 @@ public struct DurableJobRecord: Sendable, Hashable {
     public var id: String
     /// Its kind's name.
     public var kind: String
+    /// Its input, as JSON.
+    public var input: Data
     /// Where it stands.
     public var state: DurableJobState
     /// Attempts started so far (an attempt cut short by a crash counts).

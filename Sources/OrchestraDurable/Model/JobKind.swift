@@ -23,4 +23,10 @@ public struct JobKind<Input: Codable & Sendable, Output: Codable & Sendable>: Se
 public struct JobHandle<Output: Codable & Sendable>: Sendable, Hashable {
     /// The job's id, unique in its run.
     public let id: String
+
+    /// A handle for job `id` whose output is an `Output`: for a handler that knows its
+    /// dependencies by id (a graph built from data) rather than by the handles `add` returned.
+    public init(id: String, output: Output.Type = Output.self) {
+        self.id = id
+    }
 }

@@ -86,6 +86,7 @@ extension SQLiteJobStore {
                         error TEXT,
                         PRIMARY KEY (run_id, id)
                     );
+                    CREATE INDEX jobs_claim ON jobs (state, priority DESC, run_at, position);
                     CREATE INDEX jobs_due ON jobs (state, run_at);
                     CREATE INDEX jobs_by_run_state ON jobs (run_id, state);
                     CREATE TABLE dependencies (

@@ -80,7 +80,7 @@ public final class SQLiteJobStore: JobStore {
         let path = self.path
         return try await write { db in
             if let existing = try String.fetchOne(
-                db, sql: "SELECT fingerprint FROM runs WHERE id = ?", arguments: [run.runID])
+                db.cachedStatement(sql: "SELECT fingerprint FROM runs WHERE id = ?"), arguments: [run.runID])
             {
                 guard existing == fingerprint else {
                     throw DurableError(
@@ -92,17 +92,17 @@ public final class SQLiteJobStore: JobStore {
                 return false
             }
             let now = Millis.of(run.now)
-            try db.execute(
+            try db.cachedStatement(
                 sql:
-                    "INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created) VALUES (?, 'running', ?, ?, ?, ?)",
-                arguments: [run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now])
-            let insertJob = try db.makeStatement(
+                    "INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created) VALUES (?, 'running', ?, ?, ?, ?)"
+            ).execute(arguments: [run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now])
+            let insertJob = try db.cachedStatement(
                 sql: """
                     INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, timeout_ns,
                         max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
-            let insertDependency = try db.makeStatement(
+            let insertDependency = try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
             for (position, job) in run.graph.jobs.enumerated() {
                 let dependencies = Set(job.dependencies)
@@ -130,38 +130,48 @@ public final class SQLiteJobStore: JobStore {
         let expiry = Millis.of(leaseExpiry)
         return try await write { db in
             // A lease that expired belongs to a worker that died (or stalled): its job is due again.
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE jobs SET state = 'ready', run_at = lease_expiry, lease_owner = NULL, lease_expiry = NULL
                     WHERE state = 'running' AND lease_expiry <= ?
-                    """, arguments: [now])
+                    """
+            ).execute(arguments: [now])
             var room: [String: Int] = [:]
             for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT runs.id, runs.job_limit, (SELECT COUNT(*) FROM jobs
-                        WHERE jobs.run_id = runs.id AND jobs.state = 'running') AS running
-                    FROM runs WHERE state = 'running'
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT runs.id, runs.job_limit, (SELECT COUNT(*) FROM jobs
+                            WHERE jobs.run_id = runs.id AND jobs.state = 'running') AS running
+                        FROM runs WHERE state = 'running'
+                        """))
             {
                 room[row[0]] = (row[1] as Int) - (row[2] as Int)
             }
+            // Only runs with room: a run at its limit would otherwise make every claim read
+            // all of its ready jobs to take none.
+            let runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
+            guard !runsWithRoom.isEmpty else { return [] }
             let kindList = kinds.sorted()
-            let placeholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
+            let kindPlaceholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
+            let runPlaceholders = Array(repeating: "?", count: runsWithRoom.count).joined(separator: ", ")
             let candidates = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT run_id, id, kind, input, attempts, timeout_ns, max_attempts, initial_delay_ns, multiplier,
-                        max_delay_ns
-                    FROM jobs INDEXED BY jobs_due
-                    WHERE state = 'ready' AND run_at <= ? AND kind IN (\(placeholders))
-                    ORDER BY priority DESC, run_at, position
-                    """, arguments: StatementArguments([now] + kindList.map { $0 as any DatabaseValueConvertible })!)
+                db.cachedStatement(
+                    sql: """
+                        SELECT run_id, id, kind, input, attempts, timeout_ns, max_attempts, initial_delay_ns, multiplier,
+                            max_delay_ns
+                        FROM jobs INDEXED BY jobs_claim
+                        WHERE state = 'ready' AND run_at <= ? AND kind IN (\(kindPlaceholders))
+                            AND run_id IN (\(runPlaceholders))
+                        ORDER BY priority DESC, run_at, position
+                        """),
+                arguments: StatementArguments([now] + kindList + runsWithRoom))
             var claimed: [ClaimedJob] = []
-            while claimed.count < limit, let row = try candidates.next() {
+            var runsLeft = runsWithRoom.count
+            while claimed.count < limit, runsLeft > 0, let row = try candidates.next() {
                 let runID: String = row[0]
                 guard let free = room[runID], free > 0 else { continue }
                 room[runID] = free - 1
+                if free == 1 { runsLeft -= 1 }
                 let timeout: Int64? = row[5]
                 claimed.append(
                     ClaimedJob(
@@ -172,12 +182,12 @@ public final class SQLiteJobStore: JobStore {
                             maxAttempts: row[6], initialDelay: .nanoseconds(row[7] as Int64), multiplier: row[8],
                             maxDelay: .nanoseconds(row[9] as Int64))))
             }
-            let mark = try db.makeStatement(
+            let mark = try db.cachedStatement(
                 sql: """
                     UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_expiry = ?
                     WHERE run_id = ? AND id = ?
                     """)
-            let outputs = try db.makeStatement(
+            let outputs = try db.cachedStatement(
                 sql: """
                     SELECT jobs.id, jobs.output FROM dependencies
                     JOIN jobs ON jobs.run_id = dependencies.run_id AND jobs.id = dependencies.depends_on
@@ -203,7 +213,7 @@ public final class SQLiteJobStore: JobStore {
             let key = job.key
             guard
                 let current = try Row.fetchOne(
-                    db, sql: "SELECT state, attempts FROM jobs WHERE run_id = ? AND id = ?",
+                    db.cachedStatement(sql: "SELECT state, attempts FROM jobs WHERE run_id = ? AND id = ?"),
                     arguments: [key.runID, key.jobID]),
                 current[0] as String == "running", current[1] as Int == job.attempt
             else {
@@ -213,34 +223,39 @@ public final class SQLiteJobStore: JobStore {
             }
             switch outcome {
             case .succeeded(let output):
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE jobs SET state = 'succeeded', output = ?, error = NULL, lease_owner = NULL,
                             lease_expiry = NULL
                         WHERE run_id = ? AND id = ?
-                        """, arguments: [output, key.runID, key.jobID])
+                        """
+                ).execute(arguments: [output, key.runID, key.jobID])
                 try Self.release(dependentsOf: key, now: now, db)
             case .failed(let message, let retryAt?):
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE jobs SET state = 'ready', run_at = ?, error = ?, lease_owner = NULL, lease_expiry = NULL
                         WHERE run_id = ? AND id = ?
-                        """, arguments: [Millis.of(retryAt), message, key.runID, key.jobID])
+                        """
+                ).execute(arguments: [Millis.of(retryAt), message, key.runID, key.jobID])
             case .failed(let message, nil):
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE jobs SET state = 'failed', error = ?, lease_owner = NULL, lease_expiry = NULL
                         WHERE run_id = ? AND id = ?
-                        """, arguments: [message, key.runID, key.jobID])
+                        """
+                ).execute(arguments: [message, key.runID, key.jobID])
                 let failFast =
                     try Bool.fetchOne(
-                        db, sql: "SELECT fail_fast FROM runs WHERE id = ?", arguments: [key.runID]) ?? false
+                        db.cachedStatement(sql: "SELECT fail_fast FROM runs WHERE id = ?"), arguments: [key.runID])
+                    ?? false
                 if failFast {
-                    try db.execute(
+                    try db.cachedStatement(
                         sql: """
                             UPDATE jobs SET state = 'cancelled', error = ?, lease_owner = NULL, lease_expiry = NULL
                             WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
-                            """, arguments: ["the run stopped: job '\(key.jobID)' failed", key.runID])
+                            """
+                    ).execute(arguments: ["the run stopped: job '\(key.jobID)' failed", key.runID])
                 } else {
                     try Self.skip(dependentsOf: key, db)
                 }
@@ -251,29 +266,33 @@ public final class SQLiteJobStore: JobStore {
 
     /// Counts one dependency done for each dependent of `key`; those left waiting on none
     /// become ready.
+    /// (`+state`: an index on the state would make SQLite read every blocked job of the run for
+    /// each outcome; the dependents' ids lead it straight to them.)
     private static func release(dependentsOf key: JobKey, now: Int64, _ db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE jobs SET waiting_on = waiting_on - 1
                 WHERE run_id = ?1 AND id IN (SELECT job_id FROM dependencies WHERE run_id = ?1 AND depends_on = ?2)
-                """, arguments: [key.runID, key.jobID])
-        try db.execute(
+                """
+        ).execute(arguments: [key.runID, key.jobID])
+        try db.cachedStatement(
             sql: """
                 UPDATE jobs SET state = 'ready', run_at = ?3
-                WHERE run_id = ?1 AND state = 'blocked' AND waiting_on = 0
+                WHERE run_id = ?1 AND +state = 'blocked' AND waiting_on = 0
                     AND id IN (SELECT job_id FROM dependencies WHERE run_id = ?1 AND depends_on = ?2)
-                """, arguments: [key.runID, key.jobID, now])
+                """
+        ).execute(arguments: [key.runID, key.jobID, now])
     }
 
     /// Skips every job that depends on `key`, directly or not, naming the failed job.
     private static func skip(dependentsOf key: JobKey, _ db: Database) throws {
-        let dependents = try db.makeStatement(
+        let dependents = try db.cachedStatement(
             sql: """
                 SELECT jobs.id FROM dependencies JOIN jobs ON jobs.run_id = dependencies.run_id
                     AND jobs.id = dependencies.job_id
                 WHERE dependencies.run_id = ? AND dependencies.depends_on = ? AND jobs.state = 'blocked'
                 """)
-        let mark = try db.makeStatement(
+        let mark = try db.cachedStatement(
             sql: "UPDATE jobs SET state = 'skipped', error = ? WHERE run_id = ? AND id = ? AND state = 'blocked'")
         // Iterative, not recursive: a long chain of dependents cannot exhaust the stack.
         var pending = [key.jobID]
@@ -288,17 +307,22 @@ public final class SQLiteJobStore: JobStore {
 
     /// Ends the run if none of its jobs is left to run: succeeded if every job did, else failed.
     private static func endRunIfDone(_ runID: String, now: Int64, _ db: Database) throws -> DurableRunState? {
+        // EXISTS stops at the first open job: a count here made every outcome cost as much as
+        // the jobs still open, so a run quadratic in its jobs.
         let open =
-            try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM jobs WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')",
-                arguments: [runID]) ?? 0
-        guard open == 0 else { return nil }
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql:
+                        "SELECT EXISTS (SELECT 1 FROM jobs WHERE run_id = ? AND state IN ('blocked', 'ready', 'running'))"
+                ),
+                arguments: [runID]) ?? false
+        guard !open else { return nil }
         let unsuccessful =
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM jobs WHERE run_id = ? AND state != 'succeeded'", arguments: [runID]) ?? 0
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM jobs WHERE run_id = ? AND state != 'succeeded'"),
+                arguments: [runID]) ?? 0
         let state: DurableRunState = unsuccessful == 0 ? .succeeded : .failed
-        try db.execute(
-            sql: "UPDATE runs SET state = ?, ended = ? WHERE id = ? AND state = 'running'",
+        try db.cachedStatement(sql: "UPDATE runs SET state = ?, ended = ? WHERE id = ? AND state = 'running'").execute(
             arguments: [state.rawValue, now, runID])
         return db.changesCount > 0 ? state : nil
     }
@@ -309,17 +333,21 @@ public final class SQLiteJobStore: JobStore {
         let now = Millis.of(now)
         let path = self.path
         return try await write { db in
-            guard let state = try String.fetchOne(db, sql: "SELECT state FROM runs WHERE id = ?", arguments: [runID])
+            guard
+                let state = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT state FROM runs WHERE id = ?"), arguments: [runID])
             else {
                 throw DurableError(code: .unknownRun, message: "the store at \(path) has no run '\(runID)'")
             }
             guard state == DurableRunState.running.rawValue else { return false }
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE jobs SET state = 'cancelled', error = 'cancelled', lease_owner = NULL, lease_expiry = NULL
                     WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
-                    """, arguments: [runID])
-            try db.execute(sql: "UPDATE runs SET state = 'cancelled', ended = ? WHERE id = ?", arguments: [now, runID])
+                    """
+            ).execute(arguments: [runID])
+            try db.cachedStatement(sql: "UPDATE runs SET state = 'cancelled', ended = ? WHERE id = ?").execute(
+                arguments: [now, runID])
             return true
         }
     }
@@ -327,7 +355,8 @@ public final class SQLiteJobStore: JobStore {
     public func run(_ runID: String) async throws -> DurableRunRecord? {
         try await read { db in
             try Row.fetchOne(
-                db, sql: "SELECT id, state, job_limit, created, ended FROM runs WHERE id = ?", arguments: [runID]
+                db.cachedStatement(sql: "SELECT id, state, job_limit, created, ended FROM runs WHERE id = ?"),
+                arguments: [runID]
             ).map { row in
                 let ended: Int64? = row[4]
                 return DurableRunRecord(
@@ -340,14 +369,15 @@ public final class SQLiteJobStore: JobStore {
     public func jobs(of runID: String) async throws -> [DurableJobRecord] {
         try await read { db in
             try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, kind, state, attempts, error, output, run_at FROM jobs WHERE run_id = ? ORDER BY position
-                    """, arguments: [runID]
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, kind, state, attempts, error, output, run_at, input FROM jobs WHERE run_id = ? ORDER BY position
+                        """), arguments: [runID]
             ).map { row in
                 let state = DurableJobState(rawValue: row[2]) ?? .failed
                 return DurableJobRecord(
-                    id: row[0], kind: row[1], state: state, attempts: row[3], error: row[4], output: row[5],
+                    id: row[0], kind: row[1], input: row[7], state: state, attempts: row[3], error: row[4],
+                    output: row[5],
                     runAt: state == .ready ? Millis.date(row[6]) : nil)
             }
         }
@@ -357,9 +387,11 @@ public final class SQLiteJobStore: JobStore {
         let now = Millis.of(now)
         return try await read { db in
             let retry = try Int64.fetchOne(
-                db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'ready' AND run_at > ?", arguments: [now])
+                db.cachedStatement(sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'ready' AND run_at > ?"),
+                arguments: [now])
             let lease = try Int64.fetchOne(
-                db, sql: "SELECT MIN(lease_expiry) FROM jobs WHERE state = 'running' AND lease_expiry > ?",
+                db.cachedStatement(
+                    sql: "SELECT MIN(lease_expiry) FROM jobs WHERE state = 'running' AND lease_expiry > ?"),
                 arguments: [now])
             return [retry, lease].compactMap { $0 }.min().map(Millis.date)
         }
@@ -367,7 +399,8 @@ public final class SQLiteJobStore: JobStore {
 
     public func hasUnfinishedRuns() async throws -> Bool {
         try await read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running')") ?? false
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running')"))
+                ?? false
         }
     }
 
@@ -377,7 +410,8 @@ public final class SQLiteJobStore: JobStore {
             let placeholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
             let filter = kindList.isEmpty ? "" : "AND kind NOT IN (\(placeholders))"
             return try Row.fetchOne(
-                db, sql: "SELECT run_id, id, kind FROM jobs WHERE state = 'ready' \(filter) ORDER BY run_id, position",
+                db.cachedStatement(
+                    sql: "SELECT run_id, id, kind FROM jobs WHERE state = 'ready' \(filter) ORDER BY run_id, position"),
                 arguments: StatementArguments(kindList)
             ).map { row in (JobKey(runID: row[0], jobID: row[1]), row[2]) }
         }
