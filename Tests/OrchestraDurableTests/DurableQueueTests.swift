@@ -106,9 +106,11 @@ struct DurableQueueTests {
                 "flaky", add, input: [1],
                 options: .init(retry: DurableRetry(maxAttempts: 3, initialDelay: .seconds(10))))
             try await first.submit(graph, runID: "retry")
-            // The first attempt fails; the worker sleeps until the retry's time.
+            // The first attempt fails and is recorded; then the worker is stopped.
             let working = Task { try await first.drain() }
-            try await clock.waitForSleepers(1)
+            try await withHangGuard {
+                while try await first.jobs(of: "retry").first?.state != .ready { await Task.yield() }
+            }
             working.cancel()
             _ = await working.result
 
@@ -289,6 +291,67 @@ struct DurableQueueTests {
             let fromContext = misread.withLock { $0 }
             #expect(fromContext?.code == .typeMismatch)
             #expect(fromContext?.message == "job 'second' does not depend on 'first': its output is not here")
+        }
+    }
+
+    @Test func aJobLongerThanItsLeaseKeepsItBecauseTheWorkerRenewsIt() async throws {
+        try await withTemporaryStore { file in
+            let clock = ManualClock()
+            let store = try file.open()
+            let queue = DurableQueue(store: store, leaseDuration: .seconds(60), clock: clock, wallClockStart: epoch)
+            let gate = AsyncGate(isOpen: false)
+            queue.register(add) { input, _ in
+                try await gate.pass()
+                return input.reduce(0, +)
+            }
+            var graph = DurableGraph()
+            try graph.add("long", add, input: [5])
+            try await queue.submit(graph, runID: "renewed")
+            let working = Task { try await queue.drain() }
+            // The renewal sleeps half a lease while the job is held, renews, and sleeps again.
+            try await clock.waitForSleepers(1)
+            #expect(clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(30))])
+            clock.advance(by: .seconds(30))
+            try await waitUntil("the renewal sleeps again") {
+                clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(60))]
+            }
+            // At t+70 the first lease (to t+60) would have expired; the renewed one (t+90) holds.
+            let taken = try await store.claim(
+                worker: "other", kinds: ["add"], limit: 8, now: epoch.addingTimeInterval(70),
+                leaseExpiry: epoch.addingTimeInterval(130))
+            #expect(taken.isEmpty, "the job was taken from a live worker")
+            gate.open()
+            try await withHangGuard { try await working.value }
+            let job = try #require(try await queue.jobs(of: "renewed").first)
+            #expect(job.state == .succeeded && job.attempts == 1)
+            #expect(clock.pendingSleepers.isEmpty, "no renewal left sleeping")
+        }
+    }
+
+    @Test func finishedRunsOlderThanTheRetentionAreRemovedWithTheirJobs() async throws {
+        try await withTemporaryStore { file in
+            let clock = ManualClock()
+            let queue = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            Self.registerAdd(on: queue)
+            try await queue.submit(try Self.diamond(), runID: "old")
+            try await queue.drain()
+            clock.advance(by: .seconds(5_400))
+            try await queue.submit(try Self.diamond(), runID: "recent")
+            try await queue.drain()
+            var unfinished = DurableGraph()
+            try unfinished.add("x", JobKind<String, String>("not-registered"), input: "")
+            try await queue.submit(unfinished, runID: "open")
+
+            // Two hours after the first run ended: only it is older than an hour.
+            clock.advance(by: .seconds(1_800))
+            #expect(try await queue.removeFinishedRuns(olderThan: .seconds(3_600)) == 1)
+            let gone = await #expect(throws: DurableError.self) { try await queue.run("old") }
+            #expect(gone?.code == .unknownRun)
+            #expect(try await queue.jobs(of: "old").isEmpty)
+            #expect(try await queue.run("recent").state == .succeeded)
+            #expect(try await queue.run("open").state == .running)
+            #expect(try await queue.removeFinishedRuns(olderThan: .zero) == 1, "then the recent one")
+            #expect(try await queue.run("open").state == .running, "a run still going is never removed")
         }
     }
 }

@@ -120,7 +120,12 @@ public final class DurableQueue: Sendable {
     public func drain(limit: Int = 8) async throws {
         precondition(limit >= 1, "DurableQueue.drain(limit:): limit must be at least 1, got \(limit)")
         let kinds = Set(handlers.withLock { $0.keys })
+        let held = HeldLeases()
         try await withThrowingTaskGroup(of: Void.self) { group in
+            // Renews the leases of the jobs running here, every half lease, while there are
+            // any: a job longer than its lease is not taken by another worker.
+            group.addTask { try await self.renew(held) }
+            defer { group.cancelAll() }
             var running = 0
             while true {
                 let claimed =
@@ -131,7 +136,11 @@ public final class DurableQueue: Sendable {
                     : []
                 for job in claimed {
                     running += 1
-                    group.addTask { try await self.perform(job) }
+                    held.insert(job.key)
+                    group.addTask {
+                        defer { held.remove(job.key) }
+                        try await self.perform(job)
+                    }
                 }
                 if running > 0 {
                     if claimed.isEmpty || running == limit {
@@ -161,6 +170,22 @@ public final class DurableQueue: Sendable {
                         "the store has unfinished runs whose jobs can never become ready (no job is running, ready or scheduled); it was changed outside Orchestra"
                 )
             }
+        }
+    }
+
+    /// Every half lease while jobs are held, extends their leases by a whole one. Sleeps on the
+    /// clock only while a job is held; ends when cancelled.
+    private func renew(_ held: HeldLeases) async throws {
+        let half = leaseDuration / 2
+        while !Task.isCancelled {
+            await held.waitForOne()
+            do {
+                try await sleep(now().addingTimeInterval(Self.seconds(half)))
+            } catch is CancellationError {
+                return
+            }
+            try await store.renewLeases(
+                of: held.keys, worker: worker, until: now().addingTimeInterval(Self.seconds(leaseDuration)))
         }
     }
 
@@ -200,6 +225,13 @@ public final class DurableQueue: Sendable {
     @discardableResult
     public func cancel(runID: String) async throws -> Bool {
         try await store.cancel(runID: runID, now: now())
+    }
+
+    /// Removes the runs that ended more than `age` ago, with their jobs and outputs, and
+    /// returns how many. Runs still going are never removed.
+    @discardableResult
+    public func removeFinishedRuns(olderThan age: Duration) async throws -> Int {
+        try await store.removeRuns(endedBefore: now().addingTimeInterval(-Self.seconds(age)))
     }
 
     /// Run `runID` as stored.

@@ -33,6 +33,15 @@ public protocol JobStore: Sendable {
     ///   and the run's state if this ended it.
     func record(_ outcome: JobOutcome, for job: ClaimedJob, now: Date) async throws -> RecordedOutcome
 
+    /// Extends to `expiry` the leases `worker` holds on `jobs` (those still running under its
+    /// lease; a job it lost is left alone).
+    func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws
+
+    /// Removes the runs that ended before `date`, with their jobs.
+    ///
+    /// - Returns: How many runs were removed.
+    func removeRuns(endedBefore date: Date) async throws -> Int
+
     /// Cancels every job of the run that has not ended, and the run.
     ///
     /// - Returns: `false` if the run had already ended.

@@ -327,6 +327,31 @@ public final class SQLiteJobStore: JobStore {
         return db.changesCount > 0 ? state : nil
     }
 
+    // MARK: - Leases and retention
+
+    public func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
+        guard !jobs.isEmpty else { return }
+        let expiry = Millis.of(expiry)
+        try await write { db in
+            let renew = try db.cachedStatement(
+                sql: """
+                    UPDATE jobs SET lease_expiry = ?
+                    WHERE run_id = ? AND id = ? AND state = 'running' AND lease_owner = ?
+                    """)
+            for job in jobs { try renew.execute(arguments: [expiry, job.runID, job.jobID, worker]) }
+        }
+    }
+
+    public func removeRuns(endedBefore date: Date) async throws -> Int {
+        let cutoff = Millis.of(date)
+        return try await write { db in
+            // The jobs and dependencies go with their run (ON DELETE CASCADE).
+            try db.cachedStatement(sql: "DELETE FROM runs WHERE state != 'running' AND ended < ?")
+                .execute(arguments: [cutoff])
+            return db.changesCount
+        }
+    }
+
     // MARK: - Control and queries
 
     public func cancel(runID: String, now: Date) async throws -> Bool {
