@@ -222,9 +222,11 @@ struct DurableQueueTests {
                 options: .init(timeout: .seconds(5), retry: DurableRetry(maxAttempts: 2, initialDelay: .seconds(1))))
             try await queue.submit(graph, runID: "timed")
             let working = Task { try await queue.drain() }
-            try await clock.waitForSleepers(1)  // the attempt's time limit
+            // The attempt's time limit, then the retry's backoff (the leases' renewal sleeps
+            // too, until t+150: wait for these deadlines, not for any sleeper).
+            try await waitUntil("the time limit") { clock.pendingSleepers.contains(.init(offset: .seconds(5))) }
             clock.advance(by: .seconds(5))
-            try await clock.waitForSleepers(1)  // the retry's backoff
+            try await waitUntil("the backoff") { clock.pendingSleepers.contains(.init(offset: .seconds(6))) }
             clock.advance(by: .seconds(1))
             try await withHangGuard { try await working.value }
             let job = try #require(try await queue.jobs(of: "timed").first)
@@ -352,6 +354,70 @@ struct DurableQueueTests {
             #expect(try await queue.run("open").state == .running)
             #expect(try await queue.removeFinishedRuns(olderThan: .zero) == 1, "then the recent one")
             #expect(try await queue.run("open").state == .running, "a run still going is never removed")
+        }
+    }
+
+    @Test func eventsReportEveryAttemptAndOutcomeAndTheRunsEndAndResultWaitsForIt() async throws {
+        try await withTemporaryStore { file in
+            let clock = ManualClock()
+            let queue = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            queue.register(add) { input, context in
+                if input == [2] && context.attempt == 1 { throw DurableJobFailure("not yet") }
+                return input.reduce(0, +)
+            }
+            var graph = DurableGraph()
+            let first = try graph.add("first", add, input: [1])
+            try graph.add(
+                "second", add, input: [2], after: [first.id],
+                options: .init(retry: DurableRetry(maxAttempts: 2, initialDelay: .seconds(1))))
+            try await queue.submit(graph, runID: "observed", limit: 1)
+
+            let events = queue.events()
+            let result = Task { try await queue.result(of: "observed") }
+            let working = Task { try await queue.drain() }
+            // The retry of `second` (the renewal of the leases may sleep too, until t+150).
+            try await waitUntil("the retry waits") {
+                clock.pendingSleepers.contains(ManualClock.Instant(offset: .seconds(1)))
+            }
+            clock.advance(by: .seconds(1))
+            try await withHangGuard { try await working.value }
+            let run = try await withHangGuard { try await result.value }
+            #expect(run.state == .succeeded && run.ended == epoch.addingTimeInterval(1))
+
+            var seen: [DurableEvent] = []
+            for await event in events {
+                seen.append(event)
+                if case .runEnded = event { break }
+            }
+            let (a, b) = (JobKey(runID: "observed", jobID: "first"), JobKey(runID: "observed", jobID: "second"))
+            #expect(
+                seen == [
+                    .started(a, attempt: 1), .succeeded(a, attempt: 1),
+                    .started(b, attempt: 1),
+                    .failed(b, attempt: 1, error: "not yet", retryAt: epoch.addingTimeInterval(1)),
+                    .started(b, attempt: 2), .succeeded(b, attempt: 2),
+                    .runEnded(runID: "observed", state: .succeeded),
+                ])
+            // A run that has ended: at once.
+            #expect(try await queue.result(of: "observed").state == .succeeded)
+        }
+    }
+
+    @Test func aRunCancelledThroughTheQueueEndsTheWaitForItsResult() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            try await queue.submit(try Self.diamond(), runID: "waited")
+            let events = queue.events()
+            let result = Task { try await queue.result(of: "waited") }
+            // The waiter has subscribed once it has read the run; cancelling then ends its wait.
+            try await queue.cancel(runID: "waited")
+            #expect(try await withHangGuard { try await result.value }.state == .cancelled)
+            for await event in events {
+                #expect(event == .runEnded(runID: "waited", state: .cancelled))
+                break
+            }
+            let unknown = await #expect(throws: DurableError.self) { try await queue.result(of: "nope") }
+            #expect(unknown?.code == .unknownRun)
         }
     }
 }

@@ -22,6 +22,7 @@ public final class DurableQueue: Sendable {
 
     private let store: any JobStore
     private let handlers = Locked([String: Handler]())
+    private let hub = DurableEventHub()
     /// This queue's name in the leases it takes.
     public let worker: String
     /// How long a claim holds a job before another worker may take it.
@@ -192,6 +193,7 @@ public final class DurableQueue: Sendable {
     /// Runs one attempt and records how it ended.
     private func perform(_ job: ClaimedJob) async throws {
         let context = JobContext(job)
+        hub.emit(.started(job.key, attempt: job.attempt))
         let outcome: JobOutcome
         do {
             guard let handler = handlers.withLock({ $0[job.kind] }) else {
@@ -214,7 +216,14 @@ public final class DurableQueue: Sendable {
                 ? now().addingTimeInterval(Self.seconds(job.retry.delay(afterAttempt: job.attempt))) : nil
             outcome = .failed("\(error)", retryAt: retryAt)
         }
-        _ = try await store.record(outcome, for: job, now: now())
+        let recorded = try await store.record(outcome, for: job, now: now())
+        guard recorded.recorded else { return }
+        switch outcome {
+        case .succeeded: hub.emit(.succeeded(job.key, attempt: job.attempt))
+        case .failed(let error, let retryAt):
+            hub.emit(.failed(job.key, attempt: job.attempt, error: error, retryAt: retryAt))
+        }
+        if let state = recorded.runEnded { hub.emit(.runEnded(runID: job.key.runID, state: state)) }
     }
 
     /// Cancels run `runID`: its jobs that have not ended are marked cancelled, and the outcome
@@ -224,7 +233,42 @@ public final class DurableQueue: Sendable {
     /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
     @discardableResult
     public func cancel(runID: String) async throws -> Bool {
-        try await store.cancel(runID: runID, now: now())
+        let cancelled = try await store.cancel(runID: runID, now: now())
+        if cancelled { hub.emit(.runEnded(runID: runID, state: .cancelled)) }
+        return cancelled
+    }
+
+    /// What this queue's workers do from now on: attempts started, outcomes recorded, runs
+    /// ended (and runs cancelled through this queue). Each call is a stream of its own that
+    /// misses nothing; stop iterating it to unsubscribe.
+    ///
+    /// ```swift
+    /// for await event in queue.events() {
+    ///     if case .succeeded(let job, _) = event { progress.advance(job) }
+    /// }
+    /// ```
+    public func events() -> AsyncStream<DurableEvent> {
+        hub.subscribe()
+    }
+
+    /// Waits until run `runID` has ended and returns it as stored.
+    ///
+    /// It learns of the end from this queue: run ``drain(limit:)`` meanwhile (in another task),
+    /// or cancel the run through this queue. A run worked on by another process only is seen
+    /// ended by ``run(_:)``.
+    ///
+    /// Cancellation: cancelling the waiting task throws `CancellationError`; the run goes on.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``), `CancellationError`.
+    public func result(of runID: String) async throws -> DurableRunRecord {
+        // Subscribed before the run is read: an end between the two is not missed.
+        let events = hub.subscribe()
+        let run = try await self.run(runID)
+        if run.state.isTerminal { return run }
+        for await event in events {
+            if case .runEnded(runID, _) = event { return try await self.run(runID) }
+        }
+        throw CancellationError()
     }
 
     /// Removes the runs that ended more than `age` ago, with their jobs and outputs, and
