@@ -31,6 +31,7 @@ let package = Package(
                 .product(name: "OrchestraHTTP", package: "Orchestra"),
                 .product(name: "OrchestraAsyncHTTPClient", package: "Orchestra"),
                 .product(name: "OrchestraDemoServer", package: "Orchestra"),
+                .product(name: "OrchestraDurable", package: "Orchestra"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],

@@ -50,6 +50,8 @@ OPS_PER_ITERATION = {
     "Operations DAG 10k": 10_000,
     "Operations layered DAG 10k": 10_000,
     "HTTP 10k GETs": 10_000,
+    "Durable 10k": 10_000,
+    "Durable 100k": 100_000,
     "HTTP AHC 10k GETs": 10_000,
 }
 

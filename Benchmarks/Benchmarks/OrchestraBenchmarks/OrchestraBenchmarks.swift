@@ -14,4 +14,5 @@ let benchmarks: @Sendable () -> Void = {
     registerOperationsBenchmarks()
     registerHTTPBenchmarks()
     registerMallocBenchmarks()
+    registerDurableBenchmarks()
 }
