@@ -420,4 +420,28 @@ struct DurableQueueTests {
             #expect(unknown?.code == .unknownRun)
         }
     }
+
+    @Test func amongReadyJobsTheLongestRemainingPathRunsFirstAsInATaskGraph() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            let order = Locked<[String]>([])
+            Self.registerAdd(on: queue, order: order)
+            var graph = DurableGraph()
+            try graph.add("short", add, input: [1])
+            try graph.add("head", add, input: [2])
+            try graph.add("tail", add, input: [3], after: ["head"], options: .init(cost: 10))
+            try graph.add("urgent", add, input: [4], options: .init(priority: 1))
+            try await queue.submit(graph, runID: "paths", limit: 1)
+            try await withHangGuard { try await queue.drain() }
+            // Priority first; then head (1 + 10 ahead of it) before short (1); then tail (10).
+            #expect(order.withLock { $0 } == ["urgent", "head", "tail", "short"])
+
+            var negative = DurableGraph()
+            try negative.add("x", add, input: [], options: .init(cost: -1))
+            let error = await #expect(throws: DurableError.self) { try await queue.submit(negative, runID: "bad") }
+            #expect(error?.code == .invalidGraph)
+            #expect(
+                error?.message == "the graph cannot run: node \"x\" has cost -1.0; a cost must be finite and 0 or more")
+        }
+    }
 }

@@ -63,7 +63,8 @@ func registerDurableBenchmarks() {
                 benchmark.startMeasurement()
                 try await queue.drain(limit: 8)
                 benchmark.stopMeasurement()
-                precondition(try await queue.run("bench").state == .succeeded, "a durable job did not succeed")
+                let state = try await queue.run("bench").state
+                precondition(state == .succeeded, "a durable job did not succeed")
             }, setup: setup)
 
         Benchmark(

@@ -210,6 +210,15 @@ public final class TaskGraph: Sendable {
         _ = try blueprint(resourceLimits: nil)
     }
 
+    /// Each node's longest remaining path: its cost plus the costliest chain of its dependents,
+    /// in the order the nodes were added. Ready nodes start in decreasing order of it (within a
+    /// priority); a scheduler outside this module (durable runs) orders its jobs the same way.
+    ///
+    /// - Throws: ``TaskGraphError`` as ``validate()`` does.
+    package func criticalPathLengths() throws(TaskGraphError) -> [Double] {
+        try blueprint(resourceLimits: nil).1.bottomLevels
+    }
+
     /// Adds `ids.count` nodes at once whose dependencies are positions in `ids`, for bridges
     /// from another dependency system (`TaskGraph(operations:)`): no dependency is looked up by
     /// name. Node `i` runs `body(i)`. Duplicate ids, cycles and self-dependencies are reported

@@ -61,14 +61,15 @@ public struct DurableGraph: Sendable {
         return JobHandle(id: id)
     }
 
-    /// Checks the graph as `TaskGraph` checks its nodes, and each job's options.
+    /// Checks the graph as `TaskGraph` checks its nodes (and costs), and each job's options;
+    /// returns each job's longest remaining path, the order jobs ready at once start in.
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` naming the job,
     ///   the dependency or the cycle's path.
-    func validate() throws(DurableError) {
+    func validate() throws(DurableError) -> [Double] {
         let graph = TaskGraph()
         for job in jobs {
-            graph.add(id: job.id, dependsOn: job.dependencies) { _ in }
+            graph.add(id: job.id, dependsOn: job.dependencies, options: NodeOptions(cost: job.options.cost)) { _ in }
             if job.options.retry.maxAttempts < 1 {
                 throw DurableError(
                     code: .invalidGraph,
@@ -81,9 +82,10 @@ public struct DurableGraph: Sendable {
             }
         }
         do {
-            try graph.validate()
+            return try graph.criticalPathLengths()
         } catch {
-            throw DurableError(code: .invalidGraph, message: error.description, underlying: error)
+            throw DurableError(
+                code: .invalidGraph, message: "the graph cannot run: \(error.message)", underlying: error)
         }
     }
 }

@@ -1,10 +1,14 @@
 import Orchestra
 
-/// How one job of a durable run is run: its priority, its time limit per attempt and its
-/// retries.
+/// How one job of a durable run is run: its priority and cost, its time limit per attempt and
+/// its retries.
 public struct DurableJobOptions: Sendable, Hashable {
-    /// Among jobs ready at once, higher runs first (then the order they were added).
+    /// Among jobs ready at once, higher runs first.
     public var priority: Int
+    /// Expected duration in any unit; 1 by default. Within a priority, the job with the longest
+    /// remaining path (its cost plus its costliest chain of dependents) runs first, as in
+    /// `TaskGraph`; then the order the jobs were added.
+    public var cost: Double
     /// The time one attempt may take; `nil` for no limit. An attempt past it is cancelled and
     /// counts as failed (and is retried under ``retry``).
     public var timeout: Duration?
@@ -13,9 +17,11 @@ public struct DurableJobOptions: Sendable, Hashable {
     /// `retryable: false`.
     public var retry: DurableRetry
 
-    /// Options with the given values; by default priority 0, no time limit and one attempt.
-    public init(priority: Int = 0, timeout: Duration? = nil, retry: DurableRetry = .never) {
+    /// Options with the given values; by default priority 0, cost 1, no time limit and one
+    /// attempt.
+    public init(priority: Int = 0, cost: Double = 1, timeout: Duration? = nil, retry: DurableRetry = .never) {
         self.priority = priority
+        self.cost = cost
         self.timeout = timeout
         self.retry = retry
     }

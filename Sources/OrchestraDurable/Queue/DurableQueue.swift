@@ -103,9 +103,11 @@ public final class DurableQueue: Sendable {
         guard limit >= 1 else {
             throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
         }
-        try graph.validate()
+        let criticalPaths = try graph.validate()
         return try await store.submit(
-            DurableSubmission(runID: runID, limit: limit, failurePolicy: failurePolicy, graph: graph, now: now()))
+            DurableSubmission(
+                runID: runID, limit: limit, failurePolicy: failurePolicy, graph: graph, criticalPaths: criticalPaths,
+                now: now()))
     }
 
     /// Works until no run is left unfinished: claims jobs of registered kinds (at most `limit`

@@ -76,6 +76,9 @@ public struct DurableSubmission: Sendable {
     public var failurePolicy: FailurePolicy
     /// Its jobs, checked.
     public var graph: DurableGraph
+    /// Each job's longest remaining path, in the graph's order: jobs ready at once start in
+    /// decreasing order of it, within a priority.
+    public var criticalPaths: [Double]
     /// When it is submitted.
     public var now: Date
 
@@ -98,7 +101,9 @@ public struct DurableSubmission: Sendable {
             mix(job.kind.utf8)
             mix(job.input)
             for dependency in job.dependencies { mix(dependency.utf8) }
-            mix("\(job.options.priority)/\(String(describing: job.options.timeout))/\(job.options.retry)".utf8)
+            mix(
+                "\(job.options.priority)/\(job.options.cost)/\(String(describing: job.options.timeout))/\(job.options.retry)"
+                    .utf8)
         }
         return String(hash, radix: 16)
     }

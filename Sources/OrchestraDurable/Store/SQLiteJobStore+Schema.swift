@@ -73,6 +73,7 @@ extension SQLiteJobStore {
                         state TEXT NOT NULL,
                         waiting_on INTEGER NOT NULL,
                         priority INTEGER NOT NULL,
+                        critical_path REAL NOT NULL,
                         timeout_ns INTEGER,
                         max_attempts INTEGER NOT NULL,
                         initial_delay_ns INTEGER NOT NULL,
@@ -86,7 +87,7 @@ extension SQLiteJobStore {
                         error TEXT,
                         PRIMARY KEY (run_id, id)
                     );
-                    CREATE INDEX jobs_claim ON jobs (state, priority DESC, run_at, position);
+                    CREATE INDEX jobs_claim ON jobs (state, priority DESC, critical_path DESC, run_at, position);
                     CREATE INDEX jobs_due ON jobs (state, run_at);
                     CREATE INDEX jobs_by_run_state ON jobs (run_id, state);
                     CREATE TABLE dependencies (

@@ -98,9 +98,9 @@ public final class SQLiteJobStore: JobStore {
             ).execute(arguments: [run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now])
             let insertJob = try db.cachedStatement(
                 sql: """
-                    INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, timeout_ns,
-                        max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, critical_path,
+                        timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             let insertDependency = try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
@@ -109,7 +109,8 @@ public final class SQLiteJobStore: JobStore {
                 let retry = job.options.retry
                 try insertJob.execute(arguments: [
                     run.runID, job.id, position, job.kind, job.input, dependencies.isEmpty ? "ready" : "blocked",
-                    dependencies.count, job.options.priority, job.options.timeout.map(Nanos.of),
+                    dependencies.count, job.options.priority, run.criticalPaths[position],
+                    job.options.timeout.map(Nanos.of),
                     retry.maxAttempts, Nanos.of(retry.initialDelay), retry.multiplier, Nanos.of(retry.maxDelay), now,
                 ])
                 for dependency in dependencies {
@@ -162,7 +163,7 @@ public final class SQLiteJobStore: JobStore {
                         FROM jobs INDEXED BY jobs_claim
                         WHERE state = 'ready' AND run_at <= ? AND kind IN (\(kindPlaceholders))
                             AND run_id IN (\(runPlaceholders))
-                        ORDER BY priority DESC, run_at, position
+                        ORDER BY priority DESC, critical_path DESC, run_at, position
                         """),
                 arguments: StatementArguments([now] + kindList + runsWithRoom))
             var claimed: [ClaimedJob] = []
@@ -187,9 +188,11 @@ public final class SQLiteJobStore: JobStore {
                     UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_expiry = ?
                     WHERE run_id = ? AND id = ?
                     """)
+            // INDEXED BY: left to itself, SQLite read every dependency of the run through the
+            // primary key's prefix (10 ms a job at 100k jobs).
             let outputs = try db.cachedStatement(
                 sql: """
-                    SELECT jobs.id, jobs.output FROM dependencies
+                    SELECT jobs.id, jobs.output FROM dependencies INDEXED BY dependencies_of_job
                     JOIN jobs ON jobs.run_id = dependencies.run_id AND jobs.id = dependencies.depends_on
                     WHERE dependencies.run_id = ? AND dependencies.job_id = ?
                     """)
