@@ -3,8 +3,12 @@
 // submits it again) and drains it. The test kills it with SIGKILL at random moments and starts
 // it again; in the end the store must hold every job's output exactly once.
 //
-//   DurableCrashWorker STORE LOG JOBS SEED
+//   DurableCrashWorker STORE LOG JOBS SEED [KILL-AFTER]
 //
+// With KILL-AFTER, the process sends itself SIGKILL once it has started that many attempts
+// (the test picks the number at random): a kill in the middle of a handler, with other attempts
+// in flight, whatever the machine's load (a test that killed from outside at a moment it
+// measured could miss the whole run on a busy machine).
 // Each attempt appends "JOB ATTEMPT\n" to LOG (one `write`, O_APPEND) before it does anything
 // else. Job i's output is i plus the sum of its dependencies' outputs, modulo 1,000,003. Every
 // 13th job fails its first attempt (retried after 5 ms).
@@ -24,10 +28,12 @@ struct Work: Codable, Sendable {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let jobCount = Int(arguments[3]), let seed = UInt64(arguments[4]) else {
-    FileHandle.standardError.write(Data("usage: DurableCrashWorker STORE LOG JOBS SEED\n".utf8))
+guard (5...6).contains(arguments.count), let jobCount = Int(arguments[3]), let seed = UInt64(arguments[4]) else {
+    FileHandle.standardError.write(Data("usage: DurableCrashWorker STORE LOG JOBS SEED [KILL-AFTER]\n".utf8))
     exit(2)
 }
+let killAfter = arguments.count == 6 ? Int(arguments[5]) : nil
+let started = Locked(0)
 let log = open(arguments[2], O_WRONLY | O_CREAT | O_APPEND, 0o644)
 guard log >= 0 else {
     FileHandle.standardError.write(Data("cannot open \(arguments[2])\n".utf8))
@@ -65,6 +71,14 @@ do throws(any Error) {
     queue.register(work) { input, context in
         let line = "\(context.jobID) \(context.attempt)\n"
         _ = line.withCString { write(log, $0, strlen($0)) }
+        if let killAfter,
+            started.withLock({ count in
+                count += 1
+                return count == killAfter
+            })
+        {
+            kill(getpid(), SIGKILL)
+        }
         if input.index % 13 == 0 && context.attempt == 1 {
             throw DurableJobFailure("injected failure of \(context.jobID)")
         }

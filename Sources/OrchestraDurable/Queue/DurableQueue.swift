@@ -124,34 +124,44 @@ public final class DurableQueue: Sendable {
         precondition(limit >= 1, "DurableQueue.drain(limit:): limit must be at least 1, got \(limit)")
         let kinds = Set(handlers.withLock { $0.keys })
         let held = HeldLeases()
+        let inbox = AttemptInbox()
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Renews the leases of the jobs running here, every half lease, while there are
             // any: a job longer than its lease is not taken by another worker.
-            group.addTask { try await self.renew(held) }
+            group.addTask {
+                do {
+                    try await self.renew(held)
+                } catch {
+                    inbox.fail(error)
+                }
+            }
             defer { group.cancelAll() }
             var running = 0
+            var ended: [AttemptOutcome] = []
             while true {
-                let claimed =
+                // One transaction settles the attempts that ended and claims the next jobs.
+                let claim =
                     running < limit
-                    ? try await store.claim(
+                    ? Claim(
                         worker: worker, kinds: kinds, limit: limit - running, now: now(),
-                        leaseExpiry: now().addingTimeInterval(Self.seconds(leaseDuration)))
-                    : []
+                        leaseExpiry: now().addingTimeInterval(Self.seconds(leaseDuration))) : nil
+                let (recorded, claimed) = try await store.record(ended, thenClaim: claim, now: now())
+                for (attempt, outcome) in zip(ended, recorded) {
+                    held.remove(attempt.job.key)
+                    report(attempt, outcome)
+                }
                 for job in claimed {
                     running += 1
                     held.insert(job.key)
-                    group.addTask {
-                        defer { held.remove(job.key) }
-                        try await self.perform(job)
-                    }
+                    hub.emit(.started(job.key, attempt: job.attempt))
+                    group.addTask { inbox.post(AttemptOutcome(job: job, outcome: try await self.attempt(job))) }
                 }
                 if running > 0 {
-                    if claimed.isEmpty || running == limit {
-                        try await group.next()
-                        running -= 1
-                    }
+                    ended = try await inbox.next()
+                    running -= ended.count
                     continue
                 }
+                ended = []
                 // Nothing running, nothing claimable now.
                 guard try await store.hasUnfinishedRuns() else { return }
                 if let due = try await store.nextDueTime(after: now()) {
@@ -192,11 +202,12 @@ public final class DurableQueue: Sendable {
         }
     }
 
-    /// Runs one attempt and records how it ended.
-    private func perform(_ job: ClaimedJob) async throws {
+    /// Runs one attempt: how it ended, for the worker loop to record.
+    ///
+    /// - Throws: `CancellationError` only when the worker stops (its lease then expires and
+    ///   the job is claimed again); every other error is a failed attempt.
+    private func attempt(_ job: ClaimedJob) async throws -> JobOutcome {
         let context = JobContext(job)
-        hub.emit(.started(job.key, attempt: job.attempt))
-        let outcome: JobOutcome
         do {
             guard let handler = handlers.withLock({ $0[job.kind] }) else {
                 throw DurableJobFailure("no handler for kind '\(job.kind)'", retryable: true)
@@ -207,20 +218,23 @@ public final class DurableQueue: Sendable {
                 } else {
                     try await handler(job.input, context)
                 }
-            outcome = .succeeded(output)
+            return .succeeded(output)
         } catch is CancellationError where Task.isCancelled {
-            // The worker stops: the lease expires and the job is claimed again.
             throw CancellationError()
         } catch {
             let retryable = (error as? DurableJobFailure)?.retryable ?? true
             let retryAt =
                 retryable && job.attempt < job.retry.maxAttempts
                 ? now().addingTimeInterval(Self.seconds(job.retry.delay(afterAttempt: job.attempt))) : nil
-            outcome = .failed("\(error)", retryAt: retryAt)
+            return .failed("\(error)", retryAt: retryAt)
         }
-        let recorded = try await store.record(outcome, for: job, now: now())
+    }
+
+    /// Tells the subscribers how a recorded attempt ended.
+    private func report(_ attempt: AttemptOutcome, _ recorded: RecordedOutcome) {
         guard recorded.recorded else { return }
-        switch outcome {
+        let job = attempt.job
+        switch attempt.outcome {
         case .succeeded: hub.emit(.succeeded(job.key, attempt: job.attempt))
         case .failed(let error, let retryAt):
             hub.emit(.failed(job.key, attempt: job.attempt, error: error, retryAt: retryAt))

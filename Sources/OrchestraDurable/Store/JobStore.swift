@@ -25,13 +25,18 @@ public protocol JobStore: Sendable {
         worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
     ) async throws -> [ClaimedJob]
 
-    /// Records how an attempt ended, in the same transaction that releases the job's
-    /// dependents (or skips them), schedules its retry, and ends the run if it was its last
-    /// job.
+    /// Records how attempts ended, then claims jobs as ``claim(worker:kinds:limit:now:leaseExpiry:)``
+    /// does if `claim` is given, all in one transaction: a worker settles the jobs that ended
+    /// and takes the next ones in one write.
     ///
-    /// - Returns: Whether it was recorded (`false` for an attempt that is no longer current),
-    ///   and the run's state if this ended it.
-    func record(_ outcome: JobOutcome, for job: ClaimedJob, now: Date) async throws -> RecordedOutcome
+    /// Each outcome is recorded in the same transaction that releases the job's dependents (or
+    /// skips them), schedules its retry, and ends the run if it was its last job.
+    ///
+    /// - Returns: For each outcome, whether it was recorded (`false` for an attempt that is no
+    ///   longer current) and the run's state if it ended the run; and the jobs claimed.
+    func record(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
+    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob])
 
     /// Extends to `expiry` the leases `worker` holds on `jobs` (those still running under its
     /// lease; a job it lost is left alone).
@@ -106,6 +111,43 @@ public struct DurableSubmission: Sendable {
                     .utf8)
         }
         return String(hash, radix: 16)
+    }
+}
+
+/// How one attempt of a claimed job ended.
+public struct AttemptOutcome: Sendable {
+    /// The job, as it was claimed (its attempt number says which attempt this is).
+    public var job: ClaimedJob
+    /// How the attempt ended.
+    public var outcome: JobOutcome
+
+    /// The outcome of `job`'s attempt.
+    public init(job: ClaimedJob, outcome: JobOutcome) {
+        self.job = job
+        self.outcome = outcome
+    }
+}
+
+/// What a worker asks to claim: see ``JobStore/claim(worker:kinds:limit:now:leaseExpiry:)``.
+public struct Claim: Sendable {
+    /// The worker the leases are for.
+    public var worker: String
+    /// The kinds it has handlers for.
+    public var kinds: Set<String>
+    /// At most this many jobs.
+    public var limit: Int
+    /// The time of the claim.
+    public var now: Date
+    /// When the leases expire.
+    public var leaseExpiry: Date
+
+    /// A claim of up to `limit` jobs of `kinds` for `worker`.
+    public init(worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date) {
+        self.worker = worker
+        self.kinds = kinds
+        self.limit = limit
+        self.now = now
+        self.leaseExpiry = leaseExpiry
     }
 }
 

@@ -127,144 +127,164 @@ public final class SQLiteJobStore: JobStore {
         worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
     ) async throws -> [ClaimedJob] {
         guard limit > 0, !kinds.isEmpty else { return [] }
-        let now = Millis.of(now)
-        let expiry = Millis.of(leaseExpiry)
-        return try await write { db in
-            // A lease that expired belongs to a worker that died (or stalled): its job is due again.
-            try db.cachedStatement(
-                sql: """
-                    UPDATE jobs SET state = 'ready', run_at = lease_expiry, lease_owner = NULL, lease_expiry = NULL
-                    WHERE state = 'running' AND lease_expiry <= ?
-                    """
-            ).execute(arguments: [now])
-            var room: [String: Int] = [:]
-            for row in try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT runs.id, runs.job_limit, (SELECT COUNT(*) FROM jobs
-                            WHERE jobs.run_id = runs.id AND jobs.state = 'running') AS running
-                        FROM runs WHERE state = 'running'
-                        """))
-            {
-                room[row[0]] = (row[1] as Int) - (row[2] as Int)
-            }
-            // Only runs with room: a run at its limit would otherwise make every claim read
-            // all of its ready jobs to take none.
-            let runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
-            guard !runsWithRoom.isEmpty else { return [] }
-            let kindList = kinds.sorted()
-            let kindPlaceholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
-            let runPlaceholders = Array(repeating: "?", count: runsWithRoom.count).joined(separator: ", ")
-            let candidates = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql: """
-                        SELECT run_id, id, kind, input, attempts, timeout_ns, max_attempts, initial_delay_ns, multiplier,
-                            max_delay_ns
-                        FROM jobs INDEXED BY jobs_claim
-                        WHERE state = 'ready' AND run_at <= ? AND kind IN (\(kindPlaceholders))
-                            AND run_id IN (\(runPlaceholders))
-                        ORDER BY priority DESC, critical_path DESC, run_at, position
-                        """),
-                arguments: StatementArguments([now] + kindList + runsWithRoom))
-            var claimed: [ClaimedJob] = []
-            var runsLeft = runsWithRoom.count
-            while claimed.count < limit, runsLeft > 0, let row = try candidates.next() {
-                let runID: String = row[0]
-                guard let free = room[runID], free > 0 else { continue }
-                room[runID] = free - 1
-                if free == 1 { runsLeft -= 1 }
-                let timeout: Int64? = row[5]
-                claimed.append(
-                    ClaimedJob(
-                        key: JobKey(runID: runID, jobID: row[1]), kind: row[2], input: row[3],
-                        attempt: (row[4] as Int) + 1, dependencyOutputs: [:],
-                        timeout: timeout.map { .nanoseconds($0) },
-                        retry: DurableRetry(
-                            maxAttempts: row[6], initialDelay: .nanoseconds(row[7] as Int64), multiplier: row[8],
-                            maxDelay: .nanoseconds(row[9] as Int64))))
-            }
-            let mark = try db.cachedStatement(
-                sql: """
-                    UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_expiry = ?
-                    WHERE run_id = ? AND id = ?
-                    """)
-            // INDEXED BY: left to itself, SQLite read every dependency of the run through the
-            // primary key's prefix (10 ms a job at 100k jobs).
-            let outputs = try db.cachedStatement(
-                sql: """
-                    SELECT jobs.id, jobs.output FROM dependencies INDEXED BY dependencies_of_job
-                    JOIN jobs ON jobs.run_id = dependencies.run_id AND jobs.id = dependencies.depends_on
-                    WHERE dependencies.run_id = ? AND dependencies.job_id = ?
-                    """)
-            for index in claimed.indices {
-                let key = claimed[index].key
-                try mark.execute(arguments: [worker, expiry, key.runID, key.jobID])
-                for row in try Row.fetchAll(outputs, arguments: [key.runID, key.jobID]) {
-                    let output: Data? = row[1]
-                    claimed[index].dependencyOutputs[row[0]] = output ?? Data()
-                }
-            }
-            return claimed
+        let claim = Claim(worker: worker, kinds: kinds, limit: limit, now: now, leaseExpiry: leaseExpiry)
+        return try await write { db in try Self.claim(claim, db) }
+    }
+
+    public func record(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
+    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
+        try await write { db in
+            let recorded = try outcomes.map { try Self.record($0.outcome, for: $0.job, now: Millis.of(now), db) }
+            let claimed = try claim.map { try Self.claim($0, db) } ?? []
+            return (recorded, claimed)
         }
+    }
+
+    /// Claims jobs (see ``JobStore/claim(worker:kinds:limit:now:leaseExpiry:)``) inside the
+    /// caller's transaction.
+    private static func claim(_ claim: Claim, _ db: Database) throws -> [ClaimedJob] {
+        let (worker, kinds, limit) = (claim.worker, claim.kinds, claim.limit)
+        guard limit > 0, !kinds.isEmpty else { return [] }
+        let now = Millis.of(claim.now)
+        let expiry = Millis.of(claim.leaseExpiry)
+        // A lease that expired belongs to a worker that died (or stalled): its job is due again.
+        try db.cachedStatement(
+            sql: """
+                UPDATE jobs SET state = 'ready', run_at = lease_expiry, lease_owner = NULL, lease_expiry = NULL
+                WHERE state = 'running' AND lease_expiry <= ?
+                """
+        ).execute(arguments: [now])
+        var room: [String: Int] = [:]
+        for row in try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT runs.id, runs.job_limit, (SELECT COUNT(*) FROM jobs
+                        WHERE jobs.run_id = runs.id AND jobs.state = 'running') AS running
+                    FROM runs WHERE state = 'running'
+                    """))
+        {
+            room[row[0]] = (row[1] as Int) - (row[2] as Int)
+        }
+        // Only runs with room: a run at its limit would otherwise make every claim read
+        // all of its ready jobs to take none.
+        let runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
+        guard !runsWithRoom.isEmpty else { return [] }
+        let kindList = kinds.sorted()
+        let kindPlaceholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
+        let runPlaceholders = Array(repeating: "?", count: runsWithRoom.count).joined(separator: ", ")
+        let candidates = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT run_id, id, kind, input, attempts, timeout_ns, max_attempts, initial_delay_ns, multiplier,
+                        max_delay_ns
+                    FROM jobs INDEXED BY jobs_claim
+                    WHERE state = 'ready' AND run_at <= ? AND kind IN (\(kindPlaceholders))
+                        AND run_id IN (\(runPlaceholders))
+                    ORDER BY priority DESC, critical_path DESC, run_at, position
+                    """),
+            arguments: StatementArguments([now] + kindList + runsWithRoom))
+        var claimed: [ClaimedJob] = []
+        var runsLeft = runsWithRoom.count
+        while claimed.count < limit, runsLeft > 0, let row = try candidates.next() {
+            let runID: String = row[0]
+            guard let free = room[runID], free > 0 else { continue }
+            room[runID] = free - 1
+            if free == 1 { runsLeft -= 1 }
+            let timeout: Int64? = row[5]
+            claimed.append(
+                ClaimedJob(
+                    key: JobKey(runID: runID, jobID: row[1]), kind: row[2], input: row[3],
+                    attempt: (row[4] as Int) + 1, dependencyOutputs: [:],
+                    timeout: timeout.map { .nanoseconds($0) },
+                    retry: DurableRetry(
+                        maxAttempts: row[6], initialDelay: .nanoseconds(row[7] as Int64), multiplier: row[8],
+                        maxDelay: .nanoseconds(row[9] as Int64))))
+        }
+        let mark = try db.cachedStatement(
+            sql: """
+                UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_expiry = ?
+                WHERE run_id = ? AND id = ?
+                """)
+        // INDEXED BY: left to itself, SQLite read every dependency of the run through the
+        // primary key's prefix (10 ms a job at 100k jobs).
+        let outputs = try db.cachedStatement(
+            sql: """
+                SELECT jobs.id, jobs.output FROM dependencies INDEXED BY dependencies_of_job
+                JOIN jobs ON jobs.run_id = dependencies.run_id AND jobs.id = dependencies.depends_on
+                WHERE dependencies.run_id = ? AND dependencies.job_id = ?
+                """)
+        for index in claimed.indices {
+            let key = claimed[index].key
+            try mark.execute(arguments: [worker, expiry, key.runID, key.jobID])
+            for row in try Row.fetchAll(outputs, arguments: [key.runID, key.jobID]) {
+                let output: Data? = row[1]
+                claimed[index].dependencyOutputs[row[0]] = output ?? Data()
+            }
+        }
+        return claimed
     }
 
     // MARK: - Recording outcomes
 
-    public func record(_ outcome: JobOutcome, for job: ClaimedJob, now: Date) async throws -> RecordedOutcome {
-        let now = Millis.of(now)
-        return try await write { db in
-            let key = job.key
-            guard
-                let current = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT state, attempts FROM jobs WHERE run_id = ? AND id = ?"),
-                    arguments: [key.runID, key.jobID]),
-                current[0] as String == "running", current[1] as Int == job.attempt
-            else {
-                // Not this attempt's to record: the lease expired and the job was claimed
-                // again, or the run was cancelled.
-                return RecordedOutcome(recorded: false, runEnded: nil)
-            }
-            switch outcome {
-            case .succeeded(let output):
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE jobs SET state = 'succeeded', output = ?, error = NULL, lease_owner = NULL,
-                            lease_expiry = NULL
-                        WHERE run_id = ? AND id = ?
-                        """
-                ).execute(arguments: [output, key.runID, key.jobID])
-                try Self.release(dependentsOf: key, now: now, db)
-            case .failed(let message, let retryAt?):
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE jobs SET state = 'ready', run_at = ?, error = ?, lease_owner = NULL, lease_expiry = NULL
-                        WHERE run_id = ? AND id = ?
-                        """
-                ).execute(arguments: [Millis.of(retryAt), message, key.runID, key.jobID])
-            case .failed(let message, nil):
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE jobs SET state = 'failed', error = ?, lease_owner = NULL, lease_expiry = NULL
-                        WHERE run_id = ? AND id = ?
-                        """
-                ).execute(arguments: [message, key.runID, key.jobID])
-                let failFast =
-                    try Bool.fetchOne(
-                        db.cachedStatement(sql: "SELECT fail_fast FROM runs WHERE id = ?"), arguments: [key.runID])
-                    ?? false
-                if failFast {
-                    try db.cachedStatement(
-                        sql: """
-                            UPDATE jobs SET state = 'cancelled', error = ?, lease_owner = NULL, lease_expiry = NULL
-                            WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
-                            """
-                    ).execute(arguments: ["the run stopped: job '\(key.jobID)' failed", key.runID])
-                } else {
-                    try Self.skip(dependentsOf: key, db)
-                }
-            }
-            return RecordedOutcome(recorded: true, runEnded: try Self.endRunIfDone(key.runID, now: now, db))
+    /// Records one outcome (see ``JobStore/record(_:thenClaim:now:)``) inside the caller's
+    /// transaction.
+    private static func record(
+        _ outcome: JobOutcome, for job: ClaimedJob, now: Int64, _ db: Database
+    ) throws
+        -> RecordedOutcome
+    {
+        let key = job.key
+        guard
+            let current = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT state, attempts FROM jobs WHERE run_id = ? AND id = ?"),
+                arguments: [key.runID, key.jobID]),
+            current[0] as String == "running", current[1] as Int == job.attempt
+        else {
+            // Not this attempt's to record: the lease expired and the job was claimed
+            // again, or the run was cancelled.
+            return RecordedOutcome(recorded: false, runEnded: nil)
         }
+        switch outcome {
+        case .succeeded(let output):
+            try db.cachedStatement(
+                sql: """
+                    UPDATE jobs SET state = 'succeeded', output = ?, error = NULL, lease_owner = NULL,
+                        lease_expiry = NULL
+                    WHERE run_id = ? AND id = ?
+                    """
+            ).execute(arguments: [output, key.runID, key.jobID])
+            try Self.release(dependentsOf: key, now: now, db)
+        case .failed(let message, let retryAt?):
+            try db.cachedStatement(
+                sql: """
+                    UPDATE jobs SET state = 'ready', run_at = ?, error = ?, lease_owner = NULL, lease_expiry = NULL
+                    WHERE run_id = ? AND id = ?
+                    """
+            ).execute(arguments: [Millis.of(retryAt), message, key.runID, key.jobID])
+        case .failed(let message, nil):
+            try db.cachedStatement(
+                sql: """
+                    UPDATE jobs SET state = 'failed', error = ?, lease_owner = NULL, lease_expiry = NULL
+                    WHERE run_id = ? AND id = ?
+                    """
+            ).execute(arguments: [message, key.runID, key.jobID])
+            let failFast =
+                try Bool.fetchOne(
+                    db.cachedStatement(sql: "SELECT fail_fast FROM runs WHERE id = ?"), arguments: [key.runID])
+                ?? false
+            if failFast {
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE jobs SET state = 'cancelled', error = ?, lease_owner = NULL, lease_expiry = NULL
+                        WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
+                        """
+                ).execute(arguments: ["the run stopped: job '\(key.jobID)' failed", key.runID])
+            } else {
+                try Self.skip(dependentsOf: key, db)
+            }
+        }
+        return RecordedOutcome(recorded: true, runEnded: try Self.endRunIfDone(key.runID, now: now, db))
     }
 
     /// Counts one dependency done for each dependent of `key`; those left waiting on none
