@@ -448,4 +448,51 @@ struct DurableQueueTests {
                 error?.message == "the graph cannot run: node \"x\" has cost -1.0; a cost must be finite and 0 or more")
         }
     }
+
+    @Test func aResourceLimitsItsJobsAndAJobWaitingForItHoldsNoOtherBack() async throws {
+        try await withTemporaryStore { file in
+            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+            let gate = AsyncGate(isOpen: false)
+            let running = Locked((now: 0, peakOnAPI: 0, names: [String]()))
+            queue.register(add) { input, context in
+                running.withLock { $0.names.append(context.jobID) }
+                if input.first == 1 {
+                    running.withLock {
+                        $0.now += 1
+                        $0.peakOnAPI = max($0.peakOnAPI, $0.now)
+                    }
+                    try await gate.pass()
+                    running.withLock { $0.now -= 1 }
+                }
+                return input.reduce(0, +)
+            }
+            var graph = DurableGraph()
+            for index in 0..<4 {
+                try graph.add("api-\(index)", add, input: [1], options: .init(priority: 1, resources: ["api"]))
+            }
+            try graph.add("local", add, input: [2])
+            try await queue.submit(graph, runID: "resources", limit: 4, resourceLimits: ["api": 2])
+            let working = Task { try await queue.drain(limit: 4) }
+            // Two api jobs hold the resource; the local job runs beside them, though the two
+            // other api jobs come first by priority.
+            try await waitUntil("two api jobs and the local one started") {
+                running.withLock { $0.names.count == 3 && $0.names.contains("local") }
+            }
+            gate.open()
+            try await withHangGuard { try await working.value }
+            #expect(running.withLock { $0.peakOnAPI } == 2)
+            #expect(try await queue.jobs(of: "resources").allSatisfy { $0.state == .succeeded })
+
+            var unknown = DurableGraph()
+            try unknown.add("x", add, input: [], options: .init(resources: ["db"]))
+            let error = await #expect(throws: DurableError.self) {
+                try await queue.submit(unknown, runID: "no-limit", resourceLimits: ["api": 1])
+            }
+            #expect(error?.message == "job 'x' uses the resource 'db', which has no limit in resourceLimits")
+            let zero = await #expect(throws: DurableError.self) {
+                try await queue.submit(graph, runID: "zero", resourceLimits: ["api": 0])
+            }
+            #expect(zero?.message == "resource 'api': its limit must be at least 1, got 0")
+        }
+    }
 }

@@ -11,7 +11,7 @@ import Orchestra
 /// ```
 ///
 /// Inputs are encoded as JSON when they are added, so what is submitted is exactly what a
-/// restarted process reads back. ``DurableQueue/submit(_:runID:limit:failurePolicy:)`` checks
+/// restarted process reads back. ``DurableQueue/submit(_:runID:limit:resourceLimits:failurePolicy:)`` checks
 /// the graph as `TaskGraph` does (duplicate ids, unknown dependencies, cycles named by their
 /// path) before anything is stored.
 public struct DurableGraph: Sendable {
@@ -61,14 +61,24 @@ public struct DurableGraph: Sendable {
         return JobHandle(id: id)
     }
 
-    /// Checks the graph as `TaskGraph` checks its nodes (and costs), and each job's options;
+    /// Checks the graph as `TaskGraph` checks its nodes (and costs), each job's options, and
+    /// that every resource a job uses has a limit;
     /// returns each job's longest remaining path, the order jobs ready at once start in.
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` naming the job,
     ///   the dependency or the cycle's path.
-    func validate() throws(DurableError) -> [Double] {
+    func validate(resourceLimits: [String: Int] = [:]) throws(DurableError) -> [Double] {
+        for (name, limit) in resourceLimits.sorted(by: { $0.key < $1.key }) where limit < 1 {
+            throw DurableError(
+                code: .invalidGraph, message: "resource '\(name)': its limit must be at least 1, got \(limit)")
+        }
         let graph = TaskGraph()
         for job in jobs {
+            if let unknown = job.options.resources.first(where: { resourceLimits[$0] == nil }) {
+                throw DurableError(
+                    code: .invalidGraph,
+                    message: "job '\(job.id)' uses the resource '\(unknown)', which has no limit in resourceLimits")
+            }
             graph.add(id: job.id, dependsOn: job.dependencies, options: NodeOptions(cost: job.options.cost)) { _ in }
             if job.options.retry.maxAttempts < 1 {
                 throw DurableError(

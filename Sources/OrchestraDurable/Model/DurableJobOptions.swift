@@ -9,6 +9,10 @@ public struct DurableJobOptions: Sendable, Hashable {
     /// remaining path (its cost plus its costliest chain of dependents) runs first, as in
     /// `TaskGraph`; then the order the jobs were added.
     public var cost: Double
+    /// Named resources the job uses while it runs; at most the run's limit for each name run at
+    /// once (``DurableQueue/submit(_:runID:limit:resourceLimits:failurePolicy:)``). A ready job
+    /// whose resource is full waits without holding back other jobs.
+    public var resources: [String]
     /// The time one attempt may take; `nil` for no limit. An attempt past it is cancelled and
     /// counts as failed (and is retried under ``retry``).
     public var timeout: Duration?
@@ -17,11 +21,15 @@ public struct DurableJobOptions: Sendable, Hashable {
     /// `retryable: false`.
     public var retry: DurableRetry
 
-    /// Options with the given values; by default priority 0, cost 1, no time limit and one
-    /// attempt.
-    public init(priority: Int = 0, cost: Double = 1, timeout: Duration? = nil, retry: DurableRetry = .never) {
+    /// Options with the given values; by default priority 0, cost 1, no resource, no time limit
+    /// and one attempt.
+    public init(
+        priority: Int = 0, cost: Double = 1, resources: [String] = [], timeout: Duration? = nil,
+        retry: DurableRetry = .never
+    ) {
         self.priority = priority
         self.cost = cost
+        self.resources = resources
         self.timeout = timeout
         self.retry = retry
     }

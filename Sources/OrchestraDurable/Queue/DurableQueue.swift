@@ -91,6 +91,8 @@ public final class DurableQueue: Sendable {
     ///   - graph: The jobs; checked before anything is stored.
     ///   - runID: The run's id, chosen by the caller.
     ///   - limit: How many of the run's jobs may run at once.
+    ///   - resourceLimits: How many of the run's jobs may use each named resource at once
+    ///     (``DurableJobOptions/resources``).
     ///   - failurePolicy: What a failed job does to the others: skip its dependents, or stop
     ///     the run.
     /// - Returns: `true` if the run was stored now.
@@ -98,15 +100,17 @@ public final class DurableQueue: Sendable {
     ///   ``DurableError/Code/runIDInUse``, or the store's errors.
     @discardableResult
     public func submit(
-        _ graph: DurableGraph, runID: String, limit: Int = 8, failurePolicy: FailurePolicy = .cancelDependents
+        _ graph: DurableGraph, runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
+        failurePolicy: FailurePolicy = .cancelDependents
     ) async throws -> Bool {
         guard limit >= 1 else {
             throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
         }
-        let criticalPaths = try graph.validate()
+        let criticalPaths = try graph.validate(resourceLimits: resourceLimits)
         return try await store.submit(
             DurableSubmission(
-                runID: runID, limit: limit, failurePolicy: failurePolicy, graph: graph, criticalPaths: criticalPaths,
+                runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, graph: graph,
+                criticalPaths: criticalPaths,
                 now: now()))
     }
 

@@ -77,6 +77,8 @@ public struct DurableSubmission: Sendable {
     public var runID: String
     /// How many of its jobs may run at once.
     public var limit: Int
+    /// How many of its jobs may use each named resource at once.
+    public var resourceLimits: [String: Int]
     /// What a failed job does to the others.
     public var failurePolicy: FailurePolicy
     /// Its jobs, checked.
@@ -100,12 +102,14 @@ public struct DurableSubmission: Sendable {
             hash = hash &* 0x100_0000_01b3
         }
         mix(String(limit).utf8)
+        for (name, limit) in resourceLimits.sorted(by: { $0.key < $1.key }) { mix("\(name)=\(limit)".utf8) }
         mix((failurePolicy == .failFast ? "failFast" : "cancelDependents").utf8)
         for job in graph.jobs {
             mix(job.id.utf8)
             mix(job.kind.utf8)
             mix(job.input)
             for dependency in job.dependencies { mix(dependency.utf8) }
+            for resource in job.options.resources { mix(resource.utf8) }
             mix(
                 "\(job.options.priority)/\(job.options.cost)/\(String(describing: job.options.timeout))/\(job.options.retry)"
                     .utf8)

@@ -97,6 +97,18 @@ extension SQLiteJobStore {
                         PRIMARY KEY (run_id, depends_on, job_id)
                     );
                     CREATE INDEX dependencies_of_job ON dependencies (run_id, job_id);
+                    CREATE TABLE run_resources (
+                        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+                        name TEXT NOT NULL,
+                        resource_limit INTEGER NOT NULL,
+                        PRIMARY KEY (run_id, name)
+                    );
+                    CREATE TABLE job_resources (
+                        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+                        job_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        PRIMARY KEY (run_id, job_id, name)
+                    );
                     """)
         }
         return migrator

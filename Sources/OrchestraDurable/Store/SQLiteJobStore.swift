@@ -116,6 +116,15 @@ public final class SQLiteJobStore: JobStore {
                 for dependency in dependencies {
                     try insertDependency.execute(arguments: [run.runID, job.id, dependency])
                 }
+                for resource in Set(job.options.resources) {
+                    try db.cachedStatement(sql: "INSERT INTO job_resources (run_id, job_id, name) VALUES (?, ?, ?)")
+                        .execute(arguments: [run.runID, job.id, resource])
+                }
+            }
+            for (name, limit) in run.resourceLimits {
+                try db.cachedStatement(
+                    sql: "INSERT INTO run_resources (run_id, name, resource_limit) VALUES (?, ?, ?)"
+                ).execute(arguments: [run.runID, name, limit])
             }
             return true
         }
@@ -170,6 +179,30 @@ public final class SQLiteJobStore: JobStore {
         // all of its ready jobs to take none.
         let runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
         guard !runsWithRoom.isEmpty else { return [] }
+        // Each resource's free places, in the runs that have resources: its limit less the
+        // running jobs that use it (read through the running jobs, which are few).
+        var resourceRoom: [String: [String: Int]] = [:]
+        for runID in runsWithRoom {
+            let limits = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT name, resource_limit FROM run_resources WHERE run_id = ?"),
+                arguments: [runID])
+            guard !limits.isEmpty else { continue }
+            var free: [String: Int] = [:]
+            for row in limits { free[row[0]] = row[1] }
+            for row in try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT job_resources.name, COUNT(*) FROM jobs
+                        JOIN job_resources ON job_resources.run_id = jobs.run_id AND job_resources.job_id = jobs.id
+                        WHERE jobs.run_id = ? AND jobs.state = 'running' GROUP BY job_resources.name
+                        """), arguments: [runID])
+            {
+                free[row[0], default: 0] -= row[1] as Int
+            }
+            resourceRoom[runID] = free
+        }
+        let resourcesOfJob = try db.cachedStatement(
+            sql: "SELECT name FROM job_resources WHERE run_id = ? AND job_id = ?")
         let kindList = kinds.sorted()
         let kindPlaceholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
         let runPlaceholders = Array(repeating: "?", count: runsWithRoom.count).joined(separator: ", ")
@@ -189,6 +222,13 @@ public final class SQLiteJobStore: JobStore {
         while claimed.count < limit, runsLeft > 0, let row = try candidates.next() {
             let runID: String = row[0]
             guard let free = room[runID], free > 0 else { continue }
+            if var places = resourceRoom[runID] {
+                // A job whose resource is full waits; the jobs after it are still looked at.
+                let uses = try String.fetchAll(resourcesOfJob, arguments: [runID, row[1] as String])
+                guard uses.allSatisfy({ places[$0, default: 0] > 0 }) else { continue }
+                for name in uses { places[name, default: 0] -= 1 }
+                resourceRoom[runID] = places
+            }
             room[runID] = free - 1
             if free == 1 { runsLeft -= 1 }
             let timeout: Int64? = row[5]
