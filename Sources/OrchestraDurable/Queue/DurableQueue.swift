@@ -144,11 +144,12 @@ public final class DurableQueue: Sendable {
             var ended: [AttemptOutcome] = []
             while true {
                 // One transaction settles the attempts that ended and claims the next jobs.
+                let claimedAt = now()
                 let claim =
                     running < limit
                     ? Claim(
-                        worker: worker, kinds: kinds, limit: limit - running, now: now(),
-                        leaseExpiry: now().addingTimeInterval(Self.seconds(leaseDuration))) : nil
+                        worker: worker, kinds: kinds, limit: limit - running, now: claimedAt,
+                        leaseExpiry: claimedAt.addingTimeInterval(Self.seconds(leaseDuration))) : nil
                 let (recorded, claimed) = try await store.record(ended, thenClaim: claim, now: now())
                 for (attempt, outcome) in zip(ended, recorded) {
                     held.remove(attempt.job.key)
@@ -168,7 +169,9 @@ public final class DurableQueue: Sendable {
                 ended = []
                 // Nothing running, nothing claimable now.
                 guard try await store.hasUnfinishedRuns() else { return }
-                if let due = try await store.nextDueTime(after: now()) {
+                // After the claim's time, not after now: a retry that fell due in between was not
+                // claimed, and must not look like no work at all.
+                if let due = try await store.nextDueTime(after: claimedAt) {
                     try await sleep(due)
                     continue
                 }

@@ -1,0 +1,52 @@
+import OrchestraTestKit
+import Testing
+
+@testable import OrchestraDurable
+
+/// The wait behind a durable worker's inbox and its leases' renewal.
+@Suite("AwaitedState", .timeLimit(.minutes(1)))
+struct AwaitedStateTests {
+    @Test func aWaiterTakesWhatIsThereOrWhatArrivesAndNothingIsLost() async throws {
+        let numbers = AwaitedState([Int]())
+        numbers.update { $0.append(1) }
+        let first = await numbers.wait { state -> [Int]? in
+            defer { state.removeAll() }
+            return state.isEmpty ? nil : state
+        }
+        #expect(first == [1], "there already: taken at once")
+
+        // A waiter parks; 500 updates from other tasks: every value reaches it, none twice.
+        let producers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for value in 2...501 { group.addTask { numbers.update { $0.append(value) } } }
+            }
+        }
+        var seen: [Int] = []
+        while seen.count < 500 {
+            let batch = await numbers.wait { state -> [Int]? in
+                defer { state.removeAll() }
+                return state.isEmpty ? nil : state
+            }
+            seen += try #require(batch)
+        }
+        await producers.value
+        #expect(seen.sorted() == Array(2...501))
+    }
+
+    @Test func aCancelledWaiterReturnsNil() async throws {
+        let nothing = AwaitedState(0)
+        let (parked, parking) = AsyncStream<Void>.makeStream()
+        let waiter = Task {
+            parking.yield()
+            return await nothing.wait { $0 > 0 ? $0 : nil }
+        }
+        for await _ in parked { break }
+        waiter.cancel()
+        #expect(await waiter.value == nil)
+        // An inbox whose loop is cancelled throws CancellationError.
+        let inbox = AttemptInbox()
+        let loop = Task { try await inbox.next() }
+        loop.cancel()
+        await #expect(throws: CancellationError.self) { try await loop.value }
+    }
+}
