@@ -143,13 +143,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             outgoing.headers = headers
             outgoing.body = try Self.fileBody(file, authority: authority)
             return try await streamed(outgoing, authority: authority, progress: progress)
-        case .data(let data):
+        case .data, nil:
+            let body: HTTPClient.Body? =
+                if case .data(let data) = content { .byteBuffer(ByteBuffer(bytes: data)) } else { nil }
             return try await collected(
-                url: url, request.method, headers, body: .byteBuffer(ByteBuffer(bytes: data)), authority: authority,
-                progress: progress)
-        case nil:
-            return try await collected(
-                url: url, request.method, headers, body: nil, authority: authority, progress: progress)
+                url: url, request.method, headers, body: body, authority: authority, progress: progress)
         }
     }
 
@@ -160,27 +158,18 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         url: String, _ method: HTTPRequest.Method, _ headers: HTTPHeaders, body: HTTPClient.Body?,
         authority: String?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        let outgoing: HTTPClient.Request
-        do {
-            outgoing = try HTTPClient.Request(
+        try await Self.mappingErrors(authority: authority) {
+            let outgoing = try HTTPClient.Request(
                 url: url, method: HTTPMethod(rawValue: method.rawValue), headers: headers, body: body)
-        } catch {
-            throw Self.mapped(error, authority: authority)
-        }
-        let collector = ResponseCollector(maximumBodySize: maximumBodySize, authority: authority, progress: progress)
-        let task = client.execute(request: outgoing, delegate: collector, eventLoop: .indifferent, logger: nil)
-        do {
+            let collector = ResponseCollector(
+                maximumBodySize: maximumBodySize, authority: authority, progress: progress)
+            let task = client.execute(request: outgoing, delegate: collector, eventLoop: .indifferent, logger: nil)
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
             } onCancel: {
                 task.cancel()
             }
             return (Self.httpResponse(status: response.head.status, headers: response.head.headers), response.body)
-        } catch let error as HTTPTransportError {
-            throw error
-        } catch {
-            try Task.checkCancellation()
-            throw Self.mapped(error, authority: authority)
         }
     }
 
@@ -189,7 +178,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         _ outgoing: HTTPClientRequest, authority: String?,
         progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        do {
+        try await Self.mappingErrors(authority: authority) {
             let response = try await client.execute(outgoing, timeout: .hours(1))
             var body = ResponseBody(limit: maximumBodySize, authority: authority)
             body.expect(response.headers)
@@ -199,11 +188,21 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             }
             if body.data.isEmpty { progress(0, body.expected) }
             return (Self.httpResponse(status: response.status, headers: response.headers), body.data)
+        }
+    }
+
+    /// Runs `body`, turning the client's errors into `CancellationError` (the task was cancelled)
+    /// or an `HTTPTransportError` naming `authority`; one of ours passes as it is.
+    private static func mappingErrors<T>(
+        authority: String?, _ body: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await body()
         } catch let error as HTTPTransportError {
             throw error
         } catch {
             try Task.checkCancellation()
-            throw Self.mapped(error, authority: authority)
+            throw mapped(error, authority: authority)
         }
     }
 

@@ -24,18 +24,17 @@ enum DurableWorkload {
         return durable
     }
 
-    static func temporaryPath() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-bench-\(UUID()).sqlite").path
-    }
-
-    static func remove(_ path: String) {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-    }
-
-    static func queue(at path: String) throws -> DurableQueue {
+    /// Runs `body` with a queue (the no-op handler registered) over a new store file in the
+    /// temporary folder, removed afterwards.
+    static func withQueue(_ body: (DurableQueue) async throws -> Void) async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-bench-\(UUID()).sqlite")
+            .path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
         let queue = DurableQueue(store: try SQLiteJobStore(path: path))
         queue.register(noOp) { input, _ in input }
-        return queue
+        try await body(queue)
     }
 }
 
@@ -56,27 +55,25 @@ func registerDurableBenchmarks() {
         Benchmark(
             "Durable \(label)/SQLite drain", configuration: configuration,
             closure: { benchmark in
-                let path = DurableWorkload.temporaryPath()
-                defer { DurableWorkload.remove(path) }
-                let queue = try DurableWorkload.queue(at: path)
-                try await queue.submit(try DurableWorkload.graph(graph()), runID: "bench", limit: 8)
-                benchmark.startMeasurement()
-                try await queue.drain(limit: 8)
-                benchmark.stopMeasurement()
-                let state = try await queue.run("bench").state
-                precondition(state == .succeeded, "a durable job did not succeed")
+                try await DurableWorkload.withQueue { queue in
+                    try await queue.submit(try DurableWorkload.graph(graph()), runID: "bench", limit: 8)
+                    benchmark.startMeasurement()
+                    try await queue.drain(limit: 8)
+                    benchmark.stopMeasurement()
+                    let state = try await queue.run("bench").state
+                    precondition(state == .succeeded, "a durable job did not succeed")
+                }
             }, setup: setup)
 
         Benchmark(
             "Durable \(label)/SQLite submit", configuration: configuration,
             closure: { benchmark in
-                let path = DurableWorkload.temporaryPath()
-                defer { DurableWorkload.remove(path) }
-                let queue = try DurableWorkload.queue(at: path)
-                let durable = try DurableWorkload.graph(graph())
-                benchmark.startMeasurement()
-                try await queue.submit(durable, runID: "bench", limit: 8)
-                benchmark.stopMeasurement()
+                try await DurableWorkload.withQueue { queue in
+                    let durable = try DurableWorkload.graph(graph())
+                    benchmark.startMeasurement()
+                    try await queue.submit(durable, runID: "bench", limit: 8)
+                    benchmark.stopMeasurement()
+                }
             }, setup: setup)
     }
 }

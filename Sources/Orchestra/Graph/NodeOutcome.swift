@@ -120,10 +120,7 @@ struct OutcomeRecord: Sendable {
 
     private static func nanoseconds(_ duration: Duration?) -> Int64 {
         guard let duration else { return none }
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? none + 1 : .max }
-        let (sum, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflowAgain ? .max : max(sum, none + 1)
+        // `none` stands for "no duration": a duration as far below zero saturates just above it.
+        return max(duration.saturatingNanoseconds, none + 1)
     }
 }

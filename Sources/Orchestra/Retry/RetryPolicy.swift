@@ -98,23 +98,6 @@ public struct RetryPolicy: Sendable {
     }
 }
 
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-
-    /// `seconds` rounded to whole nanoseconds, so 0.1 × 3 is 300 ms and not 300.000000000000004.
-    /// Saturates at about ±292 years instead of trapping; NaN is zero.
-    static func wholeNanoseconds(_ seconds: Double) -> Duration {
-        let nanoseconds = (seconds * 1e9).rounded()
-        guard !nanoseconds.isNaN else { return .zero }
-        guard abs(nanoseconds) < 9.2e18 else { return .nanoseconds(nanoseconds < 0 ? Int64.min : Int64.max) }
-        return .nanoseconds(Int64(nanoseconds))
-    }
-}
-
 /// `pow` without importing Foundation: exponentiation by squaring for whole exponents, which is
 /// all the backoff needs.
 private func pow(_ base: Double, _ exponent: Double) -> Double {

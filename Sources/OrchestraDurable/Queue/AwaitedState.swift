@@ -16,6 +16,11 @@ final class AwaitedState<State: Sendable>: Sendable {
         storage = Locked(Storage(state: state))
     }
 
+    /// Reads the state, waking nobody.
+    func read<Result: Sendable>(_ body: (State) -> Result) -> Result {
+        storage.withLock { body($0.state) }
+    }
+
     /// Changes the state and wakes the waiter, if one waits, to look again.
     func update<Result: Sendable>(_ change: (inout State) -> Result) -> Result {
         let (result, waiter) = storage.withLock { storage in

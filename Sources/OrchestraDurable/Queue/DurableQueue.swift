@@ -51,17 +51,12 @@ public final class DurableQueue: Sendable {
         self.worker = worker
         self.leaseDuration = leaseDuration
         let start = clock.now
-        now = { wallClockStart.addingTimeInterval(Self.seconds(start.duration(to: clock.now))) }
+        now = { wallClockStart.addingTimeInterval(start.duration(to: clock.now).seconds) }
         sleep = { date in
             let offset = Duration.milliseconds(Int64((date.timeIntervalSince(wallClockStart) * 1000).rounded()))
             try await clock.sleep(until: start.advanced(by: offset), tolerance: nil)
         }
         timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// Runs `handler` for every job of `kind`. Register every kind before ``drain(limit:)``;
@@ -149,7 +144,7 @@ public final class DurableQueue: Sendable {
                     running < limit
                     ? Claim(
                         worker: worker, kinds: kinds, limit: limit - running, now: claimedAt,
-                        leaseExpiry: claimedAt.addingTimeInterval(Self.seconds(leaseDuration))) : nil
+                        leaseExpiry: claimedAt.addingTimeInterval(leaseDuration.seconds)) : nil
                 let (recorded, claimed) = try await store.record(ended, thenClaim: claim, now: now())
                 for (attempt, outcome) in zip(ended, recorded) {
                     held.remove(attempt.job.key)
@@ -200,12 +195,12 @@ public final class DurableQueue: Sendable {
         while !Task.isCancelled {
             await held.waitForOne()
             do {
-                try await sleep(now().addingTimeInterval(Self.seconds(half)))
+                try await sleep(now().addingTimeInterval(half.seconds))
             } catch is CancellationError {
                 return
             }
             try await store.renewLeases(
-                of: held.keys, worker: worker, until: now().addingTimeInterval(Self.seconds(leaseDuration)))
+                of: held.keys, worker: worker, until: now().addingTimeInterval(leaseDuration.seconds))
         }
     }
 
@@ -232,7 +227,7 @@ public final class DurableQueue: Sendable {
             let retryable = (error as? DurableJobFailure)?.retryable ?? true
             let retryAt =
                 retryable && job.attempt < job.retry.maxAttempts
-                ? now().addingTimeInterval(Self.seconds(job.retry.delay(afterAttempt: job.attempt))) : nil
+                ? now().addingTimeInterval(job.retry.delay(afterAttempt: job.attempt).seconds) : nil
             return .failed("\(error)", retryAt: retryAt)
         }
     }
@@ -298,7 +293,7 @@ public final class DurableQueue: Sendable {
     /// returns how many. Runs still going are never removed.
     @discardableResult
     public func removeFinishedRuns(olderThan age: Duration) async throws -> Int {
-        try await store.removeRuns(endedBefore: now().addingTimeInterval(-Self.seconds(age)))
+        try await store.removeRuns(endedBefore: now().addingTimeInterval(-age.seconds))
     }
 
     /// Run `runID` as stored.

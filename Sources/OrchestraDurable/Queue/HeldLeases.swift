@@ -4,7 +4,7 @@ final class HeldLeases: Sendable {
     private let held = AwaitedState(Set<JobKey>())
 
     /// The jobs held now.
-    var keys: [JobKey] { held.update { Array($0) } }
+    var keys: [JobKey] { held.read { Array($0) } }
 
     func insert(_ key: JobKey) {
         held.update { _ = $0.insert(key) }

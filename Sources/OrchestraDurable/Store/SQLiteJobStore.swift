@@ -104,21 +104,23 @@ public final class SQLiteJobStore: JobStore {
                     """)
             let insertDependency = try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
+            let insertResource = try db.cachedStatement(
+                sql: "INSERT INTO job_resources (run_id, job_id, name) VALUES (?, ?, ?)")
             for (position, job) in run.graph.jobs.enumerated() {
                 let dependencies = Set(job.dependencies)
                 let retry = job.options.retry
                 try insertJob.execute(arguments: [
                     run.runID, job.id, position, job.kind, job.input, dependencies.isEmpty ? "ready" : "blocked",
                     dependencies.count, job.options.priority, run.criticalPaths[position],
-                    job.options.timeout.map(Nanos.of),
-                    retry.maxAttempts, Nanos.of(retry.initialDelay), retry.multiplier, Nanos.of(retry.maxDelay), now,
+                    job.options.timeout?.saturatingNanoseconds,
+                    retry.maxAttempts, retry.initialDelay.saturatingNanoseconds, retry.multiplier,
+                    retry.maxDelay.saturatingNanoseconds, now,
                 ])
                 for dependency in dependencies {
                     try insertDependency.execute(arguments: [run.runID, job.id, dependency])
                 }
                 for resource in Set(job.options.resources) {
-                    try db.cachedStatement(sql: "INSERT INTO job_resources (run_id, job_id, name) VALUES (?, ?, ?)")
-                        .execute(arguments: [run.runID, job.id, resource])
+                    try insertResource.execute(arguments: [run.runID, job.id, resource])
                 }
             }
             for (name, limit) in run.resourceLimits {
@@ -204,8 +206,8 @@ public final class SQLiteJobStore: JobStore {
         let resourcesOfJob = try db.cachedStatement(
             sql: "SELECT name FROM job_resources WHERE run_id = ? AND job_id = ?")
         let kindList = kinds.sorted()
-        let kindPlaceholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
-        let runPlaceholders = Array(repeating: "?", count: runsWithRoom.count).joined(separator: ", ")
+        let kindPlaceholders = Self.placeholders(kindList.count)
+        let runPlaceholders = Self.placeholders(runsWithRoom.count)
         let candidates = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
@@ -495,8 +497,7 @@ public final class SQLiteJobStore: JobStore {
     public func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
         let kindList = kinds.sorted()
         return try await read { db in
-            let placeholders = Array(repeating: "?", count: kindList.count).joined(separator: ", ")
-            let filter = kindList.isEmpty ? "" : "AND kind NOT IN (\(placeholders))"
+            let filter = kindList.isEmpty ? "" : "AND kind NOT IN (\(Self.placeholders(kindList.count)))"
             return try Row.fetchOne(
                 db.cachedStatement(
                     sql: "SELECT run_id, id, kind FROM jobs WHERE state = 'ready' \(filter) ORDER BY run_id, position"),
@@ -506,18 +507,15 @@ public final class SQLiteJobStore: JobStore {
     }
 }
 
+extension SQLiteJobStore {
+    /// `?, ?, ?` for a list of `count` values in an `IN (…)`.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+}
+
 /// Milliseconds since 1970, as the store keeps times.
 enum Millis {
     static func of(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
     static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
-}
-
-/// Nanoseconds, as the store keeps durations (saturating).
-enum Nanos {
-    static func of(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow
-            ? (seconds < 0 ? .min : .max) : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
-    }
 }
