@@ -37,9 +37,10 @@ public final class DurableQueue: Sendable {
     /// - Parameters:
     ///   - store: Where runs live.
     ///   - worker: The name its leases carry; unique per process.
-    ///   - leaseDuration: How long a claimed job stays this worker's. A job still running when
-    ///     its lease expires may be claimed by another worker and run twice; choose it longer
-    ///     than a job's longest attempt.
+    ///   - leaseDuration: How long a claim holds a job without news from its worker. The worker
+    ///     renews it every half lease while the job runs, so it expires only when the worker
+    ///     stops (a crash, a process paused); the job may then be claimed by another worker.
+    ///     Choose it longer than a worker may go without running.
     ///   - clock: Measures time (retries, leases); a manual clock in tests.
     ///   - wallClockStart: The date `clock.now` stands for: stored times are dates, so that a
     ///     new process reads them.
