@@ -120,6 +120,9 @@ let package = Package(
             dependencies: [
                 "Orchestra",
                 "OrchestraHTTP",
+                // `--state` files: SQLite through GRDB, in the durable store's file format.
+                "OrchestraDurable",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

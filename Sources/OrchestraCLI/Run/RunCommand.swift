@@ -19,6 +19,14 @@ struct RunCommand: AsyncParsableCommand {
             the command exits 130 (SIGINT) or 143 (SIGTERM). A second Ctrl-C exits at once, \
             without a report.
 
+            With --state FILE the run is resumable: every request's outcome is recorded in FILE \
+            as it ends, and running the same command again sends only what has not succeeded \
+            (captures of the rest are reused). A request that is not safe to send twice (POST, \
+            PATCH without an Idempotency-Key header) and was in flight when a run stopped is \
+            reported as "may have been sent", not sent again, unless its step says \
+            resend_on_resume: true or --resend-uncertain is given. 'orchestra status --state \
+            FILE' shows where the run stands.
+
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
             2 the file or the command line is invalid (nothing is sent), 130 / 143 interrupted by \
             SIGINT / SIGTERM.
@@ -80,8 +88,32 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
     var noColor = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Record every request's outcome in this file (SQLite) as it ends; run again with the same file to send only what has not succeeded.",
+            valueName: "file"))
+    var state: String?
+
+    @Flag(help: "With --state: use a state file written for another version of the workflow file.")
+    var force = false
+
+    @Flag(
+        name: .customLong("resend-uncertain"),
+        help:
+            "With --state: send again the requests an earlier run stopped with in flight that are not safe to send twice (reported as \"may have been sent\" otherwise)."
+    )
+    var resendUncertain = false
+
     func validate() throws {
         guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1, got \(parallel)") }
+        if state == nil {
+            if force { throw ValidationError("--force lets --state use another workflow's state file: give --state") }
+            if resendUncertain { throw ValidationError("--resend-uncertain resumes a --state file: give --state") }
+        } else if state?.isEmpty == true {
+            throw ValidationError("--state needs a file name")
+        } else if options.data != nil {
+            throw ValidationError("--state records one run of the workflow; it does not take a --data run")
+        }
         guard options.data != nil else {
             if parallel != 1 { throw ValidationError("--parallel sets how many --data rows run at once: give --data") }
             return
@@ -105,12 +137,27 @@ struct RunCommand: AsyncParsableCommand {
 
     /// The runner of `workflow` over `transport`, as the options ask: the reports kept, the
     /// `--verbose` log, the `--cookie-jar` jar.
-    private func runner(_ workflow: Workflow, transport: any HTTPTransport, cookieJar: CookieJar?) -> WorkflowRunner {
+    private func runner(
+        _ workflow: Workflow, transport: any HTTPTransport, cookieJar: CookieJar?, state: WorkflowState? = nil
+    ) -> WorkflowRunner {
         WorkflowRunner(
             workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
             keepsItemReports: keepsItemReports,
             observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil,
-            cookieJar: cookieJar)
+            cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain)
+    }
+
+    /// The `--state` file, opened for this run; `nil` without the option.
+    ///
+    /// - Throws: `ExitCode(2)` after saying what is wrong with the file.
+    private func openState(for workflow: Workflow) throws -> WorkflowState? {
+        guard let state else { return nil }
+        do throws(WorkflowStateError) {
+            return try WorkflowState.open(path: state, workflow: workflow, force: force)
+        } catch {
+            Console.standardError.line("orchestra run: error: --state: \(TerminalText.safe(error.description))")
+            throw ExitCode(2)
+        }
     }
 
     /// Whether each `for_each` element's report is kept: the JSON document, the trace and the
@@ -133,6 +180,7 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let cookieJar = try loadCookieJar()
+        let stateFile = try openState(for: workflow)
         let printer = startPrinting(workflow)
         let console = printer.console
         let text = output == .text
@@ -145,7 +193,7 @@ struct RunCommand: AsyncParsableCommand {
         let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
             // Each element of a `for_each` is listed only where it is written out: the JSON
             // document and the trace. The text report needs only the counts.
-            let runner = self.runner(workflow, transport: transport, cookieJar: cookieJar)
+            let runner = self.runner(workflow, transport: transport, cookieJar: cookieJar, state: stateFile)
             // The first signal cancels the run; the runner still returns a report, in which
             // the steps that were in flight are cancelled.
             return try await signals.cancellingOnSignal {
@@ -156,8 +204,16 @@ struct RunCommand: AsyncParsableCommand {
         }
         if text { progress.finish(report) }
         switch output {
-        case .text: printer.summary(of: report)
+        case .text:
+            printer.summary(of: report)
+            if let stateFile { printer.stateLine(stateFile, report: report) }
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
+        }
+        if let failure = stateFile?.failure {
+            Console.standardError.line(
+                "orchestra run: error: --state: \(TerminalText.safe(failure.description)); the outcomes since were not recorded, and a resume sends those requests again"
+            )
+            throw ExitCode(1)
         }
         if let cookieJar, let cookieJarPath {
             do {

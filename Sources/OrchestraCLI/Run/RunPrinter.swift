@@ -19,8 +19,10 @@ struct RunPrinter: Sendable {
         let request = "\(step.method) \(TerminalText.quoted(step.url))"
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
         var attempts = step.attempts > 1 && step.items == nil ? " · \(step.attempts) attempts" : ""
+        if step.recorded { attempts = console.paint(" · recorded by an earlier run, not sent", .dim) }
         if let counts = step.itemCounts {
             attempts = " · \(Format.count(counts.sent, "request")) sent, \(counts.succeeded) succeeded"
+            if counts.recorded > 0 { attempts += " (\(counts.recorded) recorded by an earlier run)" }
         }
         var lines: [String]
         switch step.state {
@@ -164,6 +166,18 @@ struct RunPrinter: Sendable {
         console.line(console.paint(line, report.allSucceeded ? .green : .red))
     }
 
+    /// `state: run.sqlite (run 2) · 4,200 requests recorded by earlier runs were not sent`
+    func stateLine(_ state: WorkflowState, report: WorkflowReport) {
+        let reused = report.steps.reduce(0) { $0 + ($1.itemCounts?.recorded ?? ($1.recorded ? 1 : 0)) }
+        let uncertain = report.steps.reduce(0) { total, step in
+            total + (step.items?.count(where: \.maybeSent) ?? (step.maybeSent ? 1 : 0))
+        }
+        var line = "state: \(TerminalText.quoted(state.path)) (run \(state.run))"
+        if reused > 0 { line += " · \(Format.count(reused, "request")) recorded by earlier runs, not sent again" }
+        if uncertain > 0 { line += " · \(uncertain) may have been sent (--resend-uncertain sends them)" }
+        console.line(console.paint(line, .dim))
+    }
+
     /// The whole run as one JSON document: `{"workflow", "file", "steps": […], "summary": {…}}`.
     static func json(of report: WorkflowReport, file: String) -> JSONValue {
         .object([
@@ -205,6 +219,9 @@ struct RunPrinter: Sendable {
         ]
         var members = fields.map { JSONValue.Member($0.key, $0.value) }
         members.append(JSONValue.Member("assertions", .array(step.assertions.map(json(of:)))))
+        // With --state: reused from the file, or not sent because it may have been.
+        if step.recorded { members.append(JSONValue.Member("recorded", .bool(true))) }
+        if step.maybeSent { members.append(JSONValue.Member("may_have_been_sent", .bool(true))) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
         return .object(members)
     }

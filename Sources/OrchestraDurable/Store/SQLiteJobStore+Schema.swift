@@ -2,49 +2,8 @@ import Foundation
 import GRDB
 
 extension SQLiteJobStore {
-    /// The schema version this build writes and reads.
-    static let schemaVersion = 1
-    /// What the store's `orchestra_store` table says the file is.
-    static let format = "orchestra-durable"
-
-    /// Checks that `db` is an Orchestra store this version can read, or an empty database
-    /// (``migrator`` then creates or migrates its schema).
-    ///
-    /// - Throws: ``DurableError`` with code ``DurableError/Code/foreignDatabase`` for a SQLite
-    ///   database of another program, ``DurableError/Code/schemaFromNewerVersion`` for a store
-    ///   written by a newer Orchestra.
-    static func check(_ db: Database, path: String) throws {
-        if try db.tableExists("orchestra_store") {
-            let format = try String.fetchOne(db, sql: "SELECT value FROM orchestra_store WHERE key = 'format'")
-            guard format == Self.format else {
-                throw DurableError(
-                    code: .foreignDatabase,
-                    message:
-                        "\(path) has an orchestra_store table, but not an Orchestra store's (format \(format ?? "missing"))"
-                )
-            }
-            let version =
-                try String.fetchOne(db, sql: "SELECT value FROM orchestra_store WHERE key = 'schema'")
-                .flatMap { Int($0) } ?? 0
-            guard version <= schemaVersion else {
-                throw DurableError(
-                    code: .schemaFromNewerVersion,
-                    message:
-                        "the store at \(path) has schema version \(version); this version of Orchestra reads up to \(schemaVersion)"
-                )
-            }
-        } else {
-            let tables = try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-            guard tables.isEmpty else {
-                throw DurableError(
-                    code: .foreignDatabase,
-                    message:
-                        "\(path) is a SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", "))), not an Orchestra store"
-                )
-            }
-        }
-    }
+    /// The store's file format: its name and schema version in the `orchestra_store` table.
+    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 1, noun: "store")
 
     /// The versioned migrations, oldest first. Each sets `schema` to its version.
     static var migrator: DatabaseMigrator {
@@ -52,8 +11,7 @@ extension SQLiteJobStore {
         migrator.registerMigration("orchestra-1") { db in
             try db.execute(
                 sql: """
-                    CREATE TABLE orchestra_store (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
-                    INSERT INTO orchestra_store (key, value) VALUES ('format', '\(format)'), ('schema', '1');
+                    \(fileFormat.createMarkerSQL)
                     CREATE TABLE runs (
                         id TEXT PRIMARY KEY NOT NULL,
                         state TEXT NOT NULL,

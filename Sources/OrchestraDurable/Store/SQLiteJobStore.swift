@@ -27,34 +27,12 @@ public final class SQLiteJobStore: JobStore {
     ///   ``DurableError/Code/storeFailed`` if SQLite cannot open it.
     public init(path: String) throws(DurableError) {
         self.path = path
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
-        }
-        do {
-            database = try DatabaseQueue(path: path, configuration: configuration)
-            try database.read { db in try Self.check(db, path: path) }
-            try Self.migrator.migrate(database)
-        } catch {
-            throw Self.mapped(error, path: path)
-        }
+        database = try Self.fileFormat.open(path: path, migrator: Self.migrator)
     }
 
     /// A store error as a ``DurableError`` naming the file.
     static func mapped(_ error: any Error, path: String) -> DurableError {
-        if let error = error as? DurableError { return error }
-        if let error = error as? DatabaseError {
-            if error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT {
-                return DurableError(
-                    code: .notADatabase,
-                    message: "\(path) is not a SQLite database, or it is damaged: \(error.message ?? "\(error)")",
-                    underlying: error)
-            }
-            return DurableError(
-                code: .storeFailed, message: "the store at \(path) failed: \(error.message ?? "\(error)")",
-                underlying: error)
-        }
-        return DurableError(code: .storeFailed, message: "the store at \(path) failed: \(error)", underlying: error)
+        fileFormat.mapped(error, path: path)
     }
 
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

@@ -343,9 +343,16 @@ public final class HTTPCoordinator: Sendable {
 
     /// Safe to send twice: an idempotent method, or any request with an idempotency key.
     static func isIdempotent(_ request: HTTPRequest) -> Bool {
-        switch request.method {
+        isIdempotent(
+            method: request.method, hasIdempotencyKey: request.headerFields[HTTPField.Name("Idempotency-Key")!] != nil)
+    }
+
+    /// Safe to send twice: an idempotent method (GET, HEAD, OPTIONS, PUT, DELETE, TRACE), or
+    /// any request with an idempotency key.
+    package static func isIdempotent(method: HTTPRequest.Method, hasIdempotencyKey: Bool) -> Bool {
+        switch method {
         case .get, .head, .options, .put, .delete, .trace: true
-        default: request.headerFields[HTTPField.Name("Idempotency-Key")!] != nil
+        default: hasIdempotencyKey
         }
     }
 

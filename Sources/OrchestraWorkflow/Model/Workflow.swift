@@ -19,6 +19,9 @@ package struct Workflow: Sendable {
     package var file: String?
     /// `name:`, if given.
     package var name: String?
+    /// The SHA-256 of the file's text, in hex: what `--state` checks to know a state file
+    /// belongs to this workflow. Empty for a workflow not parsed from text.
+    package var digest = ""
     /// `vars:` merged with the overrides given when loading.
     package var variables: [String: String]
     /// The top-level `basic_auth:`: the default of every step that has none of its own (the

@@ -1,3 +1,5 @@
+import OrchestraHTTP
+
 /// One step of a workflow: a request, what it needs, what it captures and what it expects.
 package struct WorkflowStep: Sendable, Hashable {
     /// Unique in the workflow; letters, digits, `_` and `-`.
@@ -21,6 +23,8 @@ package struct WorkflowStep: Sendable, Hashable {
     /// `cookies:` of the step: `false` neither sends nor stores cookies; `nil` follows the
     /// workflow's ``Workflow/usesCookies``.
     package var usesCookies: Bool?
+    /// `resend_on_resume:` of the step; `nil` follows ``isIdempotent``. See ``resendsOnResume``.
+    package var resendOnResume: Bool?
     /// `for_each: "{{STEP.CAPTURE}}"`: the captured JSON array whose elements are each sent as
     /// one request (`{{item}}` and `{{index}}` in the request); `nil` for a single request.
     package var forEach: Template.Reference?
@@ -75,6 +79,19 @@ package struct WorkflowStep: Sendable, Hashable {
         let implicit = implicitNeeds
         return implicit.isEmpty ? needs : needs + implicit
     }
+
+    /// Whether sending the step's request twice does no harm: an idempotent method (GET, HEAD,
+    /// OPTIONS, PUT, DELETE, TRACE) or an `Idempotency-Key` header.
+    package var isIdempotent: Bool {
+        HTTPCoordinator.isIdempotent(
+            method: request.method,
+            hasIdempotencyKey: request.headers.contains { $0.name.lowercased() == "idempotency-key" })
+    }
+
+    /// Whether a request of this step that was in flight when an earlier run with the same
+    /// `--state` stopped is sent again on resume: `resend_on_resume:` if the step says, else
+    /// whether it is idempotent. Otherwise it is reported as "may have been sent", unsent.
+    package var resendsOnResume: Bool { resendOnResume ?? isIdempotent }
 
     /// Whether `status` is what the step expects.
     package func accepts(status: Int) -> Bool {

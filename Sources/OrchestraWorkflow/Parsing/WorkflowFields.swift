@@ -228,6 +228,12 @@ extension WorkflowStep {
                     step.usesCookies = parser.reader.bool(node, step: step.id, field: "cookies")
                     return true
                 }),
+            WorkflowField(
+                "resend_on_resume", references: nil,
+                read: { parser, node, step, _ in
+                    step.resendOnResume = parser.reader.bool(node, step: step.id, field: "resend_on_resume")
+                    return true
+                }),
         ]
 
     /// The names of ``fields``: what the parser accepts in a step.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import OrchestraHTTP
@@ -75,7 +76,7 @@ extension Workflow {
         var parser = WorkflowParser(
             file: file, overrides: variables, environment: environment, directory: directory)
         parser.dataColumns = dataColumns
-        guard let workflow = parser.parse(text), parser.reader.errors.isEmpty else {
+        guard var workflow = parser.parse(text), parser.reader.errors.isEmpty else {
             // A message may quote a URL or a value made from a secret variable.
             let redactor = Redactor(secrets: parser.secretValues)
             throw WorkflowErrors(
@@ -85,6 +86,7 @@ extension Workflow {
                     return error
                 })
         }
+        workflow.digest = SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
         return workflow
     }
 }

@@ -27,13 +27,24 @@ extension StepExecutor {
             throw StepFailure("for_each: \(short: reference) is \(Self.kind(of: list)), not a list")
         }
         let total = elements.count
+        var cursor: StateRecordCursor?
+        if let state {
+            do {
+                try await state.prepareList(step: step.id, count: total, list: list.text)
+            } catch let error as WorkflowStateError {
+                throw StepFailure("--state: \(error)")
+            }
+            cursor = StateRecordCursor(state: state, step: step.id)
+        }
         emit(.progress(step: step.id, finished: 0, total: total))
         var outcome = FanOutOutcome(keepsAll: keepsItemReports, capturing: !step.captures.isEmpty, count: total)
+        var stateFailure: (any Error)?
+        typealias Group = TaskGroup<(Int, Result<[String: JSONValue], any Error>, StepReport?)>
         await withTaskGroup(of: (Int, Result<[String: JSONValue], any Error>, StepReport?).self) { group in
             var next = 0
-            func start(
-                _ index: Int, in group: inout TaskGroup<(Int, Result<[String: JSONValue], any Error>, StepReport?)>
-            ) {
+            var running = 0
+            var finished = 0
+            func start(_ index: Int, in group: inout Group) {
                 var elementValues = values
                 elementValues.item = elements[index]
                 elementValues.index = index
@@ -42,28 +53,57 @@ extension StepExecutor {
                     let result: Result<[String: JSONValue], any Error>
                     do {
                         result = .success(
-                            try await tracked(step, id: id) { try await perform(step, id: id, values: elementValues) })
+                            try await tracked(step, id: id, item: index) {
+                                try await perform(step, id: id, item: index, values: elementValues)
+                            })
                     } catch {
                         result = .failure(error)
                     }
                     return (index, result, records.withLock { $0.removeValue(forKey: id) })
                 }
             }
-            while next < min(window, total) {
-                start(next, in: &group)
-                next += 1
+            /// Starts elements until `window` are running; an element its record settles (reused,
+            /// or "may have been sent") ends at once, unsent.
+            func fill(_ group: inout Group) async {
+                while next < total, running < window, !Task.isCancelled, stateFailure == nil {
+                    let index = next
+                    var decision = StateRecord.Decision.send
+                    if cursor != nil {
+                        do {
+                            decision = self.decision(step, record: try await cursor!.record(at: index))
+                        } catch {
+                            stateFailure = error
+                            return
+                        }
+                    }
+                    next += 1
+                    switch decision {
+                    case .send:
+                        start(index, in: &group)
+                        running += 1
+                        continue
+                    case .reuse(let record):
+                        outcome.record(
+                            index, .success(record.captures),
+                            elementReport(step, index: index, record: record, reused: true))
+                    case .uncertain(let record):
+                        let report = elementReport(step, index: index, record: record, reused: false)
+                        outcome.record(index, .failure(StepFailure(report.error ?? "")), report)
+                    }
+                    finished += 1
+                    emit(.progress(step: step.id, finished: finished, total: total))
+                }
             }
-            var finished = 0
+            await fill(&group)
             for await (index, result, report) in group {
                 outcome.record(index, result, report)
                 finished += 1
+                running -= 1
                 emit(.progress(step: step.id, finished: finished, total: total))
-                if next < total, !Task.isCancelled {
-                    start(next, in: &group)
-                    next += 1
-                }
+                await fill(&group)
             }
-            // Cancelled before every element started: the rest are cancelled unsent.
+            // Cancelled (or the state file failed) before every element started: the rest are
+            // cancelled unsent.
             while next < total {
                 outcome.record(
                     next, .failure(CancellationError()),
@@ -80,6 +120,9 @@ extension StepExecutor {
             records[step.id]?.itemCounts = outcome.counts
             records[step.id]?.attempts = outcome.attempts
             records[step.id]?.firstSent = outcome.firstSent
+        }
+        if let stateFailure {
+            throw StepFailure("--state: \(stateFailure); the elements not started were cancelled")
         }
         // Cancelled while elements were in flight: the step is cancelled. Cancelled only after
         // every element had ended, it reports what the elements did.

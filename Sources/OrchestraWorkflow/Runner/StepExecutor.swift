@@ -23,6 +23,11 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let clock: C
     let start: C.Instant
     let records: Locked<[String: StepReport]>
+    /// The `--state` file: requests it records as succeeded are not sent again, and every
+    /// request's outcome is recorded in it. `nil` for a run kept in memory only.
+    let state: WorkflowState?
+    /// `--resend-uncertain`: send again the requests an earlier run may have sent.
+    let resendsUncertain: Bool
     /// Where a step says it started, and a `for_each` step how far it is.
     let emit: @Sendable (WorkflowEvent) -> Void
 
@@ -37,7 +42,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     ///   is cancelled (or stops at another step's failure).
     func run(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
         emit(.started(step: step.id))
-        return try await tracked(step, id: step.id) {
+        return try await tracked(step, id: step.id, item: step.forEach == nil ? -1 : nil) {
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             values.cookieJar = step.usesCookies ?? workflow.usesCookies ? cookies : nil
             values.data = row
@@ -45,14 +50,25 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
             }
             if let reference = step.forEach { return try await fanOut(step, over: reference, values: values) }
-            return try await perform(step, id: step.id, values: values)
+            if let state {
+                let record: StateRecord?
+                do {
+                    record = try await state.record(step: step.id)
+                } catch let error as WorkflowStateError {
+                    throw StepFailure("--state: \(error)")
+                }
+                if let captures = try resume(step, id: step.id, record: record) { return captures }
+            }
+            return try await perform(step, id: step.id, item: -1, values: values)
         }
     }
 
     /// Runs `body` as the report `id` (a step, or an element `step[3]`): created when it
-    /// starts, marked succeeded, failed or cancelled when it ends.
+    /// starts, marked succeeded, failed or cancelled when it ends; with a `--state` file, the
+    /// outcome of request `item` (-1 for the step's own, `nil` for a `for_each` step) is
+    /// recorded.
     func tracked(
-        _ step: WorkflowStep, id: String, _ body: () async throws -> [String: JSONValue]
+        _ step: WorkflowStep, id: String, item: Int?, _ body: () async throws -> [String: JSONValue]
     ) async throws -> [String: JSONValue] {
         let isFanOut = id == step.id && step.forEach != nil
         // A for_each step has no single URL: its report shows the template, variables filled in.
@@ -72,6 +88,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 report.ended = report.ended ?? ended
                 report.captures = step.captures.map { JSONValue.Member($0.name, captures[$0.name]!) }
             }
+            if let item { recordOutcome(step, id: id, item: item, captures: captures) }
             return captures
         } catch {
             let ended = elapsed()
@@ -84,6 +101,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                     report.error = "\(error)"
                 }
             }
+            if let item { recordOutcome(step, id: id, item: item, captures: nil) }
             throw error
         }
     }
@@ -94,14 +112,25 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         }
     }
 
-    /// Sends the request of `step` (or of one of its elements, reported as `id`) with
-    /// `values`, checks the status and reads the captures.
-    func perform(_ step: WorkflowStep, id: String, values: TemplateValues) async throws -> [String: JSONValue] {
+    /// Sends the request of `step` (or of one of its elements, reported as `id`, whose index
+    /// is `item`) with `values`, checks the status and reads the captures. With a `--state`
+    /// file, a request that is not safe to send twice is recorded as being sent first.
+    func perform(
+        _ step: WorkflowStep, id: String, item: Int, values: TemplateValues
+    ) async throws -> [String: JSONValue] {
         var rendered = try RenderedRequest(step.request, values: values, basicAuth: workflow.basicAuth)
         if let userAgent, rendered.request.headerFields[.userAgent] == nil {
             rendered.request.headerFields[.userAgent] = userAgent
         }
         update(id) { $0.url = rendered.url }
+        if let state, !step.resendsOnResume {
+            do {
+                try await state.intent(step: step.id, item: item, url: rendered.url)
+            } catch let error as WorkflowStateError {
+                throw StepFailure("--state: \(error); not sent")
+            }
+            update(id) { $0.intentRecorded = true }
+        }
         let context = ExchangeContext(label: id, cookies: values.cookieJar)
         let result = try await ExchangeContext.$current.withValue(context) {
             try await send(rendered, for: step, id: id)

@@ -11,12 +11,15 @@ package struct StepReport: Sendable, Hashable {
         package var succeeded = 0
         package var failed = 0
         package var cancelled = 0
+        /// Elements not sent because the `--state` file records them as succeeded.
+        package var recorded = 0
 
         package init() {}
 
         mutating func add(_ item: StepReport) {
             total += 1
             if item.attempts > 0 { sent += 1 }
+            if item.recorded { recorded += 1 }
             switch item.state {
             case .succeeded: succeeded += 1
             case .failed: failed += 1
@@ -75,6 +78,14 @@ package struct StepReport: Sendable, Hashable {
     package var items: [StepReport]?
     /// For a `for_each` step whose list was read: how its elements ended.
     package var itemCounts: ItemCounts?
+    /// Whether the step (or element) was not sent because the `--state` file records it as
+    /// succeeded in an earlier run: its status, URL and captures are the recorded ones.
+    package var recorded = false
+    /// Whether it failed as "may have been sent": an earlier run with the `--state` file
+    /// stopped while it was in flight, and it is not safe to send twice.
+    package var maybeSent = false
+    /// Whether its "sending" record was committed to the `--state` file before it was sent.
+    var intentRecorded = false
 
     package init(
         id: String, state: State, method: String, url: String, status: Int? = nil, attempts: Int = 0,

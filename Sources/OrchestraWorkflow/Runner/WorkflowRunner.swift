@@ -36,6 +36,8 @@ package struct WorkflowRunner: Sendable {
     private let keepsItemReports: Bool
     private let observer: (@Sendable (HTTPExchange) -> Void)?
     private let cookieJar: CookieJar?
+    private let state: WorkflowState?
+    private let resendsUncertain: Bool
 
     /// - Parameters:
     ///   - workflow: A workflow from ``Workflow/load(contentsOf:name:variables:)``.
@@ -52,12 +54,22 @@ package struct WorkflowRunner: Sendable {
     ///     redacted (`--verbose` redacts with ``Workflow/redactor``).
     ///   - cookieJar: The jar the steps share (`--cookie-jar` loads one); a new one by default.
     ///     Unused when the workflow says `cookies: false`.
+    ///   - state: The `--state` file (``WorkflowState/open(path:workflow:force:)``) of a
+    ///     resumable run: a request it records as succeeded is not sent again (its captures are
+    ///     reused), every request's outcome is recorded as it ends, and a request that is not
+    ///     safe to send twice is recorded as being sent before it goes out. Only for
+    ///     ``run(clock:onEvent:)``.
+    ///   - resendsUncertain: Whether a request an earlier run stopped with in flight, and that is
+    ///     not safe to send twice, is sent again (`--resend-uncertain`) rather than reported as
+    ///     "may have been sent".
     package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
         keepsItemReports: Bool = true, observer: (@Sendable (HTTPExchange) -> Void)? = nil,
-        cookieJar: CookieJar? = nil
+        cookieJar: CookieJar? = nil, state: WorkflowState? = nil, resendsUncertain: Bool = false
     ) {
         self.cookieJar = cookieJar
+        self.state = state
+        self.resendsUncertain = resendsUncertain
         self.workflow = workflow
         self.transport = transport
         self.userAgent = userAgent
@@ -76,7 +88,19 @@ package struct WorkflowRunner: Sendable {
         clock: C = ContinuousClock(), onEvent: @escaping @Sendable (WorkflowEvent) -> Void = { _ in }
     ) async -> WorkflowReport where C.Duration == Duration {
         let shared = Shared(self, clock: clock)
-        var report = await runOnce(shared, row: [:], cookies: cookieJar ?? CookieJar(), clock: clock, onEvent: onEvent)
+        var report: WorkflowReport
+        if let state {
+            // The state file's writer runs beside the steps and writes what they queued, even
+            // after a cancellation, before `run` returns.
+            async let writer: Void = state.runWriter()
+            report = await runOnce(
+                shared, row: [:], cookies: cookieJar ?? CookieJar(), state: state, clock: clock, onEvent: onEvent)
+            state.finish()
+            await writer
+        } else {
+            report = await runOnce(
+                shared, row: [:], cookies: cookieJar ?? CookieJar(), state: nil, clock: clock, onEvent: onEvent)
+        }
         report.logins = shared.authenticator?.logins ?? 0
         report.refreshes = shared.authenticator?.refreshes ?? 0
         return report
@@ -100,6 +124,7 @@ package struct WorkflowRunner: Sendable {
         onRow: @escaping @Sendable (DataRunReport.Row) -> Void = { _ in }
     ) async -> DataRunReport where C.Duration == Duration {
         precondition(parallel >= 1, "WorkflowRunner: parallel must be at least 1, got \(parallel)")
+        precondition(state == nil, "WorkflowRunner: a --state file records one run, not a run per data row")
         let shared = Shared(self, clock: clock)
         let start = clock.now
         let template = cookieJar?.cookies ?? []
@@ -114,7 +139,7 @@ package struct WorkflowRunner: Sendable {
                     let jar = CookieJar()
                     for cookie in template { jar.add(cookie) }
                     let report = await runOnce(
-                        shared, row: rows[index], cookies: jar, clock: clock, onEvent: { _ in })
+                        shared, row: rows[index], cookies: jar, state: nil, clock: clock, onEvent: { _ in })
                     return DataRunReport.Row(index: index, data: rows[index], started: started, report: report)
                 }
             }
@@ -179,7 +204,7 @@ package struct WorkflowRunner: Sendable {
 
     /// One run of the steps, with `row`'s values for `{{data.…}}` and the cookie jar `cookies`.
     private func runOnce<C: Clock>(
-        _ shared: Shared, row: [String: String], cookies: CookieJar, clock: C,
+        _ shared: Shared, row: [String: String], cookies: CookieJar, state: WorkflowState?, clock: C,
         onEvent: @escaping @Sendable (WorkflowEvent) -> Void
     ) async -> WorkflowReport where C.Duration == Duration {
         // Events come from the graph's loop and from every for_each step; one task hands them
@@ -191,7 +216,8 @@ package struct WorkflowRunner: Sendable {
         let executor = StepExecutor(
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
-            start: start, records: Locked([:]), emit: { eventSink.yield($0) }
+            start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
+            emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
         for step in workflow.steps {

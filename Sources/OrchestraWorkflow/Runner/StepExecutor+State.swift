@@ -1,0 +1,108 @@
+extension StepExecutor {
+    /// What a run with a `--state` file does with the request of `step` reported as `id`
+    /// whose record is `record`: `nil` to send it; its recorded captures if it succeeded in an
+    /// earlier run (the report says it was reused).
+    ///
+    /// - Throws: ``StepFailure`` "may have been sent" for a request an earlier run stopped with
+    ///   in flight, when it is not safe to send twice.
+    func resume(_ step: WorkflowStep, id: String, record: StateRecord?) throws -> [String: JSONValue]? {
+        switch decision(step, record: record) {
+        case .send:
+            return nil
+        case .reuse(let record):
+            update(id) { $0.reuse(record) }
+            return record.captures
+        case .uncertain(let record):
+            update(id) { report in
+                report.url = record.url
+                report.maybeSent = true
+            }
+            throw StepFailure(StateRecord.uncertainMessage(method: step.request.method.rawValue, run: record.run))
+        }
+    }
+
+    /// The decision for `step`'s request with `record`. A succeeded record without every
+    /// capture the step now declares (a file changed under `--force`) is sent again.
+    func decision(_ step: WorkflowStep, record: StateRecord?) -> StateRecord.Decision {
+        let decision = StateRecord.decision(for: record, resends: step.resendsOnResume || resendsUncertain)
+        if case .reuse(let record) = decision, !step.captures.allSatisfy({ record.captures[$0.name] != nil }) {
+            return .send
+        }
+        return decision
+    }
+
+    /// Queues the outcome of request `item` of `step` (reported as `id`) in the `--state`
+    /// file: succeeded with `captures`, or failed. A request reused or reported "may have been
+    /// sent" keeps its record; a cancelled one keeps its "sending" record only if it was sent.
+    func recordOutcome(_ step: WorkflowStep, id: String, item: Int, captures: [String: JSONValue]?) {
+        guard let state, let report = records.withLock({ $0[id] }), !report.recorded, !report.maybeSent else {
+            return
+        }
+        var record = StateRecord(
+            state: .failed, status: report.status, attempts: report.attempts, url: report.url, error: report.error,
+            run: state.run)
+        if let captures {
+            record.state = .succeeded
+            record.captures = captures
+        } else if report.state == .cancelled {
+            // Sent, or about to be: its "sending" record stays. Never sent: nothing to keep.
+            guard report.intentRecorded, report.attempts == 0 else { return }
+            record.error = "cancelled before it was sent"
+        }
+        state.record(step: step.id, item: item, record)
+    }
+
+    /// The report of element `index` of `step` that is not sent because of its record: reused,
+    /// or "may have been sent".
+    func elementReport(_ step: WorkflowStep, index: Int, record: StateRecord, reused: Bool) -> StepReport {
+        var report = StepReport(
+            id: "\(step.id)[\(index)]", state: .failed, method: step.request.method.rawValue, url: record.url)
+        if reused {
+            report.reuse(record)
+            report.captures = step.captures.map { JSONValue.Member($0.name, record.captures[$0.name] ?? .null) }
+        } else {
+            report.maybeSent = true
+            report.error = StateRecord.uncertainMessage(method: step.request.method.rawValue, run: record.run)
+        }
+        return report
+    }
+}
+
+extension StepReport {
+    /// Marks a report as reused from `record`: succeeded in an earlier run, not sent by this one.
+    mutating func reuse(_ record: StateRecord) {
+        state = .succeeded
+        recorded = true
+        url = record.url
+        status = record.status
+        attempts = 0
+    }
+}
+
+/// Reads the records of a `for_each` step's elements in index order, a page at a time, so
+/// that memory stays flat however long the list.
+struct StateRecordCursor {
+    let state: WorkflowState
+    let step: String
+    private var page: [(item: Int, record: StateRecord)] = []
+    private var position = 0
+    private var exhausted = false
+    static let pageSize = 512
+
+    init(state: WorkflowState, step: String) {
+        self.state = state
+        self.step = step
+    }
+
+    /// The record of element `index`; indexes must be asked in increasing order.
+    mutating func record(at index: Int) async throws -> StateRecord? {
+        while true {
+            while position < page.count, page[position].item < index { position += 1 }
+            if position < page.count { return page[position].item == index ? page[position].record : nil }
+            if exhausted { return nil }
+            page = try await state.records(step: step, from: index, limit: Self.pageSize)
+            position = 0
+            exhausted = page.count < Self.pageSize
+        }
+    }
+}

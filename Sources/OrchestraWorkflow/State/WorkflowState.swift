@@ -1,0 +1,373 @@
+import Crypto
+import Foundation
+import GRDB
+import Orchestra
+import OrchestraDurable
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `--state` file of a workflow run: a SQLite file (WAL) that records every request as it
+/// ends, so that running the same workflow again with the same file sends only what has not
+/// succeeded yet.
+///
+/// Writes are grouped: ``record(step:item:_:)`` queues a record and returns at once, and one
+/// writer (``runWriter()``) commits everything queued in one transaction, then the next batch.
+/// A request that is not safe to send twice waits in ``intent(step:item:url:)`` until its
+/// "sending" record is committed, so that a later run knows it may have been sent. A record
+/// lost in a kill is at worst a request sent again that is safe to send again.
+///
+/// One process at a time: the file is locked (`flock`) while it is open, and released when the
+/// process ends, however it ends.
+package final class WorkflowState: Sendable {
+    /// The file, for messages.
+    package let path: String
+    /// This run's number: 1 for the first run with the file, 2 for the first resume…
+    package let run: Int
+    private let database: DatabaseQueue
+    private let lockDescriptor: Int32
+    private let writer = Locked(WriterState())
+
+    private init(path: String, run: Int, database: DatabaseQueue, lockDescriptor: Int32) {
+        self.path = path
+        self.run = run
+        self.database = database
+        self.lockDescriptor = lockDescriptor
+    }
+
+    deinit {
+        close(lockDescriptor)
+    }
+
+    /// Opens (or creates) the state file at `path` for a run of `workflow`.
+    ///
+    /// - Parameter force: Use a file written by a run of another version of the workflow file
+    ///   anyway: records are reused by step id and element index (a `for_each` step whose list
+    ///   changed starts its elements over).
+    /// - Throws: ``WorkflowStateError``: not a state file, another program's database, a newer
+    ///   schema, another workflow's file (unless `force`), in use by another process.
+    package static func open(
+        path: String, workflow: Workflow, force: Bool
+    ) throws(WorkflowStateError)
+        -> WorkflowState
+    {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw WorkflowStateError(.storeFailed, "\(path) is a directory, not a state file")
+        }
+        let database: DatabaseQueue
+        do {
+            database = try fileFormat.open(path: path, migrator: migrator)
+        } catch {
+            throw WorkflowStateError(error)
+        }
+        let descriptor = Foundation.open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw WorkflowStateError(.storeFailed, "\(path) cannot be opened: \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw WorkflowStateError(
+                .inUse, "\(path) is in use by another orchestra process: one run at a time may use a state file")
+        }
+        do {
+            let run = try database.write { db in try begin(workflow, force: force, path: path, db) }
+            return WorkflowState(path: path, run: run, database: database, lockDescriptor: descriptor)
+        } catch {
+            close(descriptor)
+            if let error = error as? WorkflowStateError { throw error }
+            throw WorkflowStateError(fileFormat.mapped(error, path: path))
+        }
+    }
+
+    /// Checks the file belongs to `workflow` (or `force`), counts the run and stores the steps.
+    private static func begin(_ workflow: Workflow, force: Bool, path: String, _ db: Database) throws -> Int {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let file = workflow.file ?? ""
+        var run = 1
+        if let row = try Row.fetchOne(db, sql: "SELECT file, digest, runs FROM workflow WHERE id = 1") {
+            let digest: String = row["digest"]
+            if digest != workflow.digest, !force {
+                let recorded: String = row["file"]
+                throw WorkflowStateError(
+                    .differentWorkflow,
+                    "\(path) records a run of another workflow file (\(recorded), sha256 \(digest.prefix(12))…; this one is \(workflow.digest.prefix(12))…): resume with the file it recorded, use another --state file, or give --force to reuse its records by step id"
+                )
+            }
+            run = (row["runs"] as Int) + 1
+            try db.execute(
+                sql: "UPDATE workflow SET name = ?, file = ?, digest = ?, updated = ?, runs = ? WHERE id = 1",
+                arguments: [workflow.name, file, workflow.digest, now, run])
+        } else {
+            try db.execute(
+                sql:
+                    "INSERT INTO workflow (id, name, file, digest, created, updated, runs) VALUES (1, ?, ?, ?, ?, ?, 1)",
+                arguments: [workflow.name, file, workflow.digest, now, now])
+        }
+        // The steps as the file has them now; records of steps it no longer has, or whose
+        // kind changed (a request, a for_each), are dropped.
+        let current = Dictionary(workflow.steps.map { ($0.id, $0.forEach != nil) }, uniquingKeysWith: { a, _ in a })
+        for row in try Row.fetchAll(db, sql: "SELECT id, for_each FROM steps") {
+            let id: String = row["id"]
+            let forEach: Bool = row["for_each"]
+            if current[id] != forEach {
+                try db.execute(sql: "DELETE FROM records WHERE step = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM steps WHERE id = ?", arguments: [id])
+            }
+        }
+        let upsert = try db.makeStatement(
+            sql: """
+                INSERT INTO steps (id, position, for_each) VALUES (?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET position = excluded.position
+                """)
+        for (position, step) in workflow.steps.enumerated() {
+            try upsert.execute(arguments: [step.id, position, step.forEach != nil])
+        }
+        return run
+    }
+
+    // MARK: - Reading
+
+    /// The record of step `step`'s own request (not a `for_each` step's).
+    package func record(step: String) async throws -> StateRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db.cachedStatement(sql: "\(Self.selectRecord) WHERE step = ? AND item = -1"), arguments: [step]
+            ).map(Self.record(of:))
+        }
+    }
+
+    /// The records of `for_each` step `step`'s elements from index `from` on, in index order,
+    /// at most `limit` of them.
+    package func records(step: String, from: Int, limit: Int) async throws -> [(item: Int, record: StateRecord)] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(sql: "\(Self.selectRecord) WHERE step = ? AND item >= ? ORDER BY item LIMIT ?"),
+                arguments: [step, from, limit]
+            ).map { ($0["item"], Self.record(of: $0)) }
+        }
+    }
+
+    /// Records that `for_each` step `step` read a list of `count` elements whose JSON text is
+    /// `list`; if the file held a different list for the step, its element records are dropped
+    /// (their indexes would name other elements). Returns once committed.
+    package func prepareList(step: String, count: Int, list: String) async throws {
+        let digest = SHA256.hash(data: Data(list.utf8)).map { String(format: "%02x", $0) }.joined()
+        try await enqueue(.list(step: step, count: count, digest: digest))
+    }
+
+    private static let selectRecord =
+        "SELECT item, state, status, attempts, url, error, captures, run FROM records"
+
+    private static func record(of row: Row) -> StateRecord {
+        var captures: [String: JSONValue] = [:]
+        if let text: String = row["captures"], case .object(let members)? = try? JSONValue(parsing: Data(text.utf8)) {
+            for member in members { captures[member.key] = member.value }
+        }
+        return StateRecord(
+            state: StateRecord.State(rawValue: row["state"]) ?? .failed, status: row["status"],
+            attempts: row["attempts"], url: row["url"], error: row["error"], captures: captures, run: row["run"])
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await database.read(body)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw WorkflowStateError(Self.fileFormat.mapped(error, path: path))
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Records that `step`'s request (`item` -1) or element `item` is about to be sent to
+    /// `url`, and returns once that is committed: a run that finds the record later knows the
+    /// request may have been sent.
+    ///
+    /// Not cancellable: it waits for the commit under way (the writer never waits for anything
+    /// else).
+    package func intent(step: String, item: Int, url: String) async throws {
+        try await enqueue(
+            .record(step: step, item: item, StateRecord(state: .sending, url: url, run: run)))
+    }
+
+    /// Queues `record` as the record of `step`'s request (`item` -1) or of element `item`;
+    /// written with the next batch. Does nothing once writing has failed (``finish()`` reports
+    /// it).
+    package func record(step: String, item: Int, _ record: StateRecord) {
+        let wake = writer.withLock { $0.append(.record(step: step, item: item, record)) }
+        wake?.resume()
+    }
+
+    /// Queues `write` and returns once it is committed.
+    private func enqueue(_ write: Write) async throws {
+        let failure = await withCheckedContinuation { (continuation: Waiter) in
+            let (wake, failure) = writer.withLock { state -> (CheckedContinuation<Void, Never>?, WorkflowStateError?) in
+                if let failure = state.failure { return (nil, failure) }
+                let wake = state.append(write)
+                state.waiters.append((state.enqueued, continuation))
+                return (wake, nil)
+            }
+            if let failure { continuation.resume(returning: failure) }
+            wake?.resume()
+        }
+        if let failure { throw failure }
+    }
+
+    /// A task waiting for its write's commit; resumed with the failure if writing failed.
+    typealias Waiter = CheckedContinuation<WorkflowStateError?, Never>
+
+    /// Commits what is queued, batch after batch, until ``finish()`` has been called and the
+    /// queue is empty. Run it beside the run (a child task); it ignores cancellation, so that
+    /// what a cancelled run did is still written.
+    package func runWriter() async {
+        while let (writes, upTo) = await nextBatch() {
+            let run = self.run
+            let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
+                database.asyncWrite({ db in try Self.apply(writes, run: run, db) }) { _, result in
+                    continuation.resume(returning: result)
+                }
+            }
+            let waiters: [(Int, Waiter)]
+            let failure: WorkflowStateError?
+            switch result {
+            case .success:
+                failure = nil
+                waiters = writer.withLock { $0.committed(upTo: upTo) }
+            case .failure(let error):
+                let mapped = WorkflowStateError(Self.fileFormat.mapped(error, path: path))
+                failure = mapped
+                waiters = writer.withLock { $0.failed(mapped) }
+            }
+            for (_, waiter) in waiters { waiter.resume(returning: failure) }
+        }
+    }
+
+    /// Tells the writer to stop once everything queued is written; await ``runWriter()`` after.
+    package func finish() {
+        let wake = writer.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.finishing = true
+            defer { state.wake = nil }
+            return state.wake
+        }
+        wake?.resume()
+    }
+
+    /// Why writing failed, if it did: records queued since were not written.
+    package var failure: WorkflowStateError? {
+        writer.withLock { $0.failure }
+    }
+
+    /// The next writes and the number of the last, or `nil` when finished and empty.
+    private func nextBatch() async -> ([Write], Int)? {
+        while true {
+            let batch = writer.withLock { $0.take() }
+            switch batch {
+            case .writes(let writes, let upTo): return (writes, upTo)
+            case .done: return nil
+            case .wait:
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = writer.withLock { state -> Bool in
+                        guard state.pending.isEmpty, !state.finishing else { return true }
+                        state.wake = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+        }
+    }
+
+    private static func apply(_ writes: [Write], run: Int, _ db: Database) throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for write in writes {
+            switch write {
+            case .record(let step, let item, let record):
+                let captures: String? =
+                    record.captures.isEmpty
+                    ? nil
+                    : JSONValue.object(
+                        record.captures.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, $0.value) }
+                    ).text
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO records (step, item, state, status, attempts, url, error, captures, run, updated)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """
+                ).execute(arguments: [
+                    step, item, record.state.rawValue, record.status, record.attempts, record.url, record.error,
+                    captures, run, now,
+                ])
+            case .list(let step, let count, let digest):
+                let recorded = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT list_digest FROM steps WHERE id = ?"), arguments: [step])
+                if let recorded, recorded != digest {
+                    try db.execute(sql: "DELETE FROM records WHERE step = ?", arguments: [step])
+                }
+                try db.cachedStatement(sql: "UPDATE steps SET total = ?, list_digest = ? WHERE id = ?")
+                    .execute(arguments: [count, digest, step])
+            }
+        }
+        try db.cachedStatement(sql: "UPDATE workflow SET updated = ? WHERE id = 1").execute(arguments: [now])
+    }
+
+    /// One change the writer makes.
+    enum Write: Sendable {
+        case record(step: String, item: Int, StateRecord)
+        case list(step: String, count: Int, digest: String)
+    }
+
+    /// The writer's queue: what is waiting to be written, who waits for a commit, and the
+    /// writer itself when it has nothing to do.
+    struct WriterState {
+        var pending: [Write] = []
+        /// Writes queued so far; a waiter waits for the commit of the write with its number.
+        var enqueued = 0
+        var waiters: [(Int, Waiter)] = []
+        var wake: CheckedContinuation<Void, Never>?
+        var finishing = false
+        var failure: WorkflowStateError?
+
+        enum Batch {
+            case writes([Write], upTo: Int)
+            case wait
+            case done
+        }
+
+        /// Queues `write` (dropped after a failure); returns the writer to wake, if it waits.
+        mutating func append(_ write: Write) -> CheckedContinuation<Void, Never>? {
+            guard failure == nil else { return nil }
+            pending.append(write)
+            enqueued += 1
+            defer { wake = nil }
+            return wake
+        }
+
+        mutating func take() -> Batch {
+            if !pending.isEmpty {
+                defer { pending.removeAll(keepingCapacity: true) }
+                return .writes(pending, upTo: enqueued)
+            }
+            return finishing ? .done : .wait
+        }
+
+        /// The waiters whose writes are committed, removed.
+        mutating func committed(upTo: Int) -> [(Int, Waiter)] {
+            let done = waiters.filter { $0.0 <= upTo }
+            waiters.removeAll { $0.0 <= upTo }
+            return done
+        }
+
+        /// Every waiter, removed; later writes are dropped.
+        mutating func failed(_ error: WorkflowStateError) -> [(Int, Waiter)] {
+            failure = failure ?? error
+            pending.removeAll()
+            defer { waiters.removeAll() }
+            return waiters
+        }
+    }
+}

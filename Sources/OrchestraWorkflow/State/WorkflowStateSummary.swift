@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+
+/// Where a resumable run stands, read from its `--state` file (`orchestra status`): per step,
+/// how many of its requests succeeded, failed, may have been sent, or are still to be sent.
+package struct WorkflowStateSummary: Sendable {
+    /// One step of the workflow, in file order.
+    package struct Step: Sendable, Hashable {
+        package var id: String
+        /// Whether it is a `for_each` step.
+        package var forEach: Bool
+        /// For a `for_each` step whose list was read: its length.
+        package var total: Int?
+        package var succeeded = 0
+        package var failed = 0
+        /// In flight when a run stopped, and not safe to send twice.
+        package var maybeSent = 0
+
+        /// Requests still to be sent: the elements without a record (or, for a step's own
+        /// request, 1 without one); `nil` for a `for_each` step whose list was never read.
+        package var pending: Int? {
+            guard forEach else { return succeeded + failed + maybeSent == 0 ? 1 : 0 }
+            return total.map { max(0, $0 - succeeded - failed - maybeSent) }
+        }
+
+        /// Whether every request of the step succeeded.
+        package var isDone: Bool {
+            forEach ? total.map { succeeded == $0 } ?? false : succeeded == 1
+        }
+    }
+
+    package var name: String?
+    /// The workflow file, as given to the last run.
+    package var file: String
+    /// The SHA-256 of the workflow file's text.
+    package var digest: String
+    package var created: Date
+    package var updated: Date
+    /// Runs that used the file.
+    package var runs: Int
+    package var steps: [Step]
+
+    /// Whether every request of every step succeeded.
+    package var isComplete: Bool { steps.allSatisfy(\.isDone) }
+
+    /// Reads the state file at `path`, without changing it (a run may be using it).
+    ///
+    /// - Throws: ``WorkflowStateError``: no such file, not a state file, a newer schema.
+    package static func read(path: String) throws(WorkflowStateError) -> WorkflowStateSummary {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw WorkflowStateError(.missing, "\(path): no such state file")
+        }
+        let database: DatabaseQueue
+        do {
+            database = try WorkflowState.fileFormat.open(
+                path: path, readOnly: true, migrator: WorkflowState.migrator)
+        } catch {
+            throw WorkflowStateError(error)
+        }
+        do {
+            return try database.read { db in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM workflow WHERE id = 1") else {
+                    throw WorkflowStateError(.foreignFile, "\(path) is a state file that no run has used yet")
+                }
+                var steps = try Row.fetchAll(db, sql: "SELECT id, for_each, total FROM steps ORDER BY position").map {
+                    Step(id: $0["id"], forEach: $0["for_each"], total: $0["total"])
+                }
+                let positions = Dictionary(steps.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { a, _ in a })
+                for count in try Row.fetchAll(
+                    db, sql: "SELECT step, state, COUNT(*) AS n FROM records GROUP BY step, state")
+                {
+                    guard let position = positions[count["step"]] else { continue }
+                    let n: Int = count["n"]
+                    switch StateRecord.State(rawValue: count["state"]) {
+                    case .succeeded: steps[position].succeeded += n
+                    case .failed: steps[position].failed += n
+                    case .sending: steps[position].maybeSent += n
+                    case nil: break
+                    }
+                }
+                return WorkflowStateSummary(
+                    name: row["name"], file: row["file"], digest: row["digest"],
+                    created: Date(timeIntervalSince1970: Double(row["created"] as Int64) / 1000),
+                    updated: Date(timeIntervalSince1970: Double(row["updated"] as Int64) / 1000),
+                    runs: row["runs"], steps: steps)
+            }
+        } catch let error as WorkflowStateError {
+            throw error
+        } catch {
+            throw WorkflowStateError(WorkflowState.fileFormat.mapped(error, path: path))
+        }
+    }
+}
