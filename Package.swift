@@ -166,7 +166,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraWorkflowTests",
-            dependencies: ["OrchestraWorkflow", "OrchestraTestKit", "OrchestraDemoServer"]
+            dependencies: [
+                "OrchestraWorkflow", "OrchestraTestKit", "OrchestraDemoServer", "OrchestraDurable",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // Runs the built `orchestra` executable (a dependency, so it is built first).
         .testTarget(

@@ -41,7 +41,7 @@ package struct SQLiteFileFormat: Sendable {
         do {
             if !readOnly, !FileManager.default.fileExists(atPath: path) {
                 // Created here, so that its mode is the owner's only from the start.
-                let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+                let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
                 if descriptor >= 0 { close(descriptor) }
             }
             if readOnly, !FileManager.default.fileExists(atPath: path) {

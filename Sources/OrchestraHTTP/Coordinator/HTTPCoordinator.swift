@@ -128,7 +128,7 @@ public final class HTTPCoordinator: Sendable {
             priority: options.priority, retry: options.retry ?? HTTPRetry(policy: configuration.retry),
             timeout: options.timeout ?? configuration.requestTimeout,
             redirects: options.redirects ?? configuration.redirects,
-            onAttempt: options.onAttempt, progress: progress
+            onAttempt: options.onAttempt, willSend: options.willSend, progress: progress
         )
         guard options.isAuthenticated, let authentication = configuration.authentication else {
             return try await sendFollowingRedirects(request, body: body, plan, attemptsBefore: 0)
@@ -199,6 +199,7 @@ public final class HTTPCoordinator: Sendable {
         var timeout: Duration?
         var redirects: HTTPRedirectPolicy
         var onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)?
+        var willSend: (@Sendable (HTTPRequest) async throws -> Void)?
         var progress: (@Sendable (Int, Int?) -> Void)?
     }
 
@@ -267,7 +268,15 @@ public final class HTTPCoordinator: Sendable {
             }
         } catch let error as HTTPStatusError {
             return error.result
+        } catch let error as WillSendFailure {
+            throw error.underlying
         }
+    }
+
+    /// An error of ``HTTPRequestOptions/willSend``: the request was not sent, and is not
+    /// retried.
+    private struct WillSendFailure: Error {
+        let underlying: any Error
     }
 
     /// One attempt: a slot, then the transport within the timeout, reported to `onAttempt`
@@ -280,6 +289,13 @@ public final class HTTPCoordinator: Sendable {
         defer {
             let admitted = admission.withLock { $0.release(host: host) }
             for waiter in admitted { waiter.resume() }
+        }
+        if let willSend = plan.willSend {
+            do {
+                try await willSend(request)
+            } catch {
+                throw WillSendFailure(underlying: error)
+            }
         }
         plan.onAttempt?(.started(request))
         let transport = self.transport
@@ -361,7 +377,7 @@ public final class HTTPCoordinator: Sendable {
         case is CancellationError: false
         case is HTTPStatusError, is TimeoutError: true
         case let error as HTTPTransportError: error.isTransient
-        case is AuthenticationError, is HTTPRedirectError: false
+        case is AuthenticationError, is HTTPRedirectError, is WillSendFailure: false
         default: true  // an unclassified failure of a third-party transport
         }
     }

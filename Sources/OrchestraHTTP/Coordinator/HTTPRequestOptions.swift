@@ -34,12 +34,19 @@ public struct HTTPRequestOptions: Sendable {
     /// here never show more requests in flight than the limits allow. Called on the task that
     /// sends the request; keep it short.
     public var onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)?
+    /// Called as each attempt has its slot, just before it is handed to the transport (after
+    /// any wait for a slot, a backoff or a token): the place to record, durably, that a
+    /// request is about to go out. It holds the slot while it runs. An error it throws ends
+    /// the request unsent, and is not retried. Cancellation: the caller's.
+    public var willSend: (@Sendable (HTTPRequest) async throws -> Void)?
 
     /// Options; each parameter is described by the property of the same name (`nil`: the coordinator's configuration).
     public init(
         priority: Int = 0, retry: HTTPRetry? = nil, timeout: Duration? = nil, redirects: HTTPRedirectPolicy? = nil,
-        isAuthenticated: Bool = true, onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)? = nil
+        isAuthenticated: Bool = true, onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)? = nil,
+        willSend: (@Sendable (HTTPRequest) async throws -> Void)? = nil
     ) {
+        self.willSend = willSend
         self.priority = priority
         self.retry = retry
         self.timeout = timeout

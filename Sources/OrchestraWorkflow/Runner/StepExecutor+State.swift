@@ -1,3 +1,5 @@
+import HTTPTypes
+
 extension StepExecutor {
     /// What a run with a `--state` file does with the request of `step` reported as `id`
     /// whose record is `record`: `nil` to send it; its recorded captures if it succeeded in an
@@ -50,6 +52,24 @@ extension StepExecutor {
             record.error = "cancelled before it was sent"
         }
         state.record(step: step.id, item: item, record)
+    }
+
+    /// With a `--state` file and a request that is not safe to send twice: what records it as
+    /// being sent (committed) once it has its slot, before its first attempt goes out; `nil`
+    /// otherwise.
+    func intent(
+        for step: WorkflowStep, id: String, item: Int, url: String
+    ) -> (@Sendable (HTTPRequest) async throws -> Void)? {
+        guard let state, !step.resendsOnResume else { return nil }
+        return { _ in
+            guard records.withLock({ $0[id].map { !$0.intentRecorded } ?? true }) else { return }
+            do {
+                try await state.intent(step: step.id, item: item, url: url)
+            } catch let error as WorkflowStateError {
+                throw StepFailure("--state: \(error); not sent")
+            }
+            update(id) { $0.intentRecorded = true }
+        }
     }
 
     /// The report of element `index` of `step` that is not sent because of its record: reused,

@@ -114,7 +114,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
 
     /// Sends the request of `step` (or of one of its elements, reported as `id`, whose index
     /// is `item`) with `values`, checks the status and reads the captures. With a `--state`
-    /// file, a request that is not safe to send twice is recorded as being sent first.
+    /// file, a request that is not safe to send twice is recorded as being sent once it has
+    /// its slot, before it goes out.
     func perform(
         _ step: WorkflowStep, id: String, item: Int, values: TemplateValues
     ) async throws -> [String: JSONValue] {
@@ -123,17 +124,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             rendered.request.headerFields[.userAgent] = userAgent
         }
         update(id) { $0.url = rendered.url }
-        if let state, !step.resendsOnResume {
-            do {
-                try await state.intent(step: step.id, item: item, url: rendered.url)
-            } catch let error as WorkflowStateError {
-                throw StepFailure("--state: \(error); not sent")
-            }
-            update(id) { $0.intentRecorded = true }
-        }
         let context = ExchangeContext(label: id, cookies: values.cookieJar)
         let result = try await ExchangeContext.$current.withValue(context) {
-            try await send(rendered, for: step, id: id)
+            try await send(rendered, for: step, id: id, item: item)
         }
         let status = result.status.code
         var reader = ResponseReader(result)
@@ -193,7 +186,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// auth; each attempt's times are recorded while it holds its slot, so the report never
     /// shows more requests in flight than the limits allow. A retried status that never turned
     /// good is returned, not thrown.
-    private func send(_ rendered: RenderedRequest, for step: WorkflowStep, id: String) async throws -> HTTPResult {
+    private func send(
+        _ rendered: RenderedRequest, for step: WorkflowStep, id: String, item: Int
+    ) async throws -> HTTPResult {
         let follows = step.followRedirects ?? workflow.followRedirects
         let options = HTTPRequestOptions(
             retry: HTTPRetry(
@@ -221,7 +216,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                         if case .success(let response) = outcome { report.status = response.status.code }
                     }
                 }
-            }
+            },
+            willSend: intent(for: step, id: id, item: item, url: rendered.url)
         )
         do {
             let result = try await coordinator.data(for: rendered.request, content: rendered.body, options: options)

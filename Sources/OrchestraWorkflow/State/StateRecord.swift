@@ -64,6 +64,6 @@ package struct StateRecord: Sendable, Hashable {
 
     /// The message of a request reported "may have been sent".
     package static func uncertainMessage(method: String, run: Int) -> String {
-        "may have been sent: it was in flight when run \(run) with this --state stopped, and \(method) is not safe to send twice; it was not sent again. Check the server, then send it again with --resend-uncertain (or resend_on_resume: true on the step)"
+        "may have been sent: in flight when run \(run) stopped, and a \(method) is not safe to send twice, so it was not sent again (check the server; --resend-uncertain sends it)"
     }
 }

@@ -64,7 +64,8 @@ package final class WorkflowState: Sendable {
         } catch {
             throw WorkflowStateError(error)
         }
-        let descriptor = Foundation.open(path, O_RDONLY)
+        // Close-on-exec: a child process (a test spawning `orchestra`) must not inherit the lock.
+        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw WorkflowStateError(.storeFailed, "\(path) cannot be opened: \(String(cString: strerror(errno)))")
         }

@@ -270,6 +270,40 @@ struct HTTPCoordinatorOptionsTests {
             ])
     }
 
+    @Test func willSendRunsOnceTheRequestHasItsSlotAndItsErrorEndsTheRequestUnsent() async throws {
+        struct NotRecorded: Error {}
+        let gate = AsyncGate(isOpen: false)
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/first" { try await gate.pass() }
+            return ok()
+        }
+        let coordinator = HTTPCoordinator(
+            transport: transport,
+            configuration: .init(maxConcurrentRequests: 1, retry: RetryPolicy(maxAttempts: 3, jitter: 0)))
+        let calls = Locked<[String]>([])
+        let options = HTTPRequestOptions(willSend: { request in
+            calls.withLock { $0.append("\(request.path!) in flight \(coordinator.inFlight.now)") }
+            if request.path == "/refused" { throw NotRecorded() }
+        })
+        try await withHangGuard {
+            async let first = coordinator.data(for: get("a.test", "/first"), options: options)
+            try await waitUntil("the first request in flight") { transport.inFlight == 1 }
+            async let second = coordinator.data(for: get("a.test", "/second"), options: options)
+            // The second waits for the slot: it is not about to be sent yet.
+            try await waitUntil("the second waiting") { coordinator.waitingCount == 1 }
+            #expect(calls.withLock { $0 } == ["/first in flight 1"])
+            gate.open()
+            _ = try await (first, second)
+        }
+        #expect(calls.withLock { $0 } == ["/first in flight 1", "/second in flight 1"])
+        await #expect(throws: NotRecorded.self) {
+            try await coordinator.data(for: get("a.test", "/refused"), options: options)
+        }
+        // Neither sent nor retried.
+        #expect(transport.requests.compactMap(\.path) == ["/first", "/second"])
+        #expect(calls.withLock { $0.count } == 3)
+    }
+
     @Test func anUnsignedRequestSkipsAuthentication() async throws {
         let refresher = TokenRefresher(initial: AuthToken("t0")) { _ in AuthToken("t1") }
         let transport = ScriptedHTTPTransport { _, _ in ok() }

@@ -1,0 +1,120 @@
+import Foundation
+import OrchestraDemoServer
+import OrchestraTestKit
+import Testing
+
+/// `orchestra run --state` and `orchestra status`, against the demo server.
+@Suite("orchestra run --state and orchestra status", .serialized, .timeLimit(.minutes(5)))
+struct StateCommandTests {
+    /// A state file path in a fresh folder, removed after `body`.
+    static func withStatePath<T>(_ body: (String) async throws -> T) async throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-cli-state-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(folder.appendingPathComponent("run.state").path)
+    }
+
+    static func workflow(base: URL, failing: Bool) throws -> String {
+        try WorkflowCommandTests.workflowFile(
+            """
+            name: Resumable
+            vars: { base: "\(base.absoluteString)" }
+            steps:
+              - { id: list, url: "{{vars.base}}/list/20", captures: { items: $.items } }
+              - id: each
+                for_each: "{{list.items}}"
+                method: POST
+                url: "{{vars.base}}/anything/state-items/{{item}}"
+                headers: { Idempotency-Key: "item-{{item}}" }
+                expect: [200]
+                assert:
+                  - $.url: { matches: "\(failing ? "^(?!.*/state-items/13$)" : ".")" }
+            """)
+    }
+
+    @Test("a second run with the same --state sends only what failed; status shows where the run stands")
+    func resume() async throws {
+        try await withDemoServer { server in
+            try await Self.withStatePath { state in
+                let failing = try Self.workflow(base: server.baseURL, failing: true)
+                let first = try await OrchestraExecutable.run(["run", failing, "--state", state, "--no-color"])
+                #expect(first.status == 1, "\(first)")
+                #expect(first.stdout.contains("state: \(state) (run 1)"), "\(first)")
+
+                let status = try await OrchestraExecutable.run(["status", "--state", state, "--no-color"])
+                #expect(status.status == 1, "incomplete: \(status)")
+                #expect(status.stdout.contains("Resumable"), "\(status)")
+                let line = try #require(status.stdout.split(separator: "\n").first { $0.contains("each") })
+                #expect(line.split(separator: " ").map(String.init) == ["✗", "each", "19", "1", "0", "0", "of", "20"])
+
+                // The same workflow without the failing check: a changed file needs --force.
+                let fixed = try Self.workflow(base: server.baseURL, failing: false)
+                let refused = try await OrchestraExecutable.run(["run", fixed, "--state", state])
+                #expect(refused.status == 2, "\(refused)")
+                #expect(refused.stderr.contains("--force"), "\(refused)")
+                #expect(server.arrivals(of: "/anything/state-items/13") == 1, "nothing sent when refused")
+
+                let before = server.requestCount
+                let second = try await OrchestraExecutable.run([
+                    "run", fixed, "--state", state, "--force", "--no-color",
+                ])
+                #expect(second.status == 0, "\(second)")
+                #expect(server.requestCount - before == 1, "only the failed element: \(second)")
+                #expect(server.arrivals(of: "/anything/state-items/13") == 2)
+                #expect(second.stdout.contains("20 succeeded (19 recorded by an earlier run)"), "\(second)")
+                #expect(second.stdout.contains("state: \(state) (run 2) · 20 requests recorded by earlier runs"))
+
+                let json = try await OrchestraExecutable.run(["status", "--state", state, "--output", "json"])
+                #expect(json.status == 0, "\(json)")
+                let document = try #require(
+                    try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+                #expect(document["complete"] as? Bool == true)
+                #expect(document["runs"] as? Int == 2)
+                let steps = try #require(document["steps"] as? [[String: Any]])
+                #expect(steps.map { $0["id"] as? String } == ["list", "each"])
+                #expect(steps[1]["succeeded"] as? Int == 20 && steps[1]["pending"] as? Int == 0)
+            }
+        }
+    }
+
+    @Test(
+        "--state options used wrongly and unusable state files exit 2 naming the problem",
+        arguments: [
+            (["--force"], "--force lets --state use another workflow's state file"),
+            (["--resend-uncertain"], "--resend-uncertain resumes a --state file"),
+            (["--state", "STATE", "--data", "ROWS"], "it does not take a --data run"),
+            (["--state", "WORKFLOW"], "is not a SQLite database"),
+            (["--state", "FOLDER"], "is a directory"),
+        ])
+    func misuse(options: [String], message: String) async throws {
+        try await Self.withStatePath { state in
+            let folder = URL(fileURLWithPath: state).deletingLastPathComponent()
+            let workflow = try WorkflowCommandTests.workflowFile("steps:\n  - { id: a, url: \"http://127.0.0.1:9/a\" }")
+            let rows = folder.appendingPathComponent("rows.csv")
+            try Data("x\n1\n".utf8).write(to: rows)
+            let arguments = options.map {
+                switch $0 {
+                case "STATE": state
+                case "ROWS": rows.path
+                case "WORKFLOW": workflow
+                case "FOLDER": folder.path
+                default: $0
+                }
+            }
+            let result = try await OrchestraExecutable.run(["run", workflow] + arguments)
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stderr.contains(message), "\(result)")
+        }
+    }
+
+    @Test("status of a file that is not a state file exits 2 naming it")
+    func statusOfABadFile() async throws {
+        let missing = try await OrchestraExecutable.run(["status", "--state", "/nonexistent/run.state"])
+        #expect(missing.status == 2, "\(missing)")
+        #expect(missing.stderr.contains("/nonexistent/run.state: no such state file"), "\(missing)")
+        let workflow = try WorkflowCommandTests.workflowFile("steps:\n  - { id: a, url: \"http://127.0.0.1:9/a\" }")
+        let text = try await OrchestraExecutable.run(["status", "--state", workflow])
+        #expect(text.status == 2, "\(text)")
+        #expect(text.stderr.contains("not a SQLite database"), "\(text)")
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraTestKit
+import OrchestraWorkflow
+import Testing
+
+/// A state file path in a fresh folder, removed after `body`.
+func withStateFile<T>(_ body: (String) async throws -> T) async throws -> T {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-state-\(UUID())")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    return try await body(folder.appendingPathComponent("run.state").path)
+}
+
+/// One run of `workflow` with the state file at `path`, over `transport`.
+func runWithState(
+    _ workflow: Workflow, path: String, transport: ScriptedHTTPTransport, force: Bool = false,
+    resendsUncertain: Bool = false
+) async throws -> WorkflowReport {
+    let state = try WorkflowState.open(path: path, workflow: workflow, force: force)
+    return await WorkflowRunner(
+        workflow: workflow, transport: transport, state: state, resendsUncertain: resendsUncertain
+    ).run(clock: ManualClock())
+}
+
+@Suite("WorkflowRunner with a --state file", .timeLimit(.minutes(1)))
+struct WorkflowStateRunTests {
+    static let listThenEach = """
+        steps:
+          - { id: list, url: "http://x.test/list", captures: { items: $.items } }
+          - id: each
+            for_each: "{{list.items}}"
+            url: "http://x.test/item/{{item}}"
+            captures: { v: $.v }
+          - id: sum
+            method: POST
+            url: "http://x.test/sum"
+            body: { v: "{{each.v}}" }
+        """
+
+    /// Answers `/list` with 0…9, `/item/N` with `{"v": N*10}` (or 500 for the items in
+    /// `failing`), and records the bodies sent to `/sum`.
+    static func server(failing: Set<Int> = [], sums: Locked<[String]>) -> ScriptedHTTPTransport {
+        ScriptedHTTPTransport { request, body in
+            let path = request.path ?? ""
+            if path == "/list" { return respond(200, #"{"items":[0,1,2,3,4,5,6,7,8,9]}"#) }
+            if path == "/sum" {
+                sums.withLock { $0.append(String(decoding: body ?? Data(), as: UTF8.self)) }
+                return respond()
+            }
+            let item = Int(path.split(separator: "/").last ?? "") ?? -1
+            return failing.contains(item) ? respond(500, "{}") : respond(200, #"{"v":\#(item * 10)}"#)
+        }
+    }
+
+    @Test func aResumeSendsOnlyWhatDidNotSucceedAndReusesTheRecordedCaptures() async throws {
+        let workflow = try parse(Self.listThenEach)
+        try await withStateFile { path in
+            let sums = Locked<[String]>([])
+            let first = Self.server(failing: [3, 7], sums: sums)
+            let report = try await runWithState(workflow, path: path, transport: first)
+            #expect(report["each"]?.state == .failed)
+            #expect(report["sum"]?.state == .skipped)
+            #expect(first.requests.count == 11)
+
+            let summary = try WorkflowStateSummary.read(path: path)
+            #expect(summary.runs == 1)
+            #expect(summary.steps.map(\.id) == ["list", "each", "sum"])
+            #expect(summary.steps[1].succeeded == 8 && summary.steps[1].failed == 2 && summary.steps[1].total == 10)
+            #expect(summary.steps[2].pending == 1)
+            #expect(!summary.isComplete)
+
+            let second = Self.server(sums: sums)
+            let resumed = try await runWithState(workflow, path: path, transport: second)
+            #expect(resumed.allSucceeded)
+            // Only the two failed elements and the step that waited for them.
+            #expect(second.requests.compactMap(\.path).sorted() == ["/item/3", "/item/7", "/sum"])
+            #expect(resumed["list"]?.recorded == true)
+            #expect(resumed["each"]?.itemCounts?.recorded == 8)
+            #expect(resumed["each"]?.itemCounts?.sent == 2)
+            // The captures of the elements not sent again come from the file.
+            #expect(sums.withLock { $0 } == [#"{"v":[0,10,20,30,40,50,60,70,80,90]}"#])
+            let done = try WorkflowStateSummary.read(path: path)
+            #expect(done.isComplete)
+            #expect(done.runs == 2)
+
+            // A third run sends nothing at all.
+            let third = Self.server(sums: sums)
+            #expect(try await runWithState(workflow, path: path, transport: third).allSucceeded)
+            #expect(third.requests.isEmpty)
+        }
+    }
+
+    /// How a step's element that was in flight when the run stopped is treated by the next run.
+    enum InFlight: String, CaseIterable {
+        case post, postWithResendOnResume, postWithIdempotencyKey, get
+
+        var step: String {
+            switch self {
+            case .post: "method: POST"
+            case .postWithResendOnResume: "method: POST\n    resend_on_resume: true"
+            case .postWithIdempotencyKey: "method: POST\n    headers: { Idempotency-Key: \"k-{{item}}\" }"
+            case .get: "method: GET"
+            }
+        }
+
+        var resends: Bool { self != .post }
+    }
+
+    @Test(arguments: InFlight.allCases)
+    func anElementInFlightWhenTheRunStoppedIsSentAgainOnlyIfThatIsSafe(_ kind: InFlight) async throws {
+        let workflow = try parse(
+            """
+            steps:
+              - { id: list, url: "http://x.test/list", captures: { items: $.items } }
+              - id: each
+                for_each: "{{list.items}}"
+                url: "http://x.test/item/{{item}}"
+                \(kind.step)
+            """)
+        try await withStateFile { path in
+            let gate = AsyncGate(isOpen: false)
+            let first = ScriptedHTTPTransport { request, _ in
+                if request.path == "/list" { return respond(200, #"{"items":[0,1,2,3]}"#) }
+                if request.path == "/item/2" { try await gate.pass() }
+                return respond()
+            }
+            try await withHangGuard {
+                let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
+                // Unstructured: the test cancels the run, as Ctrl-C (or a kill) stops it, while
+                // element 2 is in flight.
+                let run = Task {
+                    await WorkflowRunner(workflow: workflow, transport: first, state: state).run(clock: ManualClock())
+                }
+                try await waitUntil("elements 0, 1 and 3 done and 2 in flight") {
+                    first.requests.count == 5 && first.inFlight == 1
+                }
+                run.cancel()
+                #expect(await run.value["each"]?.state == .cancelled)
+            }
+
+            let second = ScriptedHTTPTransport { _, _ in respond() }
+            let resumed = try await runWithState(workflow, path: path, transport: second)
+            if kind.resends {
+                #expect(second.requests.compactMap(\.path) == ["/item/2"])
+                #expect(resumed.allSucceeded)
+            } else {
+                #expect(second.requests.isEmpty)
+                let each = try #require(resumed["each"])
+                #expect(each.state == .failed)
+                let item = try #require(each.items?.first { $0.id == "each[2]" })
+                #expect(item.maybeSent)
+                #expect(item.error?.contains("may have been sent") == true)
+                #expect(try WorkflowStateSummary.read(path: path).steps[1].maybeSent == 1)
+
+                // Still uncertain until asked: then it is sent.
+                let third = ScriptedHTTPTransport { _, _ in respond() }
+                #expect(try await runWithState(workflow, path: path, transport: third).allSucceeded == false)
+                #expect(third.requests.isEmpty)
+                let fourth = ScriptedHTTPTransport { _, _ in respond() }
+                let resent = try await runWithState(workflow, path: path, transport: fourth, resendsUncertain: true)
+                #expect(resent.allSucceeded)
+                #expect(fourth.requests.compactMap(\.path) == ["/item/2"])
+            }
+            #expect(try WorkflowStateSummary.read(path: path).isComplete)
+        }
+    }
+
+    @Test func aStepThatIsNotSafeToSendTwiceAndWasInFlightIsReportedMayHaveBeenSent() async throws {
+        let workflow = try parse(
+            """
+            steps:
+              - { id: order, method: POST, url: "http://x.test/orders", body: { n: 1 } }
+              - { id: after, url: "http://x.test/after", needs: order }
+            """)
+        try await withStateFile { path in
+            let gate = AsyncGate(isOpen: false)
+            let first = ScriptedHTTPTransport { _, _ in
+                try await gate.pass()
+                return respond()
+            }
+            try await withHangGuard {
+                let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
+                // Unstructured: cancelled while the POST is in flight.
+                let run = Task {
+                    await WorkflowRunner(workflow: workflow, transport: first, state: state).run(clock: ManualClock())
+                }
+                try await waitUntil("the POST in flight") { first.inFlight == 1 }
+                run.cancel()
+                _ = await run.value
+            }
+            let second = ScriptedHTTPTransport { _, _ in respond() }
+            let resumed = try await runWithState(workflow, path: path, transport: second)
+            #expect(second.requests.isEmpty)
+            #expect(resumed["order"]?.state == .failed)
+            #expect(resumed["order"]?.maybeSent == true)
+            #expect(resumed["after"]?.state == .skipped)
+        }
+    }
+
+    @Test func aRequestCancelledBeforeItWasSentIsNotReportedMayHaveBeenSent() async throws {
+        // limit 1: the second POST waits for a slot, its "sending" record already written.
+        let workflow = try parse(
+            """
+            limit: 1
+            steps:
+              - { id: a, method: POST, url: "http://x.test/a" }
+              - { id: b, method: POST, url: "http://x.test/b" }
+            """)
+        try await withStateFile { path in
+            let gate = AsyncGate(isOpen: false)
+            let first = ScriptedHTTPTransport { _, _ in
+                try await gate.pass()
+                return respond()
+            }
+            try await withHangGuard {
+                let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
+                // Unstructured: cancelled while one POST is in flight and the other waits.
+                let run = Task {
+                    await WorkflowRunner(workflow: workflow, transport: first, state: state).run(clock: ManualClock())
+                }
+                try await waitUntil("one POST in flight") { first.inFlight == 1 }
+                run.cancel()
+                _ = await run.value
+            }
+            let sent = try #require(first.requests.first?.path)
+            let second = ScriptedHTTPTransport { _, _ in respond() }
+            let resumed = try await runWithState(workflow, path: path, transport: second)
+            // The one that was sent may have been; the one that waited is simply sent now.
+            #expect(second.requests.count == 1)
+            #expect(second.requests.first?.path != sent)
+            #expect(resumed.steps.count(where: \.maybeSent) == 1)
+        }
+    }
+
+    @Test func aStateFileOfAnotherWorkflowIsRefusedUnlessForcedAndAChangedListStartsOver() async throws {
+        let workflow = try parse(Self.listThenEach)
+        try await withStateFile { path in
+            let sums = Locked<[String]>([])
+            _ = try await runWithState(workflow, path: path, transport: Self.server(failing: [5], sums: sums))
+            // Another list: the step that reads it has another id, so nothing recorded is reused
+            // for it, and the elements recorded for the old list are dropped.
+            let changed = try parse(
+                Self.listThenEach.replacingOccurrences(of: "id: list", with: "id: list2")
+                    .replacingOccurrences(of: "{{list.items}}", with: "{{list2.items}}")
+                    .replacingOccurrences(of: "/list", with: "/list2"))
+            #expect(changed.digest != workflow.digest)
+            let error = #expect(throws: WorkflowStateError.self) {
+                try WorkflowState.open(path: path, workflow: changed, force: false)
+            }
+            #expect(error?.code == .differentWorkflow)
+            #expect(error?.message.contains(path) == true)
+
+            let transport = ScriptedHTTPTransport { request, _ in
+                if request.path == "/list2" { return respond(200, #"{"items":[0,1,2,3,4,5,6,7,8,9,10]}"#) }
+                return respond(200, #"{"v":1}"#)
+            }
+            let report = try await runWithState(changed, path: path, transport: transport, force: true)
+            #expect(report.allSucceeded)
+            #expect(report["each"]?.itemCounts?.recorded == 0)
+            #expect(transport.requests.count == 13)
+            let summary = try WorkflowStateSummary.read(path: path)
+            #expect(summary.steps.map(\.id) == ["list2", "each", "sum"])
+            #expect(summary.steps[1].succeeded == 11)
+            #expect(summary.digest == changed.digest)
+        }
+    }
+}
