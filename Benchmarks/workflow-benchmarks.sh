@@ -10,6 +10,7 @@
 #   Benchmarks/workflow-benchmarks.sh steps      # run 20,000 independent steps vs one for_each of 20,000
 #   Benchmarks/workflow-benchmarks.sh data       # --data: 1,000 rows x 3 steps, --parallel 32 vs --parallel 1
 #   Benchmarks/workflow-benchmarks.sh hey        # 10,000 GETs, 32 at once: orchestra run vs hey (Debian's `hey`)
+#   Benchmarks/workflow-benchmarks.sh state      # 10,000 GETs / POSTs, 32 at once: with --state vs in memory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
@@ -104,4 +105,18 @@ if [[ $what == all || $what == hey ]]; then
     farm-bench -n 5 --timeout 900 \
         --vs "hey -n 10000 -c 32 $base/status/200?i=1" \
         -- "$bin" run "$workflows/for-each-limit-32.yaml" --var "base=$base" --transport asynchttpclient
+fi
+
+if [[ $what == all || $what == state ]]; then
+    # A fresh state file for every timed run (a second run with the same file would send nothing).
+    states=$(mktemp -d)
+    for kind in "GET:for-each-limit-32" "POST:for-each-post-limit-32"; do
+        method=${kind%%:*}
+        file=$workflows/${kind#*:}.yaml
+        echo "== 10,000 ${method}s, 32 at once: with --state (A) vs in memory (B)"
+        farm-bench -n 7 --timeout 900 \
+            --vs "$bin run $file --var base=$base --transport asynchttpclient" \
+            -- sh -c "rm -f $states/run.state*; exec $bin run $file --var base=$base --transport asynchttpclient --state $states/run.state"
+    done
+    rm -rf "$states"
 fi
