@@ -177,6 +177,8 @@ let package = Package(
             dependencies: [
                 "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer", "DurableCrashWorker", "OrchestraDurable",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The state-file crash test reads the file's records.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

@@ -119,6 +119,19 @@ public final class DemoServer: Sendable {
         try await state.arrivalEvent(path: path, count: count).wait()
     }
 
+    /// Waits until the server has received `count` requests in total, counting those received
+    /// before the call: a moment part-way through a client's run, such as the point at which a
+    /// test kills the client.
+    ///
+    /// ```swift
+    /// try await server.requests(reaching: server.requestCount + 500)
+    /// ```
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled.
+    public func requests(reaching count: Int) async throws {
+        try await state.requestEvent(count: count).wait()
+    }
+
     /// Zeroes the peak, to measure a new phase.
     public func resetPeak() {
         state.counters.withLock { $0.peakInFlight = $0.inFlight }

@@ -14,6 +14,8 @@ final class DemoServerState: Sendable {
         var validToken: String?
         /// Waiters for a number of arrivals at a path.
         var arrivalWaiters: [(path: String, count: Int, event: AsyncEvent)] = []
+        /// Waiters for a number of requests in total.
+        var requestWaiters: [(count: Int, event: AsyncEvent)] = []
     }
 
     let counters = Locked(Counters())
@@ -42,6 +44,18 @@ final class DemoServerState: Sendable {
         let reached = counters.withLock { counters -> Bool in
             if counters.arrivals[path, default: 0] >= count { return true }
             counters.arrivalWaiters.append((path, count, event))
+            return false
+        }
+        if reached { event.signal() }
+        return event
+    }
+
+    /// An event signalled once `count` requests in total have arrived.
+    func requestEvent(count: Int) -> AsyncEvent {
+        let event = AsyncEvent()
+        let reached = counters.withLock { counters -> Bool in
+            if counters.requests >= count { return true }
+            counters.requestWaiters.append((count, event))
             return false
         }
         if reached { event.signal() }
@@ -79,6 +93,11 @@ final class DemoServerState: Sendable {
         var reached: [AsyncEvent] = []
         counters.arrivalWaiters.removeAll { waiter in
             guard counters.arrivals[waiter.path, default: 0] >= waiter.count else { return false }
+            reached.append(waiter.event)
+            return true
+        }
+        counters.requestWaiters.removeAll { waiter in
+            guard counters.requests >= waiter.count else { return false }
             reached.append(waiter.event)
             return true
         }
