@@ -64,12 +64,25 @@ struct StateCommandTests {
                 #expect(second.stdout.contains("20 succeeded (19 recorded by an earlier run)"), "\(second)")
                 #expect(second.stdout.contains("state: \(state) (run 2) · 20 requests recorded by earlier runs"))
 
+                // A third run sends nothing; its JSON report marks what came from the file.
+                let third = try await OrchestraExecutable.run([
+                    "run", fixed, "--state", state, "--output", "json",
+                ])
+                #expect(third.status == 0, "\(third)")
+                let report = try #require(
+                    try JSONSerialization.jsonObject(with: Data(third.stdout.utf8)) as? [String: Any], "\(third)")
+                let reported = try #require(report["steps"] as? [[String: Any]])
+                #expect(reported.first?["recorded"] as? Bool == true)
+                let items = try #require(reported.last?["items"] as? [[String: Any]])
+                #expect(items.count == 20 && items.allSatisfy { $0["recorded"] as? Bool == true })
+                #expect(items[13]["status"] as? Int == 200)
+
                 let json = try await OrchestraExecutable.run(["status", "--state", state, "--output", "json"])
                 #expect(json.status == 0, "\(json)")
                 let document = try #require(
                     try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
                 #expect(document["complete"] as? Bool == true)
-                #expect(document["runs"] as? Int == 2)
+                #expect(document["runs"] as? Int == 3)
                 let steps = try #require(document["steps"] as? [[String: Any]])
                 #expect(steps.map { $0["id"] as? String } == ["list", "each"])
                 #expect(steps[1]["succeeded"] as? Int == 20 && steps[1]["pending"] as? Int == 0)
