@@ -54,9 +54,11 @@ package final class WorkflowState: Sendable {
     ) throws(WorkflowStateError)
         -> WorkflowState
     {
+        try checkPath(path)
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw WorkflowStateError(.storeFailed, "\(path) is a directory, not a state file")
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw WorkflowStateError(.storeFailed, "\(path): the folder \(folder) does not exist")
         }
         let database: DatabaseQueue
         do {
@@ -81,6 +83,19 @@ package final class WorkflowState: Sendable {
             close(descriptor)
             if let error = error as? WorkflowStateError { throw error }
             throw WorkflowStateError(fileFormat.mapped(error, path: path))
+        }
+    }
+
+    /// Refuses a path that is a folder, or a device or other special file, before SQLite
+    /// tries it.
+    static func checkPath(_ path: String) throws(WorkflowStateError) {
+        guard let type = try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType else {
+            return
+        }
+        switch type {
+        case .typeDirectory: throw WorkflowStateError(.storeFailed, "\(path) is a directory, not a state file")
+        case .typeRegular: return
+        default: throw WorkflowStateError(.notAStateFile, "\(path) is not a regular file, so not a state file")
         }
     }
 

@@ -50,6 +50,7 @@ package struct WorkflowStateSummary: Sendable {
         guard FileManager.default.fileExists(atPath: path) else {
             throw WorkflowStateError(.missing, "\(path): no such state file")
         }
+        try WorkflowState.checkPath(path)
         let database: DatabaseQueue
         do {
             database = try WorkflowState.fileFormat.open(
@@ -59,6 +60,9 @@ package struct WorkflowStateSummary: Sendable {
         }
         do {
             return try database.read { db in
+                guard try db.tableExists("workflow") else {
+                    throw WorkflowStateError(.notAStateFile, "\(path) is empty: no run has used it as a state file")
+                }
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM workflow WHERE id = 1") else {
                     throw WorkflowStateError(.foreignFile, "\(path) is a state file that no run has used yet")
                 }

@@ -98,6 +98,8 @@ struct StateCommandTests {
             (["--state", "STATE", "--data", "ROWS"], "it does not take a --data run"),
             (["--state", "WORKFLOW"], "is not a SQLite database"),
             (["--state", "FOLDER"], "is a directory"),
+            (["--state", "/dev/null"], "/dev/null is not a regular file"),
+            (["--state", "/nonexistent/orchestra/run.state"], "the folder /nonexistent/orchestra does not exist"),
         ])
     func misuse(options: [String], message: String) async throws {
         try await Self.withStatePath { state in
