@@ -24,6 +24,24 @@ func runWithState(
     ).run(clock: ManualClock())
 }
 
+/// Runs `workflow` with the state file at `path` over `transport`, and cancels the run, as
+/// Ctrl-C or a kill stops it, once `condition` holds.
+func runStopped(
+    _ workflow: Workflow, path: String, transport: ScriptedHTTPTransport, when what: String,
+    _ condition: @escaping @Sendable () -> Bool
+) async throws -> WorkflowReport {
+    try await withHangGuard {
+        let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
+        // Unstructured: the test cancels it from outside, as a signal would.
+        let run = Task {
+            await WorkflowRunner(workflow: workflow, transport: transport, state: state).run(clock: ManualClock())
+        }
+        try await waitUntil(what, condition)
+        run.cancel()
+        return await run.value
+    }
+}
+
 @Suite("WorkflowRunner with a --state file", .timeLimit(.minutes(1)))
 struct WorkflowStateRunTests {
     static let listThenEach = """
@@ -126,19 +144,10 @@ struct WorkflowStateRunTests {
                 if request.path == "/item/2" { try await gate.pass() }
                 return respond()
             }
-            try await withHangGuard {
-                let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
-                // Unstructured: the test cancels the run, as Ctrl-C (or a kill) stops it, while
-                // element 2 is in flight.
-                let run = Task {
-                    await WorkflowRunner(workflow: workflow, transport: first, state: state).run(clock: ManualClock())
-                }
-                try await waitUntil("elements 0, 1 and 3 done and 2 in flight") {
-                    first.requests.count == 5 && first.inFlight == 1
-                }
-                run.cancel()
-                #expect(await run.value["each"]?.state == .cancelled)
-            }
+            let stopped = try await runStopped(
+                workflow, path: path, transport: first, when: "elements 0, 1 and 3 done and 2 in flight"
+            ) { first.requests.count == 5 && first.inFlight == 1 }
+            #expect(stopped["each"]?.state == .cancelled)
 
             let second = ScriptedHTTPTransport { _, _ in respond() }
             let resumed = try await runWithState(workflow, path: path, transport: second)
@@ -180,15 +189,8 @@ struct WorkflowStateRunTests {
                 try await gate.pass()
                 return respond()
             }
-            try await withHangGuard {
-                let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
-                // Unstructured: cancelled while the POST is in flight.
-                let run = Task {
-                    await WorkflowRunner(workflow: workflow, transport: first, state: state).run(clock: ManualClock())
-                }
-                try await waitUntil("the POST in flight") { first.inFlight == 1 }
-                run.cancel()
-                _ = await run.value
+            _ = try await runStopped(workflow, path: path, transport: first, when: "the POST in flight") {
+                first.inFlight == 1
             }
             let second = ScriptedHTTPTransport { _, _ in respond() }
             let resumed = try await runWithState(workflow, path: path, transport: second)
@@ -200,7 +202,8 @@ struct WorkflowStateRunTests {
     }
 
     @Test func aRequestCancelledBeforeItWasSentIsNotReportedMayHaveBeenSent() async throws {
-        // limit 1: the second POST waits for a slot, its "sending" record already written.
+        // limit 1: the second POST waits for a slot; it is recorded as being sent only once it
+        // has one.
         let workflow = try parse(
             """
             limit: 1
@@ -214,15 +217,8 @@ struct WorkflowStateRunTests {
                 try await gate.pass()
                 return respond()
             }
-            try await withHangGuard {
-                let state = try WorkflowState.open(path: path, workflow: workflow, force: false)
-                // Unstructured: cancelled while one POST is in flight and the other waits.
-                let run = Task {
-                    await WorkflowRunner(workflow: workflow, transport: first, state: state).run(clock: ManualClock())
-                }
-                try await waitUntil("one POST in flight") { first.inFlight == 1 }
-                run.cancel()
-                _ = await run.value
+            _ = try await runStopped(workflow, path: path, transport: first, when: "one POST in flight") {
+                first.inFlight == 1
             }
             let sent = try #require(first.requests.first?.path)
             let second = ScriptedHTTPTransport { _, _ in respond() }
