@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "OrchestraHTTP", targets: ["OrchestraHTTP"]),
         .library(name: "OrchestraAsyncHTTPClient", targets: ["OrchestraAsyncHTTPClient"]),
         .library(name: "OrchestraDurable", targets: ["OrchestraDurable"]),
+        .library(name: "OrchestraPostgres", targets: ["OrchestraPostgres"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
         .library(name: "OrchestraDemoServer", targets: ["OrchestraDemoServer"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
@@ -35,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // SQLite for durable runs (OrchestraDurable): migrations, WAL, transactions; no SwiftNIO.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // PostgreSQL for durable runs shared by many processes (OrchestraPostgres only).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // SHA-256 for the workflow templates' `| sha256` filter (already resolved through
         // async-http-client and Hummingbird).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -90,6 +93,18 @@ let package = Package(
             dependencies: [
                 "Orchestra",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Durable runs in PostgreSQL, shared by workers on many machines: server-side only, so
+        // SwiftNIO stays out of the app products.
+        .target(
+            name: "OrchestraPostgres",
+            dependencies: [
+                "Orchestra",
+                "OrchestraDurable",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so
@@ -154,7 +169,11 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraDurableTests",
-            dependencies: ["OrchestraDurable", "OrchestraTestKit", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "OrchestraDurable", "OrchestraPostgres", "OrchestraTestKit",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .testTarget(
             name: "OrchestraOperationsTests",

@@ -5,7 +5,7 @@ import Testing
 
 @testable import OrchestraDurable
 
-@Suite("Durable runs on SQLite", .timeLimit(.minutes(1)))
+@Suite("Durable runs, on SQLite and on PostgreSQL", .timeLimit(.minutes(1)))
 struct DurableQueueTests {
     /// a → (b, c) → d; each job adds its input to its dependencies' outputs.
     static func diamond() throws -> DurableGraph {
@@ -28,9 +28,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aGraphRunsInDependencyOrderAndItsOutputsAreStored() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func aGraphRunsInDependencyOrderAndItsOutputsAreStored(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             let order = Locked<[String]>([])
             Self.registerAdd(on: queue, order: order)
             #expect(try await queue.submit(try Self.diamond(), runID: "run-1", limit: 1))
@@ -48,9 +50,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func submittingTheSameRunAgainStoresNothingAndAnotherGraphUnderItsIdIsRefused() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func submittingTheSameRunAgainStoresNothingAndAnotherGraphUnderItsIdIsRefused(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             #expect(try await queue.submit(try Self.diamond(), runID: "run-1"))
             #expect(try await !queue.submit(try Self.diamond(), runID: "run-1"), "the same graph again: idempotent")
             #expect(try await queue.jobs(of: "run-1").count == 4)
@@ -63,9 +67,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aGraphThatCannotRunIsRefusedBeforeAnythingIsStored() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func aGraphThatCannotRunIsRefusedBeforeAnythingIsStored(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             var cycle = DurableGraph()
             try cycle.add("a", add, input: [], after: ["c"])
             try cycle.add("b", add, input: [], after: ["a"])
@@ -92,11 +98,13 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aRetryWaitsForItsStoredTimeEvenAcrossARestart() async throws {
-        try await withTemporaryStore { file in
+    @Test(arguments: StoreKind.available) func aRetryWaitsForItsStoredTimeEvenAcrossARestart(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
             let clock = ManualClock()
             let calls = Locked(0)
-            let first = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            let first = DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch)
             first.register(add) { _, context in
                 calls.withLock { $0 += 1 }
                 throw DurableJobFailure("busy (attempt \(context.attempt))")
@@ -123,7 +131,8 @@ struct DurableQueueTests {
 
             // A new process, 4 s later by the wall clock: the retry is still 6 s away.
             let later = ManualClock()
-            let second = DurableQueue(store: try file.open(), clock: later, wallClockStart: epoch.addingTimeInterval(4))
+            let second = DurableQueue(
+                store: try await file.open(), clock: later, wallClockStart: epoch.addingTimeInterval(4))
             second.register(add) { input, _ in
                 calls.withLock { $0 += 1 }
                 return input.reduce(0, +)
@@ -140,9 +149,12 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aJobWhoseWorkerDiedIsClaimedAgainWhenItsLeaseExpiresAndTheOldAttemptCannotRecord() async throws {
-        try await withTemporaryStore { file in
-            let store = try file.open()
+    @Test(arguments: StoreKind.available)
+    func aJobWhoseWorkerDiedIsClaimedAgainWhenItsLeaseExpiresAndTheOldAttemptCannotRecord(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let store = try await file.open()
             var graph = DurableGraph()
             try graph.add("slow", add, input: [7])
             let queue = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
@@ -160,7 +172,7 @@ struct DurableQueueTests {
 
             // Another process starts after the lease expired: the job runs again, attempt 2.
             let restarted = DurableQueue(
-                store: try file.open(), worker: "new", clock: ManualClock(),
+                store: try await file.open(), worker: "new", clock: ManualClock(),
                 wallClockStart: epoch.addingTimeInterval(61))
             Self.registerAdd(on: restarted)
             try await withHangGuard { try await restarted.drain() }
@@ -176,10 +188,10 @@ struct DurableQueueTests {
         }
     }
 
-    @Test(arguments: [FailurePolicy.cancelDependents, .failFast])
-    func aFailedJobSkipsItsDependentsOrStopsTheRun(_ policy: FailurePolicy) async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available, [FailurePolicy.cancelDependents, .failFast])
+    func aFailedJobSkipsItsDependentsOrStopsTheRun(_ kind: StoreKind, _ policy: FailurePolicy) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             queue.register(add) { input, _ in
                 if input == [0] { throw DurableJobFailure("refused", retryable: false) }
                 return input.reduce(0, +)
@@ -209,10 +221,12 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func anAttemptPastItsTimeLimitFailsAndIsRetried() async throws {
-        try await withTemporaryStore { file in
+    @Test(arguments: StoreKind.available) func anAttemptPastItsTimeLimitFailsAndIsRetried(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
             let clock = ManualClock()
-            let queue = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            let queue = DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch)
             queue.register(wait) { input, context in
                 if context.attempt == 1 {
                     await untilCancelled()
@@ -240,9 +254,9 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aJobOfAKindWithNoHandlerIsNamedNotRun() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func aJobOfAKindWithNoHandlerIsNamedNotRun(_ kind: StoreKind) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             Self.registerAdd(on: queue)
             var graph = DurableGraph()
             try graph.add("sum", add, input: [1])
@@ -258,9 +272,9 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aCancelledRunRunsNothingMore() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func aCancelledRunRunsNothingMore(_ kind: StoreKind) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             Self.registerAdd(on: queue)
             try await queue.submit(try Self.diamond(), runID: "stop")
             #expect(try await queue.cancel(runID: "stop"))
@@ -273,9 +287,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func anOutputReadAsAnotherTypeOrFromANonDependencyIsANamedError() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func anOutputReadAsAnotherTypeOrFromANonDependencyIsANamedError(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             let misread = Locked<DurableError?>(nil)
             queue.register(add) { input, context in
                 do throws(DurableError) {
@@ -300,10 +316,12 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aJobLongerThanItsLeaseKeepsItBecauseTheWorkerRenewsIt() async throws {
-        try await withTemporaryStore { file in
+    @Test(arguments: StoreKind.available) func aJobLongerThanItsLeaseKeepsItBecauseTheWorkerRenewsIt(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
             let clock = ManualClock()
-            let store = try file.open()
+            let store = try await file.open()
             let queue = DurableQueue(store: store, leaseDuration: .seconds(60), clock: clock, wallClockStart: epoch)
             let gate = AsyncGate(isOpen: false)
             queue.register(add) { input, _ in
@@ -334,10 +352,12 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func finishedRunsOlderThanTheRetentionAreRemovedWithTheirJobs() async throws {
-        try await withTemporaryStore { file in
+    @Test(arguments: StoreKind.available) func finishedRunsOlderThanTheRetentionAreRemovedWithTheirJobs(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
             let clock = ManualClock()
-            let queue = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            let queue = DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch)
             Self.registerAdd(on: queue)
             try await queue.submit(try Self.diamond(), runID: "old")
             try await queue.drain()
@@ -361,10 +381,12 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func eventsReportEveryAttemptAndOutcomeAndTheRunsEndAndResultWaitsForIt() async throws {
-        try await withTemporaryStore { file in
+    @Test(arguments: StoreKind.available) func eventsReportEveryAttemptAndOutcomeAndTheRunsEndAndResultWaitsForIt(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
             let clock = ManualClock()
-            let queue = DurableQueue(store: try file.open(), clock: clock, wallClockStart: epoch)
+            let queue = DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch)
             queue.register(add) { input, context in
                 if input == [2] && context.attempt == 1 { throw DurableJobFailure("not yet") }
                 return input.reduce(0, +)
@@ -407,9 +429,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aRunCancelledThroughTheQueueEndsTheWaitForItsResult() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func aRunCancelledThroughTheQueueEndsTheWaitForItsResult(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             try await queue.submit(try Self.diamond(), runID: "waited")
             let events = queue.events()
             let result = Task { try await queue.result(of: "waited") }
@@ -425,9 +449,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func amongReadyJobsTheLongestRemainingPathRunsFirstAsInATaskGraph() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func amongReadyJobsTheLongestRemainingPathRunsFirstAsInATaskGraph(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             let order = Locked<[String]>([])
             Self.registerAdd(on: queue, order: order)
             var graph = DurableGraph()
@@ -449,9 +475,11 @@ struct DurableQueueTests {
         }
     }
 
-    @Test func aResourceLimitsItsJobsAndAJobWaitingForItHoldsNoOtherBack() async throws {
-        try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), clock: ManualClock(), wallClockStart: epoch)
+    @Test(arguments: StoreKind.available) func aResourceLimitsItsJobsAndAJobWaitingForItHoldsNoOtherBack(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             let gate = AsyncGate(isOpen: false)
             let running = Locked((now: 0, peakOnAPI: 0, names: [String]()))
             queue.register(add) { input, context in

@@ -10,7 +10,7 @@ struct SQLiteJobStoreFileTests {
     @Test func aFileThatIsNotADatabaseIsRefusedByName() async throws {
         try await withTemporaryStore { file in
             try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: file.path))
-            let error = #expect(throws: DurableError.self) { try file.open() }
+            let error = await #expect(throws: DurableError.self) { try await file.open() }
             #expect(error?.code == .notADatabase)
             #expect(error?.message.hasPrefix("\(file.path) is not a SQLite database") == true)
         }
@@ -21,7 +21,7 @@ struct SQLiteJobStoreFileTests {
             try await DatabaseQueue(path: file.path).write { db in
                 try db.execute(sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
             }
-            let error = #expect(throws: DurableError.self) { try file.open() }
+            let error = await #expect(throws: DurableError.self) { try await file.open() }
             #expect(error?.code == .foreignDatabase)
             #expect(error?.message.contains("tables: customers") == true)
         }
@@ -29,11 +29,11 @@ struct SQLiteJobStoreFileTests {
 
     @Test func aStoreFromANewerVersionIsRefusedAndLeftAlone() async throws {
         try await withTemporaryStore { file in
-            _ = try file.open()
+            _ = try await file.open()
             try await DatabaseQueue(path: file.path).write { db in
                 try db.execute(sql: "UPDATE orchestra_store SET value = '99' WHERE key = 'schema'")
             }
-            let error = #expect(throws: DurableError.self) { try file.open() }
+            let error = await #expect(throws: DurableError.self) { try await file.open() }
             #expect(error?.code == .schemaFromNewerVersion)
             #expect(error?.message.contains("schema version 99") == true)
             let version = try await DatabaseQueue(path: file.path).read { db in
@@ -45,9 +45,9 @@ struct SQLiteJobStoreFileTests {
 
     @Test func reopeningAStoreKeepsItsRunsAndItsJournalIsWAL() async throws {
         try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), wallClockStart: epoch)
+            let queue = DurableQueue(store: try await file.open(), wallClockStart: epoch)
             try await queue.submit(try DurableQueueTests.diamond(), runID: "kept")
-            let reopened = DurableQueue(store: try file.open(), wallClockStart: epoch)
+            let reopened = DurableQueue(store: try await file.open(), wallClockStart: epoch)
             #expect(try await reopened.jobs(of: "kept").map(\.id) == ["a", "b", "c", "d"])
             let mode = try await DatabaseQueue(path: file.path).read { db in
                 try String.fetchOne(db, sql: "PRAGMA journal_mode")
@@ -58,7 +58,7 @@ struct SQLiteJobStoreFileTests {
 
     @Test func aRunThatCanNeverGoOnEndsTheDrainWithANamedErrorInsteadOfWaiting() async throws {
         try await withTemporaryStore { file in
-            let queue = DurableQueue(store: try file.open(), wallClockStart: epoch)
+            let queue = DurableQueue(store: try await file.open(), wallClockStart: epoch)
             DurableQueueTests.registerAdd(on: queue)
             var graph = DurableGraph()
             try graph.add("a", add, input: [1])

@@ -34,6 +34,9 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         public static let typeMismatch = Code("typeMismatch")
         /// The database reported an error.
         public static let storeFailed = Code("storeFailed")
+        /// The database server cannot be reached, or refused the connection (a wrong URL, user
+        /// name, password or database name).
+        public static let connectionFailed = Code("connectionFailed")
     }
 
     /// The kind of problem.

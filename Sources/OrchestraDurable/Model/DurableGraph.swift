@@ -16,15 +16,15 @@ import Orchestra
 /// path) before anything is stored.
 public struct DurableGraph: Sendable {
     /// One job as it is stored.
-    struct Job: Sendable, Hashable {
-        var id: String
-        var kind: String
-        var input: Data
-        var dependencies: [String]
-        var options: DurableJobOptions
+    package struct Job: Sendable, Hashable {
+        package var id: String
+        package var kind: String
+        package var input: Data
+        package var dependencies: [String]
+        package var options: DurableJobOptions
     }
 
-    private(set) var jobs: [Job] = []
+    package private(set) var jobs: [Job] = []
 
     /// Keys sorted: the same input is the same bytes in every process (without it, key order
     /// follows each process's hash seed, and a restarted program's resubmission of the same

@@ -60,6 +60,20 @@ public struct DurableJobRecord: Sendable, Hashable {
     /// When it may be claimed next (a retry's scheduled time).
     public var runAt: Date?
 
+    package init(
+        id: String, kind: String, input: Data, state: DurableJobState, attempts: Int, error: String?, output: Data?,
+        runAt: Date?
+    ) {
+        self.id = id
+        self.kind = kind
+        self.input = input
+        self.state = state
+        self.attempts = attempts
+        self.error = error
+        self.output = output
+        self.runAt = runAt
+    }
+
     /// The output decoded as `Output`.
     ///
     /// - Throws: ``DurableError`` (``DurableError/Code/typeMismatch``) if there is none or it
@@ -97,4 +111,12 @@ public struct DurableRunRecord: Sendable, Hashable {
     public var created: Date
     /// When it ended, if it did.
     public var ended: Date?
+
+    package init(id: String, state: DurableRunState, limit: Int, created: Date, ended: Date?) {
+        self.id = id
+        self.state = state
+        self.limit = limit
+        self.created = created
+        self.ended = ended
+    }
 }

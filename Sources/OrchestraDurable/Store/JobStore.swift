@@ -91,7 +91,7 @@ public struct DurableSubmission: Sendable {
 
     /// A digest of the jobs, their inputs, dependencies and options: submitting the same id
     /// again is idempotent only when it matches.
-    var fingerprint: String {
+    package var fingerprint: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ bytes: some Sequence<UInt8>) {
             for byte in bytes {
@@ -161,6 +161,11 @@ public struct JobKey: Sendable, Hashable {
     public var runID: String
     /// The job's id in the run.
     public var jobID: String
+
+    package init(runID: String, jobID: String) {
+        self.runID = runID
+        self.jobID = jobID
+    }
 }
 
 /// A job a worker claimed: what its handler needs.
@@ -179,6 +184,19 @@ public struct ClaimedJob: Sendable {
     public var timeout: Duration?
     /// Its retries: how many attempts, and the wait before the next.
     public var retry: DurableRetry
+
+    package init(
+        key: JobKey, kind: String, input: Data, attempt: Int, dependencyOutputs: [String: Data],
+        timeout: Duration?, retry: DurableRetry
+    ) {
+        self.key = key
+        self.kind = kind
+        self.input = input
+        self.attempt = attempt
+        self.dependencyOutputs = dependencyOutputs
+        self.timeout = timeout
+        self.retry = retry
+    }
 }
 
 /// How an attempt ended.
@@ -195,4 +213,9 @@ public struct RecordedOutcome: Sendable, Hashable {
     public var recorded: Bool
     /// The run's state, if this outcome ended the run.
     public var runEnded: DurableRunState?
+
+    package init(recorded: Bool, runEnded: DurableRunState?) {
+        self.recorded = recorded
+        self.runEnded = runEnded
+    }
 }

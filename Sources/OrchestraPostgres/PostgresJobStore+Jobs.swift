@@ -1,0 +1,435 @@
+import Foundation
+import Orchestra
+import OrchestraDurable
+import PostgresNIO
+
+extension PostgresJobStore {
+    // MARK: - Submitting
+
+    public func submit(_ run: DurableSubmission) async throws -> Bool {
+        let fingerprint = run.fingerprint
+        let location = self.location
+        return try await transaction { connection in
+            // Two processes submitting the same id at once: the second waits, then finds it.
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".submit:" + run.runID)))", logger: logger)
+            for try await existing in try await connection.query(
+                "SELECT fingerprint FROM \(unescaped: table("runs")) WHERE id = \(run.runID)", logger: logger
+            ).decode(String.self) {
+                guard existing == fingerprint else {
+                    throw DurableError(
+                        code: .runIDInUse,
+                        message:
+                            "the store at \(location) has a run '\(run.runID)' with other jobs; submitting an id again is idempotent only for the same graph"
+                    )
+                }
+                return false
+            }
+            let now = Millis.of(run.now)
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: table("runs")) (id, state, job_limit, fail_fast, fingerprint, created)
+                VALUES (\(run.runID), 'running', \(run.limit), \(run.failurePolicy == .failFast), \(fingerprint), \(now))
+                """, logger: logger)
+            try await insertJobs(of: run, now: now, connection)
+            for (name, limit) in run.resourceLimits.sorted(by: { $0.key < $1.key }) {
+                try await connection.query(
+                    """
+                    INSERT INTO \(unescaped: table("run_resources")) (run_id, name, resource_limit)
+                    VALUES (\(run.runID), \(name), \(limit))
+                    """, logger: logger)
+            }
+            try await notifyWork(connection)
+            return true
+        }
+    }
+
+    /// Inserts the run's jobs, dependencies and resources, many rows per statement.
+    private func insertJobs(of run: DurableSubmission, now: Int64, _ connection: PostgresConnection) async throws {
+        let jobs = Array(run.graph.jobs.enumerated())
+        // 15 values a row: 4,000 rows stay under PostgreSQL's 65,535 parameters.
+        for chunk in stride(from: 0, to: jobs.count, by: 4_000) {
+            var sql = """
+                INSERT INTO \(table("jobs")) (run_id, id, position, kind, input, state, waiting_on, priority,
+                    critical_path, timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at) VALUES
+                """
+            var binds = PostgresBindings(capacity: 15 * 4_000)
+            for (row, (position, job)) in jobs[chunk..<min(chunk + 4_000, jobs.count)].enumerated() {
+                let dependencies = Set(job.dependencies)
+                let retry = job.options.retry
+                sql += row == 0 ? " (" : ", ("
+                sql += (1...15).map { "$\(row * 15 + $0)" }.joined(separator: ", ") + ")"
+                binds.append(run.runID)
+                binds.append(job.id)
+                binds.append(position)
+                binds.append(job.kind)
+                try binds.append(job.input)
+                binds.append(dependencies.isEmpty ? "ready" : "blocked")
+                binds.append(dependencies.count)
+                binds.append(job.options.priority)
+                binds.append(run.criticalPaths[position])
+                binds.append(job.options.timeout?.saturatingNanoseconds)
+                binds.append(retry.maxAttempts)
+                binds.append(retry.initialDelay.saturatingNanoseconds)
+                binds.append(retry.multiplier)
+                binds.append(retry.maxDelay.saturatingNanoseconds)
+                binds.append(now)
+            }
+            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        }
+        // Dependencies and resources: three text columns a row.
+        var pairs: [(String, String, String)] = []
+        var uses: [(String, String, String)] = []
+        for job in run.graph.jobs {
+            for dependency in Set(job.dependencies).sorted() { pairs.append((run.runID, job.id, dependency)) }
+            for resource in Set(job.options.resources).sorted() { uses.append((run.runID, job.id, resource)) }
+        }
+        for (name, columns, rows) in [
+            (table("dependencies"), "run_id, job_id, depends_on", pairs),
+            (table("job_resources"), "run_id, job_id, name", uses),
+        ] {
+            for chunk in stride(from: 0, to: rows.count, by: 20_000) {
+                var sql = "INSERT INTO \(name) (\(columns)) VALUES"
+                var binds = PostgresBindings(capacity: 3 * 20_000)
+                for (row, values) in rows[chunk..<min(chunk + 20_000, rows.count)].enumerated() {
+                    sql += (row == 0 ? " " : ", ") + "($\(row * 3 + 1), $\(row * 3 + 2), $\(row * 3 + 3))"
+                    binds.append(values.0)
+                    binds.append(values.1)
+                    binds.append(values.2)
+                }
+                try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            }
+        }
+    }
+
+    /// Wakes the workers waiting for work (`LISTEN`), when the transaction commits.
+    func notifyWork(_ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_notify(\(workChannel), '')", logger: logger)
+    }
+
+    /// The channel on which ``notifyWork(_:)`` wakes idle workers.
+    var workChannel: String { "\(schema)_work" }
+
+    // MARK: - Claiming and recording
+
+    public func claim(
+        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
+    ) async throws -> [ClaimedJob] {
+        guard limit > 0, !kinds.isEmpty else { return [] }
+        let claim = Claim(worker: worker, kinds: kinds, limit: limit, now: now, leaseExpiry: leaseExpiry)
+        return try await transaction { connection in try await self.claim(claim, connection) }
+    }
+
+    public func record(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
+    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
+        if outcomes.isEmpty {
+            // Nothing to record: a claim alone.
+            guard let claim else { return ([], []) }
+            return ([], try await transaction { connection in try await self.claim(claim, connection) })
+        }
+        // Outcomes first, in their own transaction: a claim holds the store-wide claim lock, and
+        // must not wait behind the run locks the outcomes take.
+        let recorded = try await transaction { connection in
+            var recorded: [RecordedOutcome] = []
+            var released = false
+            // Runs locked in id order: two workers recording in the same runs never deadlock.
+            for runID in Set(outcomes.map(\.job.key.runID)).sorted() {
+                try await connection.query(
+                    "SELECT 1 FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger)
+            }
+            for outcome in outcomes {
+                let (result, releasedAny) = try await self.record(
+                    outcome.outcome, for: outcome.job, now: Millis.of(now), connection)
+                recorded.append(result)
+                released = released || releasedAny
+            }
+            if released { try await notifyWork(connection) }
+            return recorded
+        }
+        guard let claim else { return (recorded, []) }
+        return (recorded, try await transaction { connection in try await self.claim(claim, connection) })
+    }
+
+    /// Claims jobs (see ``JobStore/claim(worker:kinds:limit:now:leaseExpiry:)``) inside the
+    /// caller's transaction, holding the store-wide claim lock: the limits are counted from the
+    /// running jobs, which only a claim adds to.
+    private func claim(_ claim: Claim, _ connection: PostgresConnection) async throws -> [ClaimedJob] {
+        let (worker, limit) = (claim.worker, claim.limit)
+        guard limit > 0, !claim.kinds.isEmpty else { return [] }
+        let now = Millis.of(claim.now)
+        let expiry = Millis.of(claim.leaseExpiry)
+        let kinds = claim.kinds.sorted()
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
+        // A lease that expired belongs to a worker that died (or stalled): its job is due again.
+        try await connection.query(
+            """
+            UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
+                lease_expiry = NULL
+            WHERE state = 'running' AND lease_expiry <= \(now)
+            """, logger: logger)
+        var room: [String: Int] = [:]
+        for try await (runID, jobLimit, running) in try await connection.query(
+            """
+            SELECT r.id, r.job_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
+                WHERE j.run_id = r.id AND j.state = 'running')::INTEGER
+            FROM \(unescaped: table("runs")) r WHERE r.state = 'running'
+            """, logger: logger
+        ).decode((String, Int, Int).self) {
+            room[runID] = jobLimit - running
+        }
+        var runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
+        guard !runsWithRoom.isEmpty else { return [] }
+        // Each resource's free places: its limit less the running jobs that use it.
+        var free: [String: [String: Int]] = [:]
+        for try await (runID, name, resourceLimit) in try await connection.query(
+            """
+            SELECT run_id, name, resource_limit FROM \(unescaped: table("run_resources"))
+            WHERE run_id = ANY(\(runsWithRoom))
+            """, logger: logger
+        ).decode((String, String, Int).self) {
+            free[runID, default: [:]][name] = resourceLimit
+        }
+        if !free.isEmpty {
+            for try await (runID, name, running) in try await connection.query(
+                """
+                SELECT j.run_id, r.name, COUNT(*)::INTEGER FROM \(unescaped: table("jobs")) j
+                JOIN \(unescaped: table("job_resources")) r ON r.run_id = j.run_id AND r.job_id = j.id
+                WHERE j.state = 'running' AND j.run_id = ANY(\(Array(free.keys)))
+                GROUP BY j.run_id, r.name
+                """, logger: logger
+            ).decode((String, String, Int).self) {
+                free[runID]?[name, default: 0] -= running
+            }
+        }
+        var claimed: [ClaimedJob] = []
+        let page = max(64, limit * 4)
+        while claimed.count < limit, !runsWithRoom.isEmpty {
+            // Jobs of a full resource are left out here, so that they hold no other back.
+            let full = free.flatMap { runID, places in
+                places.filter { $0.value <= 0 }.keys.map { "\(runID)\u{1F}\($0)" }
+            }
+            var candidates: [ClaimedJob] = []
+            for try await (runID, id, kind, input, attempts, timeout, maxAttempts, initialDelay, multiplier, maxDelay)
+                in try await connection.query(
+                    """
+                    SELECT j.run_id, j.id, j.kind, j.input, j.attempts, j.timeout_ns, j.max_attempts,
+                        j.initial_delay_ns, j.multiplier, j.max_delay_ns
+                    FROM \(unescaped: table("jobs")) j
+                    WHERE j.state = 'ready' AND j.run_at <= \(now) AND j.kind = ANY(\(kinds))
+                        AND j.run_id = ANY(\(runsWithRoom))
+                        AND NOT EXISTS (SELECT 1 FROM \(unescaped: table("job_resources")) r
+                            WHERE r.run_id = j.run_id AND r.job_id = j.id
+                                AND r.run_id || chr(31) || r.name = ANY(\(full)))
+                    ORDER BY j.priority DESC, j.critical_path DESC, j.run_at, j.position
+                    LIMIT \(page)
+                    FOR UPDATE OF j SKIP LOCKED
+                    """, logger: logger
+                ).decode((String, String, String, Data, Int, Int64?, Int, Int64, Double, Int64).self)
+            {
+                candidates.append(
+                    ClaimedJob(
+                        key: JobKey(runID: runID, jobID: id), kind: kind, input: input, attempt: attempts + 1,
+                        dependencyOutputs: [:], timeout: timeout.map { .nanoseconds($0) },
+                        retry: DurableRetry(
+                            maxAttempts: maxAttempts, initialDelay: .nanoseconds(initialDelay), multiplier: multiplier,
+                            maxDelay: .nanoseconds(maxDelay))))
+            }
+            let resources = try await resources(of: candidates.filter { free[$0.key.runID] != nil }, connection)
+            var taken: [ClaimedJob] = []
+            for job in candidates where claimed.count + taken.count < limit {
+                let runID = job.key.runID
+                guard let places = room[runID], places > 0 else { continue }
+                if var available = free[runID] {
+                    let uses = resources[job.key] ?? []
+                    // Filled by an earlier job of this page: it waits, the next are looked at.
+                    guard uses.allSatisfy({ available[$0, default: 0] > 0 }) else { continue }
+                    for name in uses { available[name, default: 0] -= 1 }
+                    free[runID] = available
+                }
+                room[runID] = places - 1
+                taken.append(job)
+            }
+            try await markRunning(taken, worker: worker, expiry: expiry, connection)
+            claimed += taken
+            runsWithRoom = runsWithRoom.filter { (room[$0] ?? 0) > 0 }
+            // A short page was every job claimable now; a page that gave nothing would give
+            // nothing again.
+            if candidates.count < page || taken.isEmpty { break }
+        }
+        return try await withDependencyOutputs(claimed, connection)
+    }
+
+    /// The named resources each of `jobs` uses.
+    private func resources(of jobs: [ClaimedJob], _ connection: PostgresConnection) async throws -> [JobKey: [String]] {
+        var resources: [JobKey: [String]] = [:]
+        for (runID, ids) in Dictionary(grouping: jobs, by: \.key.runID).mapValues({ $0.map(\.key.jobID) }) {
+            for try await (id, name) in try await connection.query(
+                """
+                SELECT job_id, name FROM \(unescaped: table("job_resources"))
+                WHERE run_id = \(runID) AND job_id = ANY(\(ids))
+                """, logger: logger
+            ).decode((String, String).self) {
+                resources[JobKey(runID: runID, jobID: id), default: []].append(name)
+            }
+        }
+        return resources
+    }
+
+    /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted.
+    private func markRunning(
+        _ jobs: [ClaimedJob], worker: String, expiry: Int64, _ connection: PostgresConnection
+    ) async throws {
+        for (runID, ids) in Dictionary(grouping: jobs, by: \.key.runID).mapValues({ $0.map(\.key.jobID) }) {
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = 'running', attempts = attempts + 1,
+                    lease_owner = \(worker), lease_expiry = \(expiry)
+                WHERE run_id = \(runID) AND id = ANY(\(ids))
+                """, logger: logger)
+        }
+    }
+
+    /// `jobs` with the outputs of their dependencies.
+    private func withDependencyOutputs(
+        _ jobs: [ClaimedJob], _ connection: PostgresConnection
+    ) async throws -> [ClaimedJob] {
+        var jobs = jobs
+        var positions: [JobKey: Int] = [:]
+        for (index, job) in jobs.enumerated() { positions[job.key] = index }
+        for (runID, ids) in Dictionary(grouping: jobs, by: \.key.runID).mapValues({ $0.map(\.key.jobID) }) {
+            for try await (id, dependency, output) in try await connection.query(
+                """
+                SELECT d.job_id, d.depends_on, j.output FROM \(unescaped: table("dependencies")) d
+                JOIN \(unescaped: table("jobs")) j ON j.run_id = d.run_id AND j.id = d.depends_on
+                WHERE d.run_id = \(runID) AND d.job_id = ANY(\(ids))
+                """, logger: logger
+            ).decode((String, String, Data?).self) {
+                if let index = positions[JobKey(runID: runID, jobID: id)] {
+                    jobs[index].dependencyOutputs[dependency] = output ?? Data()
+                }
+            }
+        }
+        return jobs
+    }
+
+    /// Records one outcome inside the caller's transaction, which holds its run's lock.
+    /// Returns what was recorded, and whether jobs became ready.
+    private func record(
+        _ outcome: JobOutcome, for job: ClaimedJob, now: Int64, _ connection: PostgresConnection
+    ) async throws -> (RecordedOutcome, Bool) {
+        let (runID, id) = (job.key.runID, job.key.jobID)
+        var isCurrent = false
+        for try await (state, attempts) in try await connection.query(
+            "SELECT state, attempts FROM \(unescaped: table("jobs")) WHERE run_id = \(runID) AND id = \(id) FOR UPDATE",
+            logger: logger
+        ).decode((String, Int).self) {
+            isCurrent = state == "running" && attempts == job.attempt
+        }
+        // Not this attempt's to record: the lease expired and the job was claimed again, or
+        // the run was cancelled.
+        guard isCurrent else { return (RecordedOutcome(recorded: false, runEnded: nil), false) }
+        var released = false
+        switch outcome {
+        case .succeeded(let output):
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = 'succeeded', output = \(output), error = NULL,
+                    lease_owner = NULL, lease_expiry = NULL
+                WHERE run_id = \(runID) AND id = \(id)
+                """, logger: logger)
+            // One dependency fewer for each dependent; those left waiting on none are ready.
+            let rows = try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET waiting_on = waiting_on - 1,
+                    state = CASE WHEN waiting_on = 1 AND state = 'blocked' THEN 'ready' ELSE state END,
+                    run_at = CASE WHEN waiting_on = 1 AND state = 'blocked' THEN \(now) ELSE run_at END
+                WHERE run_id = \(runID) AND id IN (SELECT job_id FROM \(unescaped: table("dependencies"))
+                    WHERE run_id = \(runID) AND depends_on = \(id))
+                RETURNING state
+                """, logger: logger)
+            for try await state in rows.decode(String.self) where state == "ready" { released = true }
+        case .failed(let message, let retryAt?):
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = \(Millis.of(retryAt)),
+                    error = \(message), lease_owner = NULL, lease_expiry = NULL
+                WHERE run_id = \(runID) AND id = \(id)
+                """, logger: logger)
+        case .failed(let message, nil):
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = 'failed', error = \(message), lease_owner = NULL,
+                    lease_expiry = NULL
+                WHERE run_id = \(runID) AND id = \(id)
+                """, logger: logger)
+            var failFast = false
+            for try await value in try await connection.query(
+                "SELECT fail_fast FROM \(unescaped: table("runs")) WHERE id = \(runID)", logger: logger
+            ).decode(Bool.self) {
+                failFast = value
+            }
+            if failFast {
+                try await connection.query(
+                    """
+                    UPDATE \(unescaped: table("jobs")) SET state = 'cancelled',
+                        error = \("the run stopped: job '\(id)' failed"), lease_owner = NULL, lease_expiry = NULL
+                    WHERE run_id = \(runID) AND state IN ('blocked', 'ready', 'running')
+                    """, logger: logger)
+            } else {
+                // Every job that depends on it, directly or not (all blocked: one dependency
+                // can no longer succeed).
+                try await connection.query(
+                    """
+                    WITH RECURSIVE dependents (id) AS (
+                        SELECT job_id FROM \(unescaped: table("dependencies"))
+                        WHERE run_id = \(runID) AND depends_on = \(id)
+                        UNION
+                        SELECT d.job_id FROM \(unescaped: table("dependencies")) d
+                        JOIN dependents ON d.run_id = \(runID) AND d.depends_on = dependents.id
+                    )
+                    UPDATE \(unescaped: table("jobs")) SET state = 'skipped', error = \("not run: job '\(id)' failed")
+                    WHERE run_id = \(runID) AND state = 'blocked' AND id IN (SELECT id FROM dependents)
+                    """, logger: logger)
+            }
+        }
+        return (
+            RecordedOutcome(recorded: true, runEnded: try await endRunIfDone(runID, now: now, connection)), released
+        )
+    }
+
+    /// Ends the run if none of its jobs is left to run: succeeded if every job did, else failed.
+    /// The caller holds the run's lock, so two workers recording its last jobs at once cannot
+    /// both miss the end.
+    private func endRunIfDone(
+        _ runID: String, now: Int64, _ connection: PostgresConnection
+    ) async throws
+        -> DurableRunState?
+    {
+        var open = true
+        var unsuccessful = 0
+        for try await (isOpen, failed) in try await connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM \(unescaped: table("jobs")) WHERE run_id = \(runID)
+                    AND state IN ('blocked', 'ready', 'running')),
+                (SELECT COUNT(*) FROM \(unescaped: table("jobs")) WHERE run_id = \(runID)
+                    AND state != 'succeeded')::INTEGER
+            """, logger: logger
+        ).decode((Bool, Int).self) {
+            (open, unsuccessful) = (isOpen, failed)
+        }
+        guard !open else { return nil }
+        let state: DurableRunState = unsuccessful == 0 ? .succeeded : .failed
+        var ended = false
+        for try await _ in try await connection.query(
+            """
+            UPDATE \(unescaped: table("runs")) SET state = \(state.rawValue), ended = \(now)
+            WHERE id = \(runID) AND state = 'running' RETURNING id
+            """, logger: logger
+        ).decode(String.self) {
+            ended = true
+        }
+        return ended ? state : nil
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import OrchestraDurable
+import PostgresNIO
+
+extension PostgresJobStore {
+    // MARK: - Leases and retention
+
+    public func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
+        guard !jobs.isEmpty else { return }
+        let expiry = Millis.of(expiry)
+        try await transaction { connection in
+            for (runID, ids) in Dictionary(grouping: jobs, by: \.runID).mapValues({ $0.map(\.jobID) }) {
+                try await connection.query(
+                    """
+                    UPDATE \(unescaped: table("jobs")) SET lease_expiry = \(expiry)
+                    WHERE run_id = \(runID) AND id = ANY(\(ids)) AND state = 'running' AND lease_owner = \(worker)
+                    """, logger: logger)
+            }
+        }
+    }
+
+    public func removeRuns(endedBefore date: Date) async throws -> Int {
+        let cutoff = Millis.of(date)
+        return try await transaction { connection in
+            // The jobs, dependencies and resources go with their run (ON DELETE CASCADE).
+            var removed = 0
+            for try await _ in try await connection.query(
+                "DELETE FROM \(unescaped: table("runs")) WHERE state != 'running' AND ended < \(cutoff) RETURNING id",
+                logger: logger
+            ).decode(String.self) {
+                removed += 1
+            }
+            return removed
+        }
+    }
+
+    // MARK: - Control and queries
+
+    public func cancel(runID: String, now: Date) async throws -> Bool {
+        let now = Millis.of(now)
+        let location = self.location
+        return try await transaction { connection in
+            var state: String?
+            for try await value in try await connection.query(
+                "SELECT state FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger
+            ).decode(String.self) {
+                state = value
+            }
+            guard let state else {
+                throw DurableError(code: .unknownRun, message: "the store at \(location) has no run '\(runID)'")
+            }
+            guard state == DurableRunState.running.rawValue else { return false }
+            // A worker running one of its jobs finds its outcome refused: the job is no longer
+            // running under its lease.
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = 'cancelled', error = 'cancelled', lease_owner = NULL,
+                    lease_expiry = NULL
+                WHERE run_id = \(runID) AND state IN ('blocked', 'ready', 'running')
+                """, logger: logger)
+            try await connection.query(
+                "UPDATE \(unescaped: table("runs")) SET state = 'cancelled', ended = \(now) WHERE id = \(runID)",
+                logger: logger)
+            return true
+        }
+    }
+
+    public func run(_ runID: String) async throws -> DurableRunRecord? {
+        try await read { connection in
+            var record: DurableRunRecord?
+            for try await (id, state, limit, created, ended) in try await connection.query(
+                "SELECT id, state, job_limit, created, ended FROM \(unescaped: table("runs")) WHERE id = \(runID)",
+                logger: logger
+            ).decode((String, String, Int, Int64, Int64?).self) {
+                record = DurableRunRecord(
+                    id: id, state: DurableRunState(rawValue: state) ?? .failed, limit: limit,
+                    created: Millis.date(created), ended: ended.map(Millis.date))
+            }
+            return record
+        }
+    }
+
+    public func jobs(of runID: String) async throws -> [DurableJobRecord] {
+        try await read { connection in
+            var records: [DurableJobRecord] = []
+            for try await (id, kind, state, attempts, error, output, runAt, input) in try await connection.query(
+                """
+                SELECT id, kind, state, attempts, error, output, run_at, input FROM \(unescaped: table("jobs"))
+                WHERE run_id = \(runID) ORDER BY position
+                """, logger: logger
+            ).decode((String, String, String, Int, String?, Data?, Int64, Data).self) {
+                let state = DurableJobState(rawValue: state) ?? .failed
+                records.append(
+                    DurableJobRecord(
+                        id: id, kind: kind, input: input, state: state, attempts: attempts, error: error,
+                        output: output, runAt: state == .ready ? Millis.date(runAt) : nil))
+            }
+            return records
+        }
+    }
+
+    public func nextDueTime(after now: Date) async throws -> Date? {
+        let now = Millis.of(now)
+        return try await read { connection in
+            var due: Int64?
+            for try await (retry, lease) in try await connection.query(
+                """
+                SELECT (SELECT MIN(run_at) FROM \(unescaped: table("jobs")) WHERE state = 'ready' AND run_at > \(now)),
+                    (SELECT MIN(lease_expiry) FROM \(unescaped: table("jobs"))
+                        WHERE state = 'running' AND lease_expiry > \(now))
+                """, logger: logger
+            ).decode((Int64?, Int64?).self) {
+                due = [retry, lease].compactMap { $0 }.min()
+            }
+            return due.map(Millis.date)
+        }
+    }
+
+    public func hasUnfinishedRuns() async throws -> Bool {
+        try await read { connection in
+            var unfinished = false
+            for try await value in try await connection.query(
+                "SELECT EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE state = 'running')", logger: logger
+            ).decode(Bool.self) {
+                unfinished = value
+            }
+            return unfinished
+        }
+    }
+
+    public func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
+        let kinds = kinds.sorted()
+        return try await read { connection in
+            var found: (key: JobKey, kind: String)?
+            for try await (runID, id, kind) in try await connection.query(
+                """
+                SELECT run_id, id, kind FROM \(unescaped: table("jobs"))
+                WHERE state = 'ready' AND NOT (kind = ANY(\(kinds))) ORDER BY run_id, position LIMIT 1
+                """, logger: logger
+            ).decode((String, String, String).self) {
+                found = (JobKey(runID: runID, jobID: id), kind)
+            }
+            return found
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import OrchestraDurable
+import PostgresNIO
+
+extension PostgresJobStore {
+    /// The schema version this build writes and reads.
+    static let schemaVersion = 1
+    /// What the schema's `orchestra_store` table says it holds.
+    static let format = "orchestra-durable"
+
+    /// Creates the store's schema and tables, or migrates them to this version; does nothing if
+    /// they are up to date. Safe to call from many processes at once (an advisory lock
+    /// serializes them).
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/foreignDatabase`` if the schema
+    ///   holds tables of another program, ``DurableError/Code/schemaFromNewerVersion`` if a
+    ///   newer Orchestra wrote it, ``DurableError/Code/connectionFailed`` if the server cannot
+    ///   be reached or refuses the credentials.
+    public func migrate() async throws {
+        let schema = self.schema
+        let location = self.location
+        try await transaction { connection in
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".migrate")))", logger: logger)
+            try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
+            var tables: [String] = []
+            for try await name in try await connection.query(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = \(schema) ORDER BY 1",
+                logger: logger
+            ).decode(String.self) {
+                tables.append(name)
+            }
+            var version = 0
+            if tables.contains("orchestra_store") {
+                var values: [String: String] = [:]
+                for try await (key, value) in try await connection.query(
+                    "SELECT key, value FROM \(unescaped: table("orchestra_store"))", logger: logger
+                ).decode((String, String).self) {
+                    values[key] = value
+                }
+                guard values["format"] == Self.format else {
+                    throw DurableError(
+                        code: .foreignDatabase,
+                        message:
+                            "the schema '\(schema)' at \(location) has an orchestra_store table, but not an Orchestra store's (format \(values["format"] ?? "missing"))"
+                    )
+                }
+                version = values["schema"].flatMap { Int($0) } ?? 0
+                guard version <= Self.schemaVersion else {
+                    throw DurableError(
+                        code: .schemaFromNewerVersion,
+                        message:
+                            "the store in schema '\(schema)' at \(location) has schema version \(version); this version of Orchestra reads up to \(Self.schemaVersion)"
+                    )
+                }
+            } else if !tables.isEmpty {
+                throw DurableError(
+                    code: .foreignDatabase,
+                    message:
+                        "the schema '\(schema)' at \(location) holds tables of another program (\(tables.prefix(5).joined(separator: ", "))), not an Orchestra store"
+                )
+            }
+            for (index, statements) in migrations.enumerated() where index + 1 > version {
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
+        }
+    }
+
+    /// The versioned migrations, oldest first: each is the SQL statements that bring the
+    /// schema from the previous version to its own.
+    var migrations: [[String]] {
+        [
+            [
+                "CREATE TABLE \(table("orchestra_store")) (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                "INSERT INTO \(table("orchestra_store")) (key, value) VALUES ('format', '\(Self.format)'), ('schema', '1')",
+                """
+                CREATE TABLE \(table("runs")) (
+                    id TEXT PRIMARY KEY,
+                    state TEXT NOT NULL,
+                    job_limit INTEGER NOT NULL,
+                    fail_fast BOOLEAN NOT NULL,
+                    fingerprint TEXT NOT NULL,
+                    created BIGINT NOT NULL,
+                    ended BIGINT
+                )
+                """,
+                "CREATE INDEX runs_by_state ON \(table("runs")) (state)",
+                """
+                CREATE TABLE \(table("jobs")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    id TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    input BYTEA NOT NULL,
+                    state TEXT NOT NULL,
+                    waiting_on INTEGER NOT NULL,
+                    priority INTEGER NOT NULL,
+                    critical_path DOUBLE PRECISION NOT NULL,
+                    timeout_ns BIGINT,
+                    max_attempts INTEGER NOT NULL,
+                    initial_delay_ns BIGINT NOT NULL,
+                    multiplier DOUBLE PRECISION NOT NULL,
+                    max_delay_ns BIGINT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    run_at BIGINT NOT NULL,
+                    lease_owner TEXT,
+                    lease_expiry BIGINT,
+                    output BYTEA,
+                    error TEXT,
+                    PRIMARY KEY (run_id, id)
+                )
+                """,
+                // Ready jobs in claim order; running jobs by run (the limits) and by lease expiry.
+                """
+                CREATE INDEX jobs_claim ON \(table("jobs")) (priority DESC, critical_path DESC, run_at, position)
+                    WHERE state = 'ready'
+                """,
+                "CREATE INDEX jobs_running ON \(table("jobs")) (run_id, lease_expiry) WHERE state = 'running'",
+                "CREATE INDEX jobs_open ON \(table("jobs")) (run_id) WHERE state IN ('blocked', 'ready', 'running')",
+                """
+                CREATE TABLE \(table("dependencies")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    job_id TEXT NOT NULL,
+                    depends_on TEXT NOT NULL,
+                    PRIMARY KEY (run_id, depends_on, job_id)
+                )
+                """,
+                "CREATE INDEX dependencies_of_job ON \(table("dependencies")) (run_id, job_id)",
+                """
+                CREATE TABLE \(table("run_resources")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    resource_limit INTEGER NOT NULL,
+                    PRIMARY KEY (run_id, name)
+                )
+                """,
+                """
+                CREATE TABLE \(table("job_resources")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    job_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    PRIMARY KEY (run_id, job_id, name)
+                )
+                """,
+            ]
+        ]
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Logging
+import Orchestra
+import OrchestraDurable
+import PostgresNIO
+
+/// A ``JobStore`` in PostgreSQL, shared by any number of worker processes on any number of
+/// machines: each ``DurableQueue`` over it claims jobs in batches, and the limits of a run (its
+/// `limit` and each named resource's) hold across all of them together.
+///
+/// ```swift
+/// try await PostgresJobStore.withStore(url: "postgres://app:secret@db.internal/app") { store in
+///     let queue = DurableQueue(store: store)
+///     queue.register(fetch) { request, context in try await api.page(request) }
+///     try await queue.drain()
+/// }
+/// ```
+///
+/// Every method is one transaction. Claims take a transaction-scoped advisory lock, so two
+/// workers never admit jobs past a limit together, and read ready jobs with
+/// `FOR UPDATE SKIP LOCKED`, so a claim never waits for rows another transaction is changing.
+/// A job whose worker died is claimable again once its lease expires. Outcomes are recorded in
+/// the transaction that releases the job's dependents, and an outcome of an attempt that is no
+/// longer the job's current one is refused.
+///
+/// The tables live in their own PostgreSQL schema (`orchestra` by default), created and
+/// migrated by ``migrate()`` under an advisory lock, so many workers may start at once.
+public final class PostgresJobStore: JobStore {
+    /// The client the store's queries go through; it must be running (`client.run()`) while the
+    /// store is used.
+    public let client: PostgresClient
+    /// The PostgreSQL schema that holds the tables.
+    public let schema: String
+    /// Where the server is, for messages (`host:port/database`).
+    public let location: String
+    let logger: Logger
+
+    /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` if `schema` is not
+    ///   a plain lower-case identifier (letters, digits and `_`, at most 48 characters).
+    public init(
+        client: PostgresClient, schema: String = "orchestra", location: String = "PostgreSQL",
+        logger: Logger = Logger(label: "orchestra.postgres")
+    ) throws(DurableError) {
+        guard Self.isIdentifier(schema) else {
+            throw DurableError(
+                code: .invalidGraph,
+                message:
+                    "the schema name '\(schema)' is not a plain identifier: use lower-case letters, digits and _, at most 48 characters, starting with a letter"
+            )
+        }
+        self.client = client
+        self.schema = schema
+        self.location = location
+        self.logger = logger
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, ("a"..."z").contains(first), name.utf8.count <= 48 else {
+            return false
+        }
+        return name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+    }
+
+    /// Runs `body` with a store on the server at `url` (`postgres://user:password@host:port/database`),
+    /// its client running for the duration, after creating or migrating its schema.
+    ///
+    /// Cancellation: cancelling the caller cancels `body` and closes the connections.
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed`` for a URL
+    ///   that cannot be read, a server that cannot be reached or refuses the credentials;
+    ///   ``DurableError/Code/foreignDatabase`` or ``DurableError/Code/schemaFromNewerVersion``
+    ///   from ``migrate()``; and whatever `body` throws.
+    public static func withStore<T: Sendable>(
+        url: String, schema: String = "orchestra", logger: Logger = Logger(label: "orchestra.postgres"),
+        _ body: (PostgresJobStore) async throws -> T
+    ) async throws -> T {
+        let (configuration, location) = try configuration(url: url)
+        let client = PostgresClient(configuration: configuration)
+        let store = try PostgresJobStore(client: client, schema: schema, location: location, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            return try await body(store)
+        }
+    }
+
+    /// The client configuration for `url`: `postgres://user:password@host:port/database`
+    /// (or `postgresql://`), the port 5432 by default; `?sslmode=disable|prefer|require`
+    /// (default prefer). Also returns where the server is, for messages (never the password).
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed`` naming what
+    ///   is missing or wrong in the URL.
+    public static func configuration(url: String) throws(DurableError) -> (PostgresClient.Configuration, String) {
+        func refuse(_ problem: String) -> DurableError {
+            DurableError(code: .connectionFailed, message: "the PostgreSQL URL \(redacted(url)) \(problem)")
+        }
+        guard let components = URLComponents(string: url), let scheme = components.scheme else {
+            throw refuse("is not a URL: expected postgres://user:password@host:port/database")
+        }
+        guard scheme == "postgres" || scheme == "postgresql" else {
+            throw refuse("has the scheme '\(scheme)': expected postgres:// or postgresql://")
+        }
+        guard let host = components.host, !host.isEmpty else { throw refuse("has no host") }
+        guard let user = components.user, !user.isEmpty else { throw refuse("has no user name") }
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        let port = components.port ?? 5432
+        guard (1...65_535).contains(port) else { throw refuse("has the port \(port), not 1…65535") }
+        let tls: PostgresClient.Configuration.TLS
+        switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(.makeClientConfiguration())
+        case "require": tls = .require(.makeClientConfiguration())
+        case let mode: throw refuse("has sslmode=\(mode): expected disable, prefer or require")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: components.password,
+            database: database.isEmpty ? user : database, tls: tls)
+        configuration.options.connectTimeout = .seconds(10)
+        return (configuration, "\(host):\(port)/\(database.isEmpty ? user : database)")
+    }
+
+    /// `url` with its password replaced by `***`.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? "(a URL)"
+    }
+
+    /// `schema.name`, for SQL.
+    func table(_ name: String) -> String { "\(schema).\(name)" }
+
+    // MARK: - Transactions and errors
+
+    /// Runs `body` in a transaction; retried (at most 5 times) when PostgreSQL aborts it for a
+    /// deadlock or a serialization failure.
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await client.withTransaction(logger: logger) { connection in
+                    try await body(connection)
+                }
+            } catch let error as PostgresTransactionError {
+                let cause = error.closureError ?? error.commitError ?? error.beginError ?? error
+                if attempt < 5, Self.isRetryable(cause) { continue }
+                throw mapped(cause)
+            } catch {
+                throw mapped(error)
+            }
+        }
+    }
+
+    /// Runs `body` on a connection, outside a transaction (reads).
+    func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch {
+            throw mapped(error)
+        }
+    }
+
+    /// A deadlock or a serialization failure: the transaction may simply be run again.
+    static func isRetryable(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, let code = error.serverInfo?[.sqlState] else { return false }
+        return code == "40P01" || code == "40001"
+    }
+
+    /// An error of the client or the server as a ``DurableError`` naming the server.
+    func mapped(_ error: any Error) -> DurableError {
+        if let error = error as? DurableError { return error }
+        if error is CancellationError {
+            return DurableError(code: .storeFailed, message: "cancelled", underlying: error)
+        }
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                let code = error.serverInfo?[.sqlState] ?? ""
+                // 28xxx: invalid authorization; 3D000: no such database.
+                if code.hasPrefix("28") || code == "3D000" {
+                    return DurableError(
+                        code: .connectionFailed,
+                        message: "PostgreSQL at \(location) refused the connection: \(message)",
+                        underlying: error)
+                }
+                return DurableError(
+                    code: .storeFailed, message: "PostgreSQL at \(location) failed: \(message) (\(code))",
+                    underlying: error)
+            }
+            if let underlying = error.underlying {
+                return DurableError(
+                    code: .connectionFailed, message: "PostgreSQL at \(location) cannot be reached: \(underlying)",
+                    underlying: error)
+            }
+            return DurableError(
+                code: .connectionFailed, message: "PostgreSQL at \(location): \(String(reflecting: error.code))",
+                underlying: error)
+        }
+        return DurableError(
+            code: .storeFailed, message: "PostgreSQL at \(location) failed: \(error)", underlying: error)
+    }
+}
