@@ -33,19 +33,34 @@ public final class PostgresJobStore: JobStore {
     public let schema: String
     /// Where the server is, for messages (`host:port/database`).
     public let location: String
+    /// How long an idle worker waits at most before it looks for work again, should a
+    /// notification have been lost (a connection dropped, the server restarted).
+    public let pollInterval: Duration?
+    /// `true`: workers in other processes share the store.
+    public var isShared: Bool { true }
     let logger: Logger
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
-    /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` if `schema` is not
+    /// - Parameters:
+    ///   - client: A client that runs (`client.run()`) while the store is used.
+    ///   - schema: The PostgreSQL schema of the tables; stores in different schemas of one
+    ///     database are independent.
+    ///   - location: Where the server is, for messages.
+    ///   - pollInterval: At most this long between an idle worker's looks for work, besides
+    ///     the notifications (`LISTEN`) that wake it as soon as another worker releases jobs;
+    ///     `nil` relies on notifications and due times alone (tests on a manual clock).
+    ///   - logger: The client's queries are logged here (at trace level).
+    ///
+    /// - Throws: ``DurableError`` with code ``DurableError/Code/storeFailed`` if `schema` is not
     ///   a plain lower-case identifier (letters, digits and `_`, at most 48 characters).
     public init(
         client: PostgresClient, schema: String = "orchestra", location: String = "PostgreSQL",
-        logger: Logger = Logger(label: "orchestra.postgres")
+        pollInterval: Duration? = .seconds(1), logger: Logger = Logger(label: "orchestra.postgres")
     ) throws(DurableError) {
         guard Self.isIdentifier(schema) else {
             throw DurableError(
-                code: .invalidGraph,
+                code: .storeFailed,
                 message:
                     "the schema name '\(schema)' is not a plain identifier: use lower-case letters, digits and _, at most 48 characters, starting with a letter"
             )
@@ -53,7 +68,32 @@ public final class PostgresJobStore: JobStore {
         self.client = client
         self.schema = schema
         self.location = location
+        self.pollInterval = pollInterval
         self.logger = logger
+    }
+
+    /// Listens (`LISTEN`) on the store's channel on a connection of its own, calling `onWork`
+    /// for each notification, until the calling task is cancelled. A lost connection is opened
+    /// again after ``pollInterval`` (the idle workers poll meanwhile).
+    public func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws {
+        let channel = workChannel
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: channel) { notifications in
+                        // Listening from here on: anything released meanwhile is looked for.
+                        onWork()
+                        for try await _ in notifications { onWork() }
+                    }
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                if Task.isCancelled { return }
+            }
+            // Not a wait for something to happen: the pause before connecting again.
+            try await Task.sleep(for: pollInterval ?? .seconds(1))
+        }
     }
 
     static func isIdentifier(_ name: String) -> Bool {
@@ -66,6 +106,9 @@ public final class PostgresJobStore: JobStore {
     /// Runs `body` with a store on the server at `url` (`postgres://user:password@host:port/database`),
     /// its client running for the duration, after creating or migrating its schema.
     ///
+    /// One connection is opened first, on its own, so that a server that cannot be reached or
+    /// refuses the credentials is an error at once (the client's pool would keep trying).
+    ///
     /// Cancellation: cancelling the caller cancels `body` and closes the connections.
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed`` for a URL
@@ -73,12 +116,14 @@ public final class PostgresJobStore: JobStore {
     ///   ``DurableError/Code/foreignDatabase`` or ``DurableError/Code/schemaFromNewerVersion``
     ///   from ``migrate()``; and whatever `body` throws.
     public static func withStore<T: Sendable>(
-        url: String, schema: String = "orchestra", logger: Logger = Logger(label: "orchestra.postgres"),
-        _ body: (PostgresJobStore) async throws -> T
+        url: String, schema: String = "orchestra", pollInterval: Duration? = .seconds(1),
+        logger: Logger = Logger(label: "orchestra.postgres"), _ body: (PostgresJobStore) async throws -> T
     ) async throws -> T {
-        let (configuration, location) = try configuration(url: url)
-        let client = PostgresClient(configuration: configuration)
-        let store = try PostgresJobStore(client: client, schema: schema, location: location, logger: logger)
+        let server = try Server(url: url)
+        try await server.probe(logger: logger)
+        let client = PostgresClient(configuration: server.clientConfiguration)
+        let store = try PostgresJobStore(
+            client: client, schema: schema, location: server.location, pollInterval: pollInterval, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
@@ -94,32 +139,85 @@ public final class PostgresJobStore: JobStore {
     /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed`` naming what
     ///   is missing or wrong in the URL.
     public static func configuration(url: String) throws(DurableError) -> (PostgresClient.Configuration, String) {
-        func refuse(_ problem: String) -> DurableError {
-            DurableError(code: .connectionFailed, message: "the PostgreSQL URL \(redacted(url)) \(problem)")
+        let server = try Server(url: url)
+        return (server.clientConfiguration, server.location)
+    }
+
+    /// A server as a URL names it.
+    struct Server {
+        var host: String
+        var port: Int
+        var user: String
+        var password: String?
+        var database: String
+        var tlsMode: String
+
+        /// Where the server is, for messages: `host:port/database`.
+        var location: String { "\(host):\(port)/\(database)" }
+
+        init(url: String) throws(DurableError) {
+            func refuse(_ problem: String) -> DurableError {
+                DurableError(code: .connectionFailed, message: "the PostgreSQL URL \(redacted(url)) \(problem)")
+            }
+            guard let components = URLComponents(string: url), let scheme = components.scheme else {
+                throw refuse("is not a URL: expected postgres://user:password@host:port/database")
+            }
+            guard scheme == "postgres" || scheme == "postgresql" else {
+                throw refuse("has the scheme '\(scheme)': expected postgres:// or postgresql://")
+            }
+            guard let host = components.host, !host.isEmpty else { throw refuse("has no host") }
+            guard let user = components.user, !user.isEmpty else { throw refuse("has no user name") }
+            let port = components.port ?? 5432
+            guard (1...65_535).contains(port) else { throw refuse("has the port \(port), not 1…65535") }
+            let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
+            guard ["disable", "prefer", "require"].contains(mode) else {
+                throw refuse("has sslmode=\(mode): expected disable, prefer or require")
+            }
+            let database = String(components.path.drop(while: { $0 == "/" }))
+            self.host = host
+            self.port = port
+            self.user = user
+            self.password = components.password
+            self.database = database.isEmpty ? user : database
+            self.tlsMode = mode
         }
-        guard let components = URLComponents(string: url), let scheme = components.scheme else {
-            throw refuse("is not a URL: expected postgres://user:password@host:port/database")
+
+        var clientConfiguration: PostgresClient.Configuration {
+            let tls: PostgresClient.Configuration.TLS =
+                switch tlsMode {
+                case "disable": .disable
+                case "require": .require(.makeClientConfiguration())
+                default: .prefer(.makeClientConfiguration())
+                }
+            var configuration = PostgresClient.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
+            configuration.options.connectTimeout = .seconds(10)
+            return configuration
         }
-        guard scheme == "postgres" || scheme == "postgresql" else {
-            throw refuse("has the scheme '\(scheme)': expected postgres:// or postgresql://")
+
+        /// Opens one connection and closes it.
+        ///
+        /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed``.
+        func probe(logger: Logger) async throws {
+            let tls: PostgresConnection.Configuration.TLS =
+                switch tlsMode {
+                case "disable": .disable
+                case "require": .require(try .init(configuration: .makeClientConfiguration()))
+                default: .prefer(try .init(configuration: .makeClientConfiguration()))
+                }
+            var configuration = PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
+            configuration.options.connectTimeout = .seconds(10)
+            do {
+                let connection = try await PostgresConnection.connect(
+                    configuration: configuration, id: 0, logger: logger)
+                try? await connection.close()
+            } catch {
+                let mapped = PostgresJobStore.mapped(error, location: location)
+                throw DurableError(
+                    code: .connectionFailed, message: mapped.message, underlying: mapped.underlying ?? error)
+            }
         }
-        guard let host = components.host, !host.isEmpty else { throw refuse("has no host") }
-        guard let user = components.user, !user.isEmpty else { throw refuse("has no user name") }
-        let database = String(components.path.drop(while: { $0 == "/" }))
-        let port = components.port ?? 5432
-        guard (1...65_535).contains(port) else { throw refuse("has the port \(port), not 1…65535") }
-        let tls: PostgresClient.Configuration.TLS
-        switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
-        case "disable": tls = .disable
-        case "prefer": tls = .prefer(.makeClientConfiguration())
-        case "require": tls = .require(.makeClientConfiguration())
-        case let mode: throw refuse("has sslmode=\(mode): expected disable, prefer or require")
-        }
-        var configuration = PostgresClient.Configuration(
-            host: host, port: port, username: user, password: components.password,
-            database: database.isEmpty ? user : database, tls: tls)
-        configuration.options.connectTimeout = .seconds(10)
-        return (configuration, "\(host):\(port)/\(database.isEmpty ? user : database)")
     }
 
     /// `url` with its password replaced by `***`.
@@ -171,6 +269,12 @@ public final class PostgresJobStore: JobStore {
 
     /// An error of the client or the server as a ``DurableError`` naming the server.
     func mapped(_ error: any Error) -> DurableError {
+        Self.mapped(error, location: location)
+    }
+
+    /// An error of the client or the server as a ``DurableError`` naming the server at
+    /// `location`.
+    static func mapped(_ error: any Error, location: String) -> DurableError {
         if let error = error as? DurableError { return error }
         if error is CancellationError {
             return DurableError(code: .storeFailed, message: "cancelled", underlying: error)

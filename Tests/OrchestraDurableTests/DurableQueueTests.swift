@@ -138,8 +138,10 @@ struct DurableQueueTests {
                 return input.reduce(0, +)
             }
             let resumed = Task { try await second.drain() }
-            try await later.waitForSleepers(1)
-            #expect(later.pendingSleepers == [ManualClock.Instant(offset: .seconds(6))])
+            // (On a shared store the worker also wakes once as it starts listening for work.)
+            try await waitUntil("the worker waits for the retry's time") {
+                later.pendingSleepers == [ManualClock.Instant(offset: .seconds(6))]
+            }
             #expect(calls.withLock { $0 } == 1, "nothing ran before the retry's time")
             later.advance(by: .seconds(6))
             try await withHangGuard { try await resumed.value }
@@ -254,7 +256,8 @@ struct DurableQueueTests {
         }
     }
 
-    @Test(arguments: StoreKind.available) func aJobOfAKindWithNoHandlerIsNamedNotRun(_ kind: StoreKind) async throws {
+    // A store of its own only: on a shared store another worker may have the handler.
+    @Test(arguments: [StoreKind.sqlite]) func aJobOfAKindWithNoHandlerIsNamedNotRun(_ kind: StoreKind) async throws {
         try await withTemporaryStore(kind) { file in
             let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
             Self.registerAdd(on: queue)

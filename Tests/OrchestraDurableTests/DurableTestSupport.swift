@@ -39,7 +39,9 @@ struct TemporaryStore: Sendable {
         case .sqlite:
             return try SQLiteJobStore(path: path)
         case .postgres:
-            let store = try PostgresJobStore(client: client!, schema: schema, location: "the test server")
+            // No polling: idle workers wait on the manual clock for due times and notifications.
+            let store = try PostgresJobStore(
+                client: client!, schema: schema, location: "the test server", pollInterval: nil)
             try await store.migrate()
             return store
         }

@@ -125,7 +125,18 @@ public final class DurableQueue: Sendable {
         let kinds = Set(handlers.withLock { $0.keys })
         let held = HeldLeases()
         let inbox = AttemptInbox()
+        // Work made claimable by other processes sharing the store: counted, so an idle wait
+        // ends at the first notification after the claim that found nothing.
+        let notifications = AwaitedState(0)
         try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await self.store.listenForWork { notifications.update { $0 += 1 } }
+                } catch is CancellationError {
+                } catch {
+                    // Without notifications the idle wait still polls (the store's pollInterval).
+                }
+            }
             // Renews the leases of the jobs running here, every half lease, while there are
             // any: a job longer than its lease is not taken by another worker.
             group.addTask {
@@ -140,6 +151,7 @@ public final class DurableQueue: Sendable {
             var ended: [AttemptOutcome] = []
             while true {
                 // One transaction settles the attempts that ended and claims the next jobs.
+                let seen = notifications.read { $0 }
                 let claimedAt = now()
                 let claim =
                     running < limit
@@ -167,7 +179,16 @@ public final class DurableQueue: Sendable {
                 guard try await store.hasUnfinishedRuns() else { return }
                 // After the claim's time, not after now: a retry that fell due in between was not
                 // claimed, and must not look like no work at all.
-                if let due = try await store.nextDueTime(after: claimedAt) {
+                let due = try await store.nextDueTime(after: claimedAt)
+                if store.isShared {
+                    // Other processes share the store: their outcomes release jobs here too, and
+                    // they may run the kinds this queue has no handler for.
+                    let poll = store.pollInterval.map { now().addingTimeInterval($0.seconds) }
+                    try await idle(
+                        until: [due, poll].compactMap { $0 }.min(), orNotificationAfter: seen, notifications)
+                    continue
+                }
+                if let due {
                     try await sleep(due)
                     continue
                 }
@@ -186,6 +207,22 @@ public final class DurableQueue: Sendable {
                         "the store has unfinished runs whose jobs can never become ready (no job is running, ready or scheduled); it was changed outside Orchestra"
                 )
             }
+        }
+    }
+
+    /// Waits until `date` on the queue's clock (if given), or until a notification of work
+    /// arrives after the `seen`th, whichever comes first. Cancellation: throws
+    /// `CancellationError`.
+    private func idle(
+        until date: Date?, orNotificationAfter seen: Int, _ notifications: AwaitedState<Int>
+    )
+        async throws
+    {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if let date { group.addTask { try await self.sleep(date) } }
+            group.addTask { _ = await notifications.wait { $0 > seen ? true : nil } }
+            defer { group.cancelAll() }
+            try await group.next()
         }
     }
 

@@ -69,6 +69,32 @@ public protocol JobStore: Sendable {
     /// A job of an unfinished run that is ready but whose kind is not in `kinds` (no worker of
     /// this queue can run it), if any.
     func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)?
+
+    /// For a store other processes use too: calls `onWork` whenever one of them may have made
+    /// jobs claimable (a run submitted, dependents released), until the calling task is
+    /// cancelled. An idle worker waits for this instead of its next due time alone. The
+    /// default, for a store only this process uses, returns at once.
+    func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws
+
+    /// Whether other processes may use the store at the same time (`false` by default). A
+    /// worker on a shared store that finds nothing it can run waits for notifications, its next
+    /// due time or ``pollInterval``, whichever comes first: another worker may release jobs,
+    /// or run the kinds it has no handler for. On a store of its own it stops with an error
+    /// instead, since nothing could change.
+    var isShared: Bool { get }
+
+    /// For a shared store: how long an idle worker waits at most before it looks for work
+    /// again, should a notification have been lost; `nil` waits for notifications and due
+    /// times only. `nil` by default.
+    var pollInterval: Duration? { get }
+}
+
+extension JobStore {
+    public func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws {}
+
+    public var isShared: Bool { false }
+
+    public var pollInterval: Duration? { nil }
 }
 
 /// A run as it is submitted to a store.
