@@ -164,7 +164,7 @@ let package = Package(
         // A worker process the crash tests kill and restart (not a product).
         .executableTarget(
             name: "DurableCrashWorker",
-            dependencies: ["Orchestra", "OrchestraDurable"],
+            dependencies: ["Orchestra", "OrchestraDurable", "OrchestraPostgres"],
             path: "Tests/DurableCrashWorker"
         ),
         .testTarget(
@@ -195,6 +195,7 @@ let package = Package(
             name: "OrchestraCLITests",
             dependencies: [
                 "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer", "DurableCrashWorker", "OrchestraDurable",
+                "OrchestraPostgres",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // The state-file crash test reads the file's records.
                 .product(name: "GRDB", package: "GRDB.swift"),

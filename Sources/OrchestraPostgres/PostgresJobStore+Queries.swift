@@ -8,7 +8,7 @@ extension PostgresJobStore {
     public func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
         guard !jobs.isEmpty else { return }
         let expiry = Millis.of(expiry)
-        try await transaction { connection in
+        try await transaction { [self] connection in
             for (runID, ids) in Dictionary(grouping: jobs, by: \.runID).mapValues({ $0.map(\.jobID) }) {
                 try await connection.query(
                     """
@@ -21,7 +21,7 @@ extension PostgresJobStore {
 
     public func removeRuns(endedBefore date: Date) async throws -> Int {
         let cutoff = Millis.of(date)
-        return try await transaction { connection in
+        return try await transaction { [self] connection in
             // The jobs, dependencies and resources go with their run (ON DELETE CASCADE).
             var removed = 0
             for try await _ in try await connection.query(
@@ -39,7 +39,7 @@ extension PostgresJobStore {
     public func cancel(runID: String, now: Date) async throws -> Bool {
         let now = Millis.of(now)
         let location = self.location
-        return try await transaction { connection in
+        return try await transaction { [self] connection in
             var state: String?
             for try await value in try await connection.query(
                 "SELECT state FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger
@@ -66,7 +66,7 @@ extension PostgresJobStore {
     }
 
     public func run(_ runID: String) async throws -> DurableRunRecord? {
-        try await read { connection in
+        try await read { [self] connection in
             var record: DurableRunRecord?
             for try await (id, state, limit, created, ended) in try await connection.query(
                 "SELECT id, state, job_limit, created, ended FROM \(unescaped: table("runs")) WHERE id = \(runID)",
@@ -81,7 +81,7 @@ extension PostgresJobStore {
     }
 
     public func jobs(of runID: String) async throws -> [DurableJobRecord] {
-        try await read { connection in
+        try await read { [self] connection in
             var records: [DurableJobRecord] = []
             for try await (id, kind, state, attempts, error, output, runAt, input) in try await connection.query(
                 """
@@ -101,7 +101,7 @@ extension PostgresJobStore {
 
     public func nextDueTime(after now: Date) async throws -> Date? {
         let now = Millis.of(now)
-        return try await read { connection in
+        return try await read { [self] connection in
             var due: Int64?
             for try await (retry, lease) in try await connection.query(
                 """
@@ -117,7 +117,7 @@ extension PostgresJobStore {
     }
 
     public func hasUnfinishedRuns() async throws -> Bool {
-        try await read { connection in
+        try await read { [self] connection in
             var unfinished = false
             for try await value in try await connection.query(
                 "SELECT EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE state = 'running')", logger: logger
@@ -130,7 +130,7 @@ extension PostgresJobStore {
 
     public func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
         let kinds = kinds.sorted()
-        return try await read { connection in
+        return try await read { [self] connection in
             var found: (key: JobKey, kind: String)?
             for try await (runID, id, kind) in try await connection.query(
                 """

@@ -11,14 +11,14 @@ extension PostgresJobStore {
     /// they are up to date. Safe to call from many processes at once (an advisory lock
     /// serializes them).
     ///
-    /// - Throws: ``DurableError`` with code ``DurableError/Code/foreignDatabase`` if the schema
-    ///   holds tables of another program, ``DurableError/Code/schemaFromNewerVersion`` if a
-    ///   newer Orchestra wrote it, ``DurableError/Code/connectionFailed`` if the server cannot
+    /// - Throws: `DurableError` with code `DurableError/Code/foreignDatabase` if the schema
+    ///   holds tables of another program, `DurableError/Code/schemaFromNewerVersion` if a
+    ///   newer Orchestra wrote it, `DurableError/Code/connectionFailed` if the server cannot
     ///   be reached or refuses the credentials.
     public func migrate() async throws {
         let schema = self.schema
         let location = self.location
-        try await transaction { connection in
+        try await transaction { [self] connection in
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".migrate")))", logger: logger)
             try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)

@@ -4,8 +4,8 @@ import Orchestra
 import OrchestraDurable
 import PostgresNIO
 
-/// A ``JobStore`` in PostgreSQL, shared by any number of worker processes on any number of
-/// machines: each ``DurableQueue`` over it claims jobs in batches, and the limits of a run (its
+/// A `JobStore` in PostgreSQL, shared by any number of worker processes on any number of
+/// machines: each `DurableQueue` over it claims jobs in batches, and the limits of a run (its
 /// `limit` and each named resource's) hold across all of them together.
 ///
 /// ```swift
@@ -52,7 +52,7 @@ public final class PostgresJobStore: JobStore {
     ///     `nil` relies on notifications and due times alone (tests on a manual clock).
     ///   - logger: The client's queries are logged here (at trace level).
     ///
-    /// - Throws: ``DurableError`` with code ``DurableError/Code/storeFailed`` if `schema` is not
+    /// - Throws: `DurableError` with code `DurableError/Code/storeFailed` if `schema` is not
     ///   a plain lower-case identifier (letters, digits and `_`, at most 48 characters).
     public init(
         client: PostgresClient, schema: String = "orchestra", location: String = "PostgreSQL",
@@ -111,9 +111,9 @@ public final class PostgresJobStore: JobStore {
     ///
     /// Cancellation: cancelling the caller cancels `body` and closes the connections.
     ///
-    /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed`` for a URL
+    /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed` for a URL
     ///   that cannot be read, a server that cannot be reached or refuses the credentials;
-    ///   ``DurableError/Code/foreignDatabase`` or ``DurableError/Code/schemaFromNewerVersion``
+    ///   `DurableError/Code/foreignDatabase` or `DurableError/Code/schemaFromNewerVersion`
     ///   from ``migrate()``; and whatever `body` throws.
     public static func withStore<T: Sendable>(
         url: String, schema: String = "orchestra", pollInterval: Duration? = .seconds(1),
@@ -136,7 +136,7 @@ public final class PostgresJobStore: JobStore {
     /// (or `postgresql://`), the port 5432 by default; `?sslmode=disable|prefer|require`
     /// (default prefer). Also returns where the server is, for messages (never the password).
     ///
-    /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed`` naming what
+    /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed` naming what
     ///   is missing or wrong in the URL.
     public static func configuration(url: String) throws(DurableError) -> (PostgresClient.Configuration, String) {
         let server = try Server(url: url)
@@ -197,7 +197,7 @@ public final class PostgresJobStore: JobStore {
 
         /// Opens one connection and closes it.
         ///
-        /// - Throws: ``DurableError`` with code ``DurableError/Code/connectionFailed``.
+        /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed`.
         func probe(logger: Logger) async throws {
             let tls: PostgresConnection.Configuration.TLS =
                 switch tlsMode {
@@ -232,47 +232,133 @@ public final class PostgresJobStore: JobStore {
 
     // MARK: - Transactions and errors
 
-    /// Runs `body` in a transaction; retried (at most 5 times) when PostgreSQL aborts it for a
-    /// deadlock or a serialization failure.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        var attempt = 0
+    /// Runs `body` in a transaction. Retried when PostgreSQL aborts it for a deadlock or a
+    /// serialization failure (at most 5 times), and while the server cannot be reached (it
+    /// restarts, a connection dropped: for up to ``outageTolerance``, pausing between tries).
+    ///
+    /// A transaction whose commit was cut off may have committed: run again, a claim then
+    /// takes other jobs (those of the first expire with their leases and are claimed again),
+    /// and an outcome finds its attempt no longer current and is refused; never recorded twice.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T
+    {
+        let (client, logger) = (self.client, self.logger)
+        return try await retrying {
+            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        }
+    }
+
+    /// Runs `body` on a connection, outside a transaction (reads), retried as
+    /// ``transaction(_:)`` is.
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let client = self.client
+        return try await retrying { try await client.withConnection { connection in try await body(connection) } }
+    }
+
+    /// How long the store keeps trying while the server cannot be reached, before it fails
+    /// with `DurableError/Code/connectionFailed`.
+    static let outageTolerance: Duration = .seconds(120)
+
+    /// The longest one try of an operation may take before it counts as an outage: a query
+    /// or a connection from the pool that never answers after the server restarted is given
+    /// up and tried again.
+    static let operationTimeout: Duration = .seconds(30)
+
+    private func retrying<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        var conflicts = 0
+        var pause: Duration = .milliseconds(50)
+        var waited: Duration = .zero
         while true {
-            attempt += 1
             do {
-                return try await client.withTransaction(logger: logger) { connection in
-                    try await body(connection)
-                }
-            } catch let error as PostgresTransactionError {
-                let cause = error.closureError ?? error.commitError ?? error.beginError ?? error
-                if attempt < 5, Self.isRetryable(cause) { continue }
-                throw mapped(cause)
+                return try await Self.abandoning(after: Self.operationTimeout, body)
+            } catch let error as TimeoutError {
+                guard waited < Self.outageTolerance, !Task.isCancelled else { throw mapped(error) }
+                logger.warning("PostgreSQL at \(location) did not answer in \(Self.operationTimeout); trying again")
+                waited += Self.operationTimeout
             } catch {
-                throw mapped(error)
+                let cause =
+                    (error as? PostgresTransactionError).map {
+                        $0.closureError ?? $0.commitError ?? $0.beginError ?? error
+                    } ?? error
+                if Self.isConflict(cause), conflicts < 5 {
+                    conflicts += 1
+                    continue
+                }
+                guard Self.isOutage(cause), waited < Self.outageTolerance, !Task.isCancelled else {
+                    throw mapped(cause)
+                }
+                logger.info("PostgreSQL at \(location) unavailable, trying again in \(pause): \(cause)")
+                // Not a wait for something to happen: the pause between tries of a server that
+                // is restarting.
+                try await Task.sleep(for: pause)
+                waited += pause
+                pause = min(pause * 2, .seconds(2))
             }
         }
     }
 
-    /// Runs `body` on a connection, outside a transaction (reads).
-    func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            return try await client.withConnection { connection in try await body(connection) }
-        } catch {
-            throw mapped(error)
+    /// Runs `body`, and gives up on it with `TimeoutError` after `timeout`, whether or not it
+    /// ends when cancelled. A query sent on a connection the server closed as it restarted was
+    /// seen to never answer, and to ignore cancellation: a structured timeout then waits for it
+    /// forever, and the worker stops with jobs it ran but never recorded.
+    static func abandoning<T: Sendable>(
+        after timeout: Duration, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.withLock { $0 = continuation }
+                // Unstructured, both: the operation may never end, and the caller must not wait
+                // for it. Whichever ends first resumes the caller; the other finds nothing to do.
+                let work = Task {
+                    let result = await Result { try await body() }
+                    outcome.withLock { pending in
+                        defer { pending = nil }
+                        return pending
+                    }?.resume(with: result)
+                }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    let pending = outcome.withLock { pending in
+                        defer { pending = nil }
+                        return pending
+                    }
+                    if let pending {
+                        work.cancel()
+                        pending.resume(throwing: TimeoutError(timeout: timeout, subject: "a PostgreSQL operation"))
+                    }
+                }
+            }
+        } onCancel: {
+            outcome.withLock { pending in
+                defer { pending = nil }
+                return pending
+            }?.resume(throwing: CancellationError())
         }
     }
 
+    /// The server cannot be reached, or is shutting down or starting: worth trying again.
+    static func isOutage(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        if let state = error.serverInfo?[.sqlState] {
+            // 57P01–57P03: admin shutdown, crash shutdown, cannot connect now; 08xxx: connection.
+            return state.hasPrefix("57P") || state.hasPrefix("08")
+        }
+        return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown]
+            .contains(error.code)
+    }
+
     /// A deadlock or a serialization failure: the transaction may simply be run again.
-    static func isRetryable(_ error: any Error) -> Bool {
+    static func isConflict(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError, let code = error.serverInfo?[.sqlState] else { return false }
         return code == "40P01" || code == "40001"
     }
 
-    /// An error of the client or the server as a ``DurableError`` naming the server.
+    /// An error of the client or the server as a `DurableError` naming the server.
     func mapped(_ error: any Error) -> DurableError {
         Self.mapped(error, location: location)
     }
 
-    /// An error of the client or the server as a ``DurableError`` naming the server at
+    /// An error of the client or the server as a `DurableError` naming the server at
     /// `location`.
     static func mapped(_ error: any Error, location: String) -> DurableError {
         if let error = error as? DurableError { return error }

@@ -10,11 +10,20 @@
 // in flight, whatever the machine's load (a test that killed from outside at a moment it
 // measured could miss the whole run on a busy machine).
 // Each attempt appends "JOB ATTEMPT\n" to LOG (one `write`, O_APPEND) before it does anything
-// else. Job i's output is i plus the sum of its dependencies' outputs, modulo 1,000,003. Every
+// else.
+//
+// With a STORE of postgres://… the run lives in PostgreSQL, in the schema DURABLE_SCHEMA, and
+// several workers share it (the fault tests of OrchestraPostgres): the run's limit is 16, every
+// fourth job uses the resource "host" (limit DURABLE_HOST_LIMIT, 4 by default), leases
+// last 20 s (longer than the server's restart, so that only kills make jobs run again), and each attempt logs "JOB ATTEMPT start PID NANOSECONDS" as it starts and
+// "JOB ATTEMPT end PID NANOSECONDS" as it ends (wall-clock times, for the resource check).
+//
+// Job i's output is i plus the sum of its dependencies' outputs, modulo 1,000,003. Every
 // 13th job fails its first attempt (retried after 5 ms).
 import Foundation
 import Orchestra
 import OrchestraDurable
+import OrchestraPostgres
 
 #if canImport(Glibc)
 import Glibc
@@ -53,6 +62,8 @@ struct SplitMix64 {
 }
 
 let work = JobKind<Work, Int>("work")
+let environment = ProcessInfo.processInfo.environment
+let shared = arguments[1].hasPrefix("postgres://")
 var random = SplitMix64(state: seed)
 var graph = DurableGraph()
 for index in 0..<jobCount {
@@ -63,14 +74,27 @@ for index in 0..<jobCount {
     dependencies = Array(Set(dependencies)).sorted()
     try graph.add(
         "j\(index)", work, input: Work(index: index, dependencies: dependencies), after: dependencies,
-        options: .init(retry: DurableRetry(maxAttempts: 3, initialDelay: .milliseconds(5))))
+        options: .init(
+            resources: shared && index % 4 == 0 ? ["host"] : [],
+            retry: DurableRetry(maxAttempts: 3, initialDelay: .milliseconds(5))))
 }
 
-do throws(any Error) {
-    let queue = DurableQueue(store: try SQLiteJobStore(path: arguments[1]), leaseDuration: .milliseconds(500))
+/// Nanoseconds since 1970, for the log.
+@Sendable func wallNanoseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1e9) }
+
+@Sendable func append(_ line: String) {
+    _ = line.withCString { write(log, $0, strlen($0)) }
+}
+
+/// Drains the run on `store`; every attempt logged, the kill and the injected failures as above.
+func drainRun(on store: any JobStore, leaseDuration: Duration, limit: Int, resources: [String: Int]) async throws {
+    let queue = DurableQueue(store: store, worker: "pid-\(getpid())", leaseDuration: leaseDuration)
     queue.register(work) { input, context in
-        let line = "\(context.jobID) \(context.attempt)\n"
-        _ = line.withCString { write(log, $0, strlen($0)) }
+        if shared {
+            append("\(context.jobID) \(context.attempt) start \(getpid()) \(wallNanoseconds())\n")
+        } else {
+            append("\(context.jobID) \(context.attempt)\n")
+        }
         if let killAfter,
             started.withLock({ count in
                 count += 1
@@ -78,6 +102,9 @@ do throws(any Error) {
             })
         {
             kill(getpid(), SIGKILL)
+        }
+        defer {
+            if shared { append("\(context.jobID) \(context.attempt) end \(getpid()) \(wallNanoseconds())\n") }
         }
         if input.index % 13 == 0 && context.attempt == 1 {
             throw DurableJobFailure("injected failure of \(context.jobID)")
@@ -88,8 +115,21 @@ do throws(any Error) {
         }
         return output
     }
-    try await queue.submit(graph, runID: "crash-\(seed)", limit: 8)
+    try await queue.submit(graph, runID: "crash-\(seed)", limit: limit, resourceLimits: resources)
     try await queue.drain(limit: 8)
+}
+
+do throws(any Error) {
+    if shared {
+        let hostLimit = environment["DURABLE_HOST_LIMIT"].flatMap { Int($0) } ?? 4
+        try await PostgresJobStore.withStore(url: arguments[1], schema: environment["DURABLE_SCHEMA"] ?? "orchestra") {
+            store in
+            try await drainRun(on: store, leaseDuration: .seconds(20), limit: 16, resources: ["host": hostLimit])
+        }
+    } else {
+        try await drainRun(
+            on: try SQLiteJobStore(path: arguments[1]), leaseDuration: .milliseconds(500), limit: 8, resources: [:])
+    }
     print("done")
 } catch {
     FileHandle.standardError.write(Data("DurableCrashWorker: \(error)\n".utf8))

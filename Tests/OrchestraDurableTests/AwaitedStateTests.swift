@@ -49,4 +49,23 @@ struct AwaitedStateTests {
         loop.cancel()
         await #expect(throws: CancellationError.self) { try await loop.value }
     }
+
+    @Test func aWaitCancelledInARaceLeavesTheNextWaitWaiting() async throws {
+        // An idle worker races its wait for work against a timer; the loser is cancelled. The
+        // next wait, by a new task, must still wait for a change, not return at once.
+        let signals = AwaitedState(0)
+        for round in 1...50 {
+            let loser = Task { await signals.wait { $0 >= round ? true : nil } }
+            loser.cancel()
+            _ = await loser.value
+            let (parked, parking) = AsyncStream<Void>.makeStream()
+            let next = Task {
+                parking.yield()
+                return await signals.wait { $0 >= round ? $0 : nil }
+            }
+            for await _ in parked { break }
+            signals.update { $0 += 1 }
+            #expect(await next.value == round, "round \(round): the wait returned without a change")
+        }
+    }
 }

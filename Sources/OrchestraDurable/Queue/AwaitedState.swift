@@ -33,8 +33,11 @@ final class AwaitedState<State: Sendable>: Sendable {
 
     /// Waits until `take` finds what it waits for (it returns non-nil), and returns that.
     ///
-    /// Cancellation: returns `nil` once the task is cancelled.
+    /// Cancellation: returns `nil` once the task is cancelled; a later wait, by another task,
+    /// waits as usual.
     func wait<Value: Sendable>(for take: (inout State) -> Value?) async -> Value? {
+        // The flag belongs to this wait: an earlier one, cancelled as it ended, may have left it.
+        storage.withLock { $0.cancelled = false }
         while true {
             var found: Value?
             await withTaskCancellationHandler {
@@ -58,6 +61,8 @@ final class AwaitedState<State: Sendable>: Sendable {
                 }?.resume()
             }
             if let found { return found }
+            // A flag left set made every later wait return at once: an idle worker whose wait
+            // for work lost a race to its timer then spun.
             if Task.isCancelled { return nil }
         }
     }
