@@ -17,11 +17,7 @@ extension PostgresJobStore {
                 "SELECT fingerprint FROM \(unescaped: table("runs")) WHERE id = \(run.runID)", logger: logger
             ).decode(String.self) {
                 guard existing == fingerprint else {
-                    throw DurableError(
-                        code: .runIDInUse,
-                        message:
-                            "the store at \(location) has a run '\(run.runID)' with other jobs; submitting an id again is idempotent only for the same graph"
-                    )
+                    throw DurableError.runIDInUse(run.runID, store: location)
                 }
                 return false
             }

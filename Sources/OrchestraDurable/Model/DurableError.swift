@@ -54,4 +54,13 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// The error of every store for a run id submitted again with another graph.
+    package static func runIDInUse(_ runID: String, store location: String) -> DurableError {
+        DurableError(
+            code: .runIDInUse,
+            message:
+                "the store at \(location) has a run '\(runID)' with other jobs; submitting an id again is idempotent only for the same graph"
+        )
+    }
 }

@@ -26,8 +26,10 @@ public protocol JobStore: Sendable {
     ) async throws -> [ClaimedJob]
 
     /// Records how attempts ended, then claims jobs as ``claim(worker:kinds:limit:now:leaseExpiry:)``
-    /// does if `claim` is given, all in one transaction: a worker settles the jobs that ended
-    /// and takes the next ones in one write.
+    /// does if `claim` is given: a worker settles the jobs that ended and takes the next ones in
+    /// one call. ``SQLiteJobStore`` does both in one transaction; a store shared by many
+    /// processes may use two (the outcomes' first), as long as each outcome's own rules below
+    /// hold.
     ///
     /// Each outcome is recorded in the same transaction that releases the job's dependents (or
     /// skips them), schedules its retry, and ends the run if it was its last job.

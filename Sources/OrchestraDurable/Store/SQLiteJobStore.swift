@@ -61,11 +61,7 @@ public final class SQLiteJobStore: JobStore {
                 db.cachedStatement(sql: "SELECT fingerprint FROM runs WHERE id = ?"), arguments: [run.runID])
             {
                 guard existing == fingerprint else {
-                    throw DurableError(
-                        code: .runIDInUse,
-                        message:
-                            "the store at \(path) has a run '\(run.runID)' with other jobs; submitting an id again is idempotent only for the same graph"
-                    )
+                    throw DurableError.runIDInUse(run.runID, store: path)
                 }
                 return false
             }
