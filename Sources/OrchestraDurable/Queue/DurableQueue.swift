@@ -117,9 +117,14 @@ public final class DurableQueue: Sendable {
     /// Cancellation: cancelling the calling task cancels the running handlers; their jobs stay
     /// claimed until their leases expire (as after a crash), and are then run again.
     ///
+    /// On a store other processes share (``JobStore/isShared``), this queue is one worker among
+    /// several: when it finds nothing to claim it waits for the store's notification of new
+    /// work, its next due time or its poll interval, and it leaves jobs of kinds it has no
+    /// handler for to the workers that have one. It still returns once no run is unfinished.
+    ///
     /// - Throws: ``DurableError`` (``DurableError/Code/unknownJobKind``) when the only jobs
-    ///   left are of kinds with no handler here, naming the run, the job and the kind; the
-    ///   store's errors; `CancellationError`.
+    ///   left are of kinds with no handler here, naming the run, the job and the kind (on a
+    ///   store of its own); the store's errors; `CancellationError`.
     public func drain(limit: Int = 8) async throws {
         precondition(limit >= 1, "DurableQueue.drain(limit:): limit must be at least 1, got \(limit)")
         let kinds = Set(handlers.withLock { $0.keys })
@@ -223,6 +228,8 @@ public final class DurableQueue: Sendable {
             group.addTask { _ = await notifications.wait { $0 > seen ? true : nil } }
             defer { group.cancelAll() }
             try await group.next()
+            // The wait for work ends quietly when cancelled: the caller must still stop.
+            try Task.checkCancellation()
         }
     }
 
