@@ -281,7 +281,7 @@ extension PostgresJobStore {
     /// The named resources each of `jobs` uses.
     private func resources(of jobs: [ClaimedJob], _ connection: PostgresConnection) async throws -> [JobKey: [String]] {
         var resources: [JobKey: [String]] = [:]
-        for (runID, ids) in Dictionary(grouping: jobs, by: \.key.runID).mapValues({ $0.map(\.key.jobID) }) {
+        for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
             for try await (id, name) in try await connection.query(
                 """
                 SELECT job_id, name FROM \(unescaped: table("job_resources"))
@@ -298,7 +298,7 @@ extension PostgresJobStore {
     private func markRunning(
         _ jobs: [ClaimedJob], worker: String, expiry: Int64, _ connection: PostgresConnection
     ) async throws {
-        for (runID, ids) in Dictionary(grouping: jobs, by: \.key.runID).mapValues({ $0.map(\.key.jobID) }) {
+        for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
             try await connection.query(
                 """
                 UPDATE \(unescaped: table("jobs")) SET state = 'running', attempts = attempts + 1,
@@ -315,7 +315,7 @@ extension PostgresJobStore {
         var jobs = jobs
         var positions: [JobKey: Int] = [:]
         for (index, job) in jobs.enumerated() { positions[job.key] = index }
-        for (runID, ids) in Dictionary(grouping: jobs, by: \.key.runID).mapValues({ $0.map(\.key.jobID) }) {
+        for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
             for try await (id, dependency, output) in try await connection.query(
                 """
                 SELECT d.job_id, d.depends_on, j.output FROM \(unescaped: table("dependencies")) d
@@ -346,17 +346,15 @@ extension PostgresJobStore {
             case .failed(let message, let retryAt?): ("ready", nil, message, Millis.of(retryAt))
             case .failed(let message, nil): ("failed", nil, message, nil)
             }
-        var isCurrent = false
-        for try await _ in try await connection.query(
-            """
-            UPDATE \(unescaped: table("jobs")) SET state = \(state), output = \(output), error = \(error),
-                run_at = COALESCE(\(runAt), run_at), lease_owner = NULL, lease_expiry = NULL
-            WHERE run_id = \(runID) AND id = \(id) AND state = 'running' AND attempts = \(job.attempt)
-            RETURNING id
-            """, logger: logger
-        ).decode(String.self) {
-            isCurrent = true
-        }
+        let isCurrent =
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = \(state), output = \(output), error = \(error),
+                    run_at = COALESCE(\(runAt), run_at), lease_owner = NULL, lease_expiry = NULL
+                WHERE run_id = \(runID) AND id = \(id) AND state = 'running' AND attempts = \(job.attempt)
+                RETURNING id
+                """, logger: logger
+            ).decode(String.self).onlyRow() != nil
         guard isCurrent else { return (false, false) }
         var released = false
         switch outcome {
@@ -376,13 +374,10 @@ extension PostgresJobStore {
             // Idle workers look at their next due time again.
             released = true
         case .failed(_, nil):
-            var failFast = false
-            for try await value in try await connection.query(
+            let failFast = try await connection.query(
                 "SELECT fail_fast FROM \(unescaped: table("runs")) WHERE id = \(runID)", logger: logger
-            ).decode(Bool.self) {
-                failFast = value
-            }
-            if failFast {
+            ).decode(Bool.self).onlyRow()
+            if failFast == true {
                 try await connection.query(
                     """
                     UPDATE \(unescaped: table("jobs")) SET state = 'cancelled',
@@ -419,34 +414,27 @@ extension PostgresJobStore {
     {
         // EXISTS stops at the first open job; the count is made only once none is left (made
         // for every outcome, it cost as much as the run's jobs: a run quadratic in its size).
-        var open = true
-        for try await isOpen in try await connection.query(
+        let open = try await connection.query(
             """
             SELECT EXISTS (SELECT 1 FROM \(unescaped: table("jobs")) WHERE run_id = \(runID)
                 AND state IN ('blocked', 'ready', 'running'))
             """, logger: logger
-        ).decode(Bool.self) {
-            open = isOpen
-        }
-        guard !open else { return nil }
-        var unsuccessful = 0
-        for try await count in try await connection.query(
-            """
-            SELECT COUNT(*)::INTEGER FROM \(unescaped: table("jobs")) WHERE run_id = \(runID) AND state != 'succeeded'
-            """, logger: logger
-        ).decode(Int.self) {
-            unsuccessful = count
-        }
+        ).decode(Bool.self).onlyRow()
+        guard open == false else { return nil }
+        let unsuccessful =
+            try await connection.query(
+                """
+                SELECT COUNT(*)::INTEGER FROM \(unescaped: table("jobs")) WHERE run_id = \(runID) AND state != 'succeeded'
+                """, logger: logger
+            ).decode(Int.self).onlyRow() ?? 0
         let state: DurableRunState = unsuccessful == 0 ? .succeeded : .failed
-        var ended = false
-        for try await _ in try await connection.query(
-            """
-            UPDATE \(unescaped: table("runs")) SET state = \(state.rawValue), ended = \(now)
-            WHERE id = \(runID) AND state = 'running' RETURNING id
-            """, logger: logger
-        ).decode(String.self) {
-            ended = true
-        }
+        let ended =
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("runs")) SET state = \(state.rawValue), ended = \(now)
+                WHERE id = \(runID) AND state = 'running' RETURNING id
+                """, logger: logger
+            ).decode(String.self).onlyRow() != nil
         return ended ? state : nil
     }
 }

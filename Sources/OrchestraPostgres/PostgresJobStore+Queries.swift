@@ -9,7 +9,7 @@ extension PostgresJobStore {
         guard !jobs.isEmpty else { return }
         let expiry = Millis.of(expiry)
         try await transaction { [self] connection in
-            for (runID, ids) in Dictionary(grouping: jobs, by: \.runID).mapValues({ $0.map(\.jobID) }) {
+            for (runID, ids) in Self.idsByRun(jobs) {
                 try await connection.query(
                     """
                     UPDATE \(unescaped: table("jobs")) SET lease_expiry = \(expiry)
@@ -40,12 +40,9 @@ extension PostgresJobStore {
         let now = Millis.of(now)
         let location = self.location
         return try await transaction { [self] connection in
-            var state: String?
-            for try await value in try await connection.query(
+            let state = try await connection.query(
                 "SELECT state FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger
-            ).decode(String.self) {
-                state = value
-            }
+            ).decode(String.self).onlyRow()
             guard let state else {
                 throw DurableError(code: .unknownRun, message: "the store at \(location) has no run '\(runID)'")
             }
@@ -118,13 +115,9 @@ extension PostgresJobStore {
 
     public func hasUnfinishedRuns() async throws -> Bool {
         try await read { [self] connection in
-            var unfinished = false
-            for try await value in try await connection.query(
+            try await connection.query(
                 "SELECT EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE state = 'running')", logger: logger
-            ).decode(Bool.self) {
-                unfinished = value
-            }
-            return unfinished
+            ).decode(Bool.self).onlyRow() ?? false
         }
     }
 

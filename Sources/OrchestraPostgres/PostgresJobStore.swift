@@ -150,7 +150,12 @@ public final class PostgresJobStore: JobStore {
         var user: String
         var password: String?
         var database: String
-        var tlsMode: String
+        var tls: TLSMode
+
+        /// `?sslmode=` of the URL.
+        enum TLSMode: String {
+            case disable, prefer, require
+        }
 
         /// Where the server is, for messages: `host:port/database`.
         var location: String { "\(host):\(port)/\(database)" }
@@ -170,7 +175,7 @@ public final class PostgresJobStore: JobStore {
             let port = components.port ?? 5432
             guard (1...65_535).contains(port) else { throw refuse("has the port \(port), not 1…65535") }
             let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
-            guard ["disable", "prefer", "require"].contains(mode) else {
+            guard let tls = TLSMode(rawValue: mode) else {
                 throw refuse("has sslmode=\(mode): expected disable, prefer or require")
             }
             let database = String(components.path.drop(while: { $0 == "/" }))
@@ -179,15 +184,15 @@ public final class PostgresJobStore: JobStore {
             self.user = user
             self.password = components.password
             self.database = database.isEmpty ? user : database
-            self.tlsMode = mode
+            self.tls = tls
         }
 
         var clientConfiguration: PostgresClient.Configuration {
             let tls: PostgresClient.Configuration.TLS =
-                switch tlsMode {
-                case "disable": .disable
-                case "require": .require(.makeClientConfiguration())
-                default: .prefer(.makeClientConfiguration())
+                switch self.tls {
+                case .disable: .disable
+                case .prefer: .prefer(.makeClientConfiguration())
+                case .require: .require(.makeClientConfiguration())
                 }
             var configuration = PostgresClient.Configuration(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
@@ -200,10 +205,10 @@ public final class PostgresJobStore: JobStore {
         /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed`.
         func probe(logger: Logger) async throws {
             let tls: PostgresConnection.Configuration.TLS =
-                switch tlsMode {
-                case "disable": .disable
-                case "require": .require(try .init(configuration: .makeClientConfiguration()))
-                default: .prefer(try .init(configuration: .makeClientConfiguration()))
+                switch self.tls {
+                case .disable: .disable
+                case .prefer: .prefer(try .init(configuration: .makeClientConfiguration()))
+                case .require: .require(try .init(configuration: .makeClientConfiguration()))
                 }
             var configuration = PostgresConnection.Configuration(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
@@ -229,6 +234,11 @@ public final class PostgresJobStore: JobStore {
 
     /// `schema.name`, for SQL.
     func table(_ name: String) -> String { "\(schema).\(name)" }
+
+    /// The ids of `jobs`, by run: a statement per run, with `id = ANY(…)`.
+    static func idsByRun(_ jobs: [JobKey]) -> [String: [String]] {
+        Dictionary(grouping: jobs, by: \.runID).mapValues { $0.map(\.jobID) }
+    }
 
     // MARK: - Transactions and errors
 
@@ -390,5 +400,14 @@ public final class PostgresJobStore: JobStore {
         }
         return DurableError(
             code: .storeFailed, message: "PostgreSQL at \(location) failed: \(error)", underlying: error)
+    }
+}
+
+extension AsyncSequence {
+    /// The row of a query that returns at most one, the rows read to their end.
+    func onlyRow() async throws -> Element? {
+        var row: Element?
+        for try await element in self { row = element }
+        return row
     }
 }

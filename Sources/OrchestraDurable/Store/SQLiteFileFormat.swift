@@ -19,9 +19,9 @@ package struct SQLiteFileFormat: Sendable {
         self.noun = noun
     }
 
-    /// Opens (or, unless `readOnly`, creates) the file at `path`, checks it and runs the
-    /// migrations. New files are created readable by their owner only (they may hold
-    /// captured values).
+    /// Opens (or, unless `readOnly`, creates) the file at `path`, checks it and, unless
+    /// `readOnly`, runs the migrations; a read-only caller checks first that the file exists.
+    /// New files are created readable by their owner only (they may hold captured values).
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/notADatabase``,
     ///   ``DurableError/Code/foreignDatabase``, ``DurableError/Code/schemaFromNewerVersion`` or
@@ -43,9 +43,6 @@ package struct SQLiteFileFormat: Sendable {
                 // Created here, so that its mode is the owner's only from the start.
                 let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
                 if descriptor >= 0 { close(descriptor) }
-            }
-            if readOnly, !FileManager.default.fileExists(atPath: path) {
-                throw DurableError(code: .storeFailed, message: "\(path): no such \(noun)")
             }
             let database = try DatabaseQueue(path: path, configuration: configuration)
             try database.read { db in try check(db, path: path) }

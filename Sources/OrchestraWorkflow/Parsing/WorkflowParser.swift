@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPTypes
 import OrchestraHTTP
@@ -86,7 +85,7 @@ extension Workflow {
                     return error
                 })
         }
-        workflow.digest = SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        workflow.digest = text.sha256Hex
         return workflow
     }
 }

@@ -39,8 +39,10 @@ extension StepExecutor {
         emit(.progress(step: step.id, finished: 0, total: total))
         var outcome = FanOutOutcome(keepsAll: keepsItemReports, capturing: !step.captures.isEmpty, count: total)
         var stateFailure: (any Error)?
-        typealias Group = TaskGroup<(Int, Result<[String: JSONValue], any Error>, StepReport?)>
-        await withTaskGroup(of: (Int, Result<[String: JSONValue], any Error>, StepReport?).self) { group in
+        /// An element's index, how it ended, and its report.
+        typealias Ended = (Int, Result<[String: JSONValue], any Error>, StepReport?)
+        typealias Group = TaskGroup<Ended>
+        await withTaskGroup(of: Ended.self) { group in
             var next = 0
             var running = 0
             var finished = 0

@@ -15,11 +15,11 @@ extension StepExecutor {
             update(id) { $0.reuse(record) }
             return record.captures
         case .uncertain(let record):
-            update(id) { report in
-                report.url = record.url
-                report.maybeSent = true
+            let message = records.withLock { records in
+                records[id]?.markMaybeSent(record)
+                return records[id]?.error
             }
-            throw StepFailure(StateRecord.uncertainMessage(method: step.request.method.rawValue, run: record.run))
+            throw StepFailure(message ?? "")
         }
     }
 
@@ -81,8 +81,7 @@ extension StepExecutor {
             report.reuse(record)
             report.captures = step.captures.map { JSONValue.Member($0.name, record.captures[$0.name] ?? .null) }
         } else {
-            report.maybeSent = true
-            report.error = StateRecord.uncertainMessage(method: step.request.method.rawValue, run: record.run)
+            report.markMaybeSent(record)
         }
         return report
     }
@@ -96,6 +95,14 @@ extension StepReport {
         url = record.url
         status = record.status
         attempts = 0
+    }
+
+    /// Marks a report as not sent because it may have been: in flight when an earlier run
+    /// (`record`'s) stopped, and not safe to send twice.
+    mutating func markMaybeSent(_ record: StateRecord) {
+        url = record.url
+        maybeSent = true
+        error = StateRecord.uncertainMessage(method: method, run: record.run)
     }
 }
 

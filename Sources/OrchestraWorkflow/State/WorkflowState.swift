@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import GRDB
 import Orchestra
@@ -171,8 +170,7 @@ package final class WorkflowState: Sendable {
     /// `list`; if the file held a different list for the step, its element records are dropped
     /// (their indexes would name other elements). Returns once committed.
     package func prepareList(step: String, count: Int, list: String) async throws {
-        let digest = SHA256.hash(data: Data(list.utf8)).map { String(format: "%02x", $0) }.joined()
-        try await enqueue(.list(step: step, count: count, digest: digest))
+        try await enqueue(.list(step: step, count: count, digest: list.sha256Hex))
     }
 
     private static let selectRecord =

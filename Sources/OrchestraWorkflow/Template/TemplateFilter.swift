@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 extension Template {
@@ -45,8 +44,7 @@ extension Template {
                 default: throw Refusal(reason: "'| length' takes text, a list or an object, got \(short: value.text)")
                 }
             case .sha256:
-                let digest = SHA256.hash(data: Data(value.interpolated.utf8))
-                return .string(digest.map { String(format: "%02x", $0) }.joined())
+                return .string(value.interpolated.sha256Hex)
             }
         }
     }
