@@ -6,6 +6,17 @@ extension PostgresJobStore {
     // MARK: - Leases and retention
 
     public func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
+        try await setLeases(of: jobs, worker: worker, expiry: expiry, notify: false)
+    }
+
+    /// Gives the leases back as the protocol says, and wakes the idle workers so that one
+    /// claims the jobs at once.
+    public func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
+        try await setLeases(of: jobs, worker: worker, expiry: now, notify: true)
+    }
+
+    /// Sets the expiry of the leases `worker` still holds on `jobs`.
+    private func setLeases(of jobs: [JobKey], worker: String, expiry: Date, notify: Bool) async throws {
         guard !jobs.isEmpty else { return }
         let expiry = Millis.of(expiry)
         try await transaction { [self] connection in
@@ -16,6 +27,7 @@ extension PostgresJobStore {
                     WHERE run_id = \(runID) AND id = ANY(\(ids)) AND state = 'running' AND lease_owner = \(worker)
                     """, logger: logger)
             }
+            if notify { try await notifyWork(connection) }
         }
     }
 

@@ -23,6 +23,9 @@ public final class DurableQueue: Sendable {
     private let store: any JobStore
     private let handlers = Locked([String: Handler]())
     private let hub = DurableEventHub()
+    /// The wake-up counters of the worker loops running now: a run submitted through this
+    /// queue wakes them.
+    private let loops = Locked([ObjectIdentifier: AwaitedState<Int>]())
     /// This queue's name in the leases it takes.
     public let worker: String
     /// How long a claim holds a job before another worker may take it.
@@ -103,11 +106,15 @@ public final class DurableQueue: Sendable {
             throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
         }
         let criticalPaths = try graph.validate(resourceLimits: resourceLimits)
-        return try await store.submit(
+        let stored = try await store.submit(
             DurableSubmission(
                 runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, graph: graph,
                 criticalPaths: criticalPaths,
                 now: now()))
+        if stored {
+            for loop in loops.withLock({ Array($0.values) }) { loop.update { $0 += 1 } }
+        }
+        return stored
     }
 
     /// Works until no run is left unfinished: claims jobs of registered kinds (at most `limit`
@@ -127,12 +134,51 @@ public final class DurableQueue: Sendable {
     ///   store of its own); the store's errors; `CancellationError`.
     public func drain(limit: Int = 8) async throws {
         precondition(limit >= 1, "DurableQueue.drain(limit:): limit must be at least 1, got \(limit)")
+        try await workLoop(limit: limit, stop: nil, gracePeriod: .zero)
+    }
+
+    /// Works as a long-lived worker until `stop` is requested: claims and runs jobs as
+    /// ``drain(limit:)`` does, but when no run is left it waits for new ones (submitted through
+    /// this queue, or, on a shared store, by any process) instead of returning.
+    ///
+    /// A graceful stop (``DurableStopSignal/request()``): the worker claims nothing more and
+    /// lets the jobs it runs finish, recording their outcomes, for up to `gracePeriod` on the
+    /// queue's clock. It then cancels the handlers still running and gives back their leases
+    /// (``JobStore/releaseLeases(of:worker:now:)``), so that another worker claims those jobs at
+    /// once rather than when the leases would have expired; their attempts still count. It
+    /// returns once every handler has returned.
+    ///
+    /// Cancellation: as for ``drain(limit:)``, the running handlers are cancelled and their jobs
+    /// stay claimed until their leases expire.
+    ///
+    /// - Throws: The store's errors; `CancellationError`.
+    public func work(
+        limit: Int = 8, until stop: DurableStopSignal, gracePeriod: Duration = .seconds(30)
+    )
+        async throws
+    {
+        precondition(limit >= 1, "DurableQueue.work(limit:until:gracePeriod:): limit must be at least 1, got \(limit)")
+        try await workLoop(limit: limit, stop: stop, gracePeriod: max(gracePeriod, .zero))
+    }
+
+    /// The worker loop of ``drain(limit:)`` (`stop` is `nil`: it returns when no run is left)
+    /// and of ``work(limit:until:gracePeriod:)``.
+    private func workLoop(limit: Int, stop: DurableStopSignal?, gracePeriod: Duration) async throws {
         let kinds = Set(handlers.withLock { $0.keys })
         let held = HeldLeases()
         let inbox = AttemptInbox()
-        // Work made claimable by other processes sharing the store: counted, so an idle wait
-        // ends at the first notification after the claim that found nothing.
+        // Work made claimable by other processes sharing the store (or submitted through this
+        // queue), and a stop requested: counted, so an idle wait ends at the first one after
+        // the claim that found nothing.
         let notifications = AwaitedState(0)
+        let loopID = ObjectIdentifier(notifications)
+        loops.withLock { $0[loopID] = notifications }
+        defer { loops.withLock { _ = $0.removeValue(forKey: loopID) } }
+        let observation = stop?.observe {
+            inbox.requestStop()
+            notifications.update { $0 += 1 }
+        }
+        defer { stop?.removeObserver(observation) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -154,41 +200,57 @@ public final class DurableQueue: Sendable {
             defer { group.cancelAll() }
             var running = 0
             var ended: [AttemptOutcome] = []
+            var graceStarted = false
             while true {
+                let stopping = stop?.isRequested ?? false
                 // One transaction settles the attempts that ended and claims the next jobs.
                 let seen = notifications.read { $0 }
                 let claimedAt = now()
                 let claim =
-                    running < limit
+                    running < limit && !stopping
                     ? Claim(
                         worker: worker, kinds: kinds, limit: limit - running, now: claimedAt,
                         leaseExpiry: claimedAt.addingTimeInterval(leaseDuration.seconds)) : nil
-                let (recorded, claimed) = try await store.record(ended, thenClaim: claim, now: now())
-                for (attempt, outcome) in zip(ended, recorded) {
-                    held.remove(attempt.job.key)
-                    report(attempt, outcome)
-                }
-                for job in claimed {
+                for job in try await settle(ended, thenClaim: claim, held: held) {
                     running += 1
                     held.insert(job.key)
                     hub.emit(.started(job.key, attempt: job.attempt))
                     group.addTask { inbox.post(AttemptOutcome(job: job, outcome: try await self.attempt(job))) }
                 }
                 if running > 0 {
-                    ended = try await inbox.next()
+                    if inbox.isGraceOver {
+                        // The grace period is over: settle what ended meanwhile, and give the
+                        // rest back.
+                        _ = try await settle(inbox.takeAll(), thenClaim: nil, held: held)
+                        try await store.releaseLeases(of: held.keys, worker: worker, now: now())
+                        group.cancelAll()
+                        return
+                    }
+                    if stopping && !graceStarted {
+                        graceStarted = true
+                        let deadline = now().addingTimeInterval(gracePeriod.seconds)
+                        group.addTask {
+                            try? await self.sleep(deadline)
+                            inbox.endGrace()
+                        }
+                    }
+                    ended = try await inbox.next(wakeOnStop: stop != nil && !graceStarted)
                     running -= ended.count
                     continue
                 }
                 ended = []
+                if stopping { return }
                 // Nothing running, nothing claimable now.
-                guard try await store.hasUnfinishedRuns() else { return }
+                let unfinished = try await store.hasUnfinishedRuns()
+                guard unfinished || stop != nil else { return }
                 // After the claim's time, not after now: a retry that fell due in between was not
                 // claimed, and must not look like no work at all.
-                let due = try await store.nextDueTime(after: claimedAt)
-                if store.isShared {
+                let due = unfinished ? try await store.nextDueTime(after: claimedAt) : nil
+                if store.isShared || stop != nil {
                     // Other processes share the store: their outcomes release jobs here too, and
-                    // they may run the kinds this queue has no handler for.
-                    let poll = store.pollInterval.map { now().addingTimeInterval($0.seconds) }
+                    // they may run the kinds this queue has no handler for. A long-lived worker
+                    // waits for new runs as well.
+                    let poll = store.isShared ? store.pollInterval.map { now().addingTimeInterval($0.seconds) } : nil
                     try await idle(
                         until: [due, poll].compactMap { $0 }.min(), orNotificationAfter: seen, notifications)
                     continue
@@ -213,6 +275,22 @@ public final class DurableQueue: Sendable {
                 )
             }
         }
+    }
+
+    /// Records how `outcomes` ended (and tells the subscribers), then claims as `claim` says:
+    /// one call to the store. Returns the jobs claimed.
+    private func settle(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, held: HeldLeases
+    ) async throws
+        -> [ClaimedJob]
+    {
+        guard !outcomes.isEmpty || claim != nil else { return [] }
+        let (recorded, claimed) = try await store.record(outcomes, thenClaim: claim, now: now())
+        for (attempt, outcome) in zip(outcomes, recorded) {
+            held.remove(attempt.job.key)
+            report(attempt, outcome)
+        }
+        return claimed
     }
 
     /// Waits until `date` on the queue's clock (if given), or until a notification of work

@@ -44,6 +44,12 @@ public protocol JobStore: Sendable {
     /// lease; a job it lost is left alone).
     func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws
 
+    /// Gives back the leases `worker` holds on `jobs` (those still running under its lease): each
+    /// becomes claimable at `now`, as if its lease had expired, its attempt counted. A worker
+    /// that stops gracefully calls it for the jobs it did not finish. The default renews the
+    /// leases until `now`; a shared store also wakes its idle workers.
+    func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws
+
     /// Removes the runs that ended before `date`, with their jobs.
     ///
     /// - Returns: How many runs were removed.
@@ -92,6 +98,10 @@ public protocol JobStore: Sendable {
 }
 
 extension JobStore {
+    public func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
+        try await renewLeases(of: jobs, worker: worker, until: now)
+    }
+
     public func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws {}
 
     public var isShared: Bool { false }
