@@ -153,8 +153,11 @@ let package = Package(
                 "OrchestraAsyncHTTPClient",
                 "OrchestraWorkflow",
                 "OrchestraDemoServer",
+                "OrchestraDurable",
+                "OrchestraPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

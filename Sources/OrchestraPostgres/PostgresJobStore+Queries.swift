@@ -148,4 +148,39 @@ extension PostgresJobStore {
             return found
         }
     }
+
+    /// The most recent runs, newest first, with how many of their jobs stand where and how many
+    /// workers run them: what `orchestra status` shows.
+    ///
+    /// - Parameters:
+    ///   - id: Only the run with this id (none if there is no such run).
+    ///   - limit: At most this many runs.
+    public func runSummaries(id: String? = nil, limit: Int = 50) async throws -> [DurableRunSummary] {
+        try await read { [self] connection in
+            var runs: [DurableRunRecord] = []
+            for try await (id, state, jobLimit, created, ended) in try await connection.query(
+                """
+                SELECT id, state, job_limit, created, ended FROM \(unescaped: table("runs"))
+                WHERE \(id)::TEXT IS NULL OR id = \(id) ORDER BY created DESC, id LIMIT \(limit)
+                """, logger: logger
+            ).decode((String, String, Int, Int64, Int64?).self) {
+                runs.append(
+                    DurableRunRecord(
+                        id: id, state: DurableRunState(rawValue: state) ?? .failed, limit: jobLimit,
+                        created: Millis.date(created), ended: ended.map(Millis.date)))
+            }
+            var counts: [String: [DurableJobState: Int]] = [:]
+            var workers: [String: Int] = [:]
+            for try await (runID, state, count, owners) in try await connection.query(
+                """
+                SELECT run_id, state, COUNT(*)::BIGINT, COUNT(DISTINCT lease_owner)::BIGINT
+                FROM \(unescaped: table("jobs")) WHERE run_id = ANY(\(runs.map(\.id))) GROUP BY run_id, state
+                """, logger: logger
+            ).decode((String, String, Int, Int).self) {
+                counts[runID, default: [:]][DurableJobState(rawValue: state) ?? .failed, default: 0] += count
+                workers[runID, default: 0] += owners
+            }
+            return runs.map { DurableRunSummary(run: $0, jobs: counts[$0.id] ?? [:], workers: workers[$0.id] ?? 0) }
+        }
+    }
 }

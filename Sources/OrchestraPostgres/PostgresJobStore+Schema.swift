@@ -17,54 +17,83 @@ extension PostgresJobStore {
     ///   be reached or refuses the credentials.
     public func migrate() async throws {
         let schema = self.schema
-        let location = self.location
         try await transaction { [self] connection in
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".migrate")))", logger: logger)
             try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
-            var tables: [String] = []
-            for try await name in try await connection.query(
-                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = \(schema) ORDER BY 1",
-                logger: logger
-            ).decode(String.self) {
-                tables.append(name)
-            }
-            var version = 0
-            if tables.contains("orchestra_store") {
-                var values: [String: String] = [:]
-                for try await (key, value) in try await connection.query(
-                    "SELECT key, value FROM \(unescaped: table("orchestra_store"))", logger: logger
-                ).decode((String, String).self) {
-                    values[key] = value
-                }
-                guard values["format"] == Self.format else {
-                    throw DurableError(
-                        code: .foreignDatabase,
-                        message:
-                            "the schema '\(schema)' at \(location) has an orchestra_store table, but not an Orchestra store's (format \(values["format"] ?? "missing"))"
-                    )
-                }
-                version = values["schema"].flatMap { Int($0) } ?? 0
-                guard version <= Self.schemaVersion else {
-                    throw DurableError(
-                        code: .schemaFromNewerVersion,
-                        message:
-                            "the store in schema '\(schema)' at \(location) has schema version \(version); this version of Orchestra reads up to \(Self.schemaVersion)"
-                    )
-                }
-            } else if !tables.isEmpty {
-                throw DurableError(
-                    code: .foreignDatabase,
-                    message:
-                        "the schema '\(schema)' at \(location) holds tables of another program (\(tables.prefix(5).joined(separator: ", "))), not an Orchestra store"
-                )
-            }
+            let version = try await version(connection) ?? 0
             for (index, statements) in migrations.enumerated() where index + 1 > version {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
             }
         }
+    }
+
+    /// Checks, changing nothing, that the schema holds an Orchestra store this version reads:
+    /// for a command that only reads a store (`orchestra status`).
+    ///
+    /// - Throws: `DurableError` with code `DurableError/Code/noStore` if there is no store
+    ///   in the schema (nothing was ever submitted there), or the errors of ``migrate()``.
+    public func check() async throws {
+        let schema = self.schema
+        let location = self.location
+        try await read { [self] connection in
+            guard try await version(connection) != nil else {
+                throw DurableError(
+                    code: .noStore,
+                    message:
+                        "there is no Orchestra store in schema '\(schema)' at \(location): no run was ever submitted there (check --schema)"
+                )
+            }
+        }
+    }
+
+    /// The version of the store in the schema, `nil` if the schema holds no table.
+    ///
+    /// - Throws: `DurableError` (`foreignDatabase`, `schemaFromNewerVersion`).
+    private func version(_ connection: PostgresConnection) async throws -> Int? {
+        let schema = self.schema
+        let location = self.location
+        var tables: [String] = []
+        for try await name in try await connection.query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = \(schema) ORDER BY 1",
+            logger: logger
+        ).decode(String.self) {
+            tables.append(name)
+        }
+        var version: Int?
+        if tables.contains("orchestra_store") {
+            var values: [String: String] = [:]
+            for try await (key, value) in try await connection.query(
+                "SELECT key, value FROM \(unescaped: table("orchestra_store"))", logger: logger
+            ).decode((String, String).self) {
+                values[key] = value
+            }
+            guard values["format"] == Self.format else {
+                throw DurableError(
+                    code: .foreignDatabase,
+                    message:
+                        "the schema '\(schema)' at \(location) has an orchestra_store table, but not an Orchestra store's (format \(values["format"] ?? "missing"))"
+                )
+            }
+            let stored = values["schema"].flatMap { Int($0) } ?? 0
+            guard stored <= Self.schemaVersion else {
+                throw DurableError(
+                    code: .schemaFromNewerVersion,
+                    message:
+                        "the store in schema '\(schema)' at \(location) has schema version \(stored); this version of Orchestra reads up to \(Self.schemaVersion)"
+                )
+            }
+            version = stored
+        } else if !tables.isEmpty {
+            throw DurableError(
+                code: .foreignDatabase,
+                message:
+                    "the schema '\(schema)' at \(location) holds tables of another program (\(tables.prefix(5).joined(separator: ", "))), not an Orchestra store"
+            )
+        }
+        return version
     }
 
     /// The versioned migrations, oldest first: each is the SQL statements that bring the

@@ -104,7 +104,8 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// Runs `body` with a store on the server at `url` (`postgres://user:password@host:port/database`),
-    /// its client running for the duration, after creating or migrating its schema.
+    /// its client running for the duration, after creating or migrating its schema (or, with
+    /// `migrating` `false`, after checking that it holds a store: ``check()``, for a reader).
     ///
     /// One connection is opened first, on its own, so that a server that cannot be reached or
     /// refuses the credentials is an error at once (the client's pool would keep trying).
@@ -117,7 +118,8 @@ public final class PostgresJobStore: JobStore {
     ///   from ``migrate()``; and whatever `body` throws.
     public static func withStore<T: Sendable>(
         url: String, schema: String = "orchestra", pollInterval: Duration? = .seconds(1),
-        logger: Logger = Logger(label: "orchestra.postgres"), _ body: (PostgresJobStore) async throws -> T
+        logger: Logger = Logger(label: "orchestra.postgres"), migrating: Bool = true,
+        _ body: (PostgresJobStore) async throws -> T
     ) async throws -> T {
         let server = try Server(url: url)
         try await server.probe(logger: logger)
@@ -127,7 +129,7 @@ public final class PostgresJobStore: JobStore {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            try await store.migrate()
+            if migrating { try await store.migrate() } else { try await store.check() }
             return try await body(store)
         }
     }

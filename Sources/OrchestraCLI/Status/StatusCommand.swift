@@ -2,18 +2,24 @@ import ArgumentParser
 import Foundation
 import OrchestraWorkflow
 
-/// `orchestra status --state FILE`: where a resumable run stands.
-struct StatusCommand: ParsableCommand {
+/// `orchestra status --state FILE`: where a resumable run stands; `--state postgres://…`:
+/// the durable runs of a PostgreSQL store.
+struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show where a resumable run stands, from its --state file.",
+        abstract: "Show where a resumable run stands (--state FILE), or the durable runs of a PostgreSQL store.",
         discussion: """
-            For each step of the workflow, in file order: how many of its requests succeeded, \
-            failed, may have been sent (in flight when a run stopped, not safe to send twice) \
-            and are still to be sent. The file is only read: a run may be using it.
+            --state FILE: for each step of the workflow, in file order, how many of its \
+            requests succeeded, failed, may have been sent (in flight when a run stopped, not \
+            safe to send twice) and are still to be sent. The file is only read: a run may be \
+            using it.
 
-            Exit status: 0 every request succeeded, 1 some are still to be sent or did not \
-            succeed, 2 the file cannot be read as a state file.
+            --state postgres://user:password@host:port/database: the most recent durable runs \
+            of the store in --schema, newest first: each run's state, its jobs by state and how \
+            many workers run them now. Only read; workers may be running.
+
+            Exit status: 0 every request (every listed run) succeeded, 1 some are still to be \
+            sent or did not succeed, 2 the state cannot be read.
             """
     )
 
@@ -21,8 +27,19 @@ struct StatusCommand: ParsableCommand {
         case text, json
     }
 
-    @Option(help: ArgumentHelp("The state file of 'orchestra run --state'.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "The state file of 'orchestra run --state', or a PostgreSQL URL (postgres://…).", valueName: "file|url"))
     var state: String
+
+    @Option(help: ArgumentHelp("With a PostgreSQL URL: the schema of the store.", valueName: "name"))
+    var schema = "orchestra"
+
+    @Option(help: ArgumentHelp("With a PostgreSQL URL: show this run only.", valueName: "id"))
+    var run: String?
+
+    @Option(help: ArgumentHelp("With a PostgreSQL URL: show at most this many runs.", valueName: "n"))
+    var last = 20
 
     @Option(help: ArgumentHelp("text (a table) or json (one document on stdout).", valueName: "format"))
     var output: Output = .text
@@ -30,7 +47,21 @@ struct StatusCommand: ParsableCommand {
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
     var noColor = false
 
-    func run() throws {
+    func validate() throws {
+        let isURL = StoreStatus.isPostgresURL(state)
+        if !isURL, schema != "orchestra" || run != nil || last != 20 {
+            throw ValidationError(
+                "--schema, --run and --last apply to a PostgreSQL URL (postgres://…), not a state file")
+        }
+        guard last >= 1 else { throw ValidationError("--last must be at least 1, got \(last)") }
+    }
+
+    func run() async throws {
+        if StoreStatus.isPostgresURL(state) {
+            try await StoreStatus(url: state, schema: schema, runID: run, last: last, output: output, noColor: noColor)
+                .show()
+            return
+        }
         let summary: WorkflowStateSummary
         do throws(WorkflowStateError) {
             summary = try WorkflowStateSummary.read(path: state)
@@ -54,7 +85,7 @@ struct StatusCommand: ParsableCommand {
             "state: \(TerminalText.quoted(path)) · \(Format.count(summary.runs, "run")) · last written \(timestamp(summary.updated))",
         ]
         let header = ["step", "succeeded", "failed", "may have been sent", "pending"]
-        var rows = summary.steps.map { step -> [String] in
+        let rows = summary.steps.map { step -> [String] in
             let pending: String
             if let count = step.pending {
                 pending = step.forEach ? "\(count) of \(step.total ?? 0)" : "\(count)"
@@ -65,31 +96,30 @@ struct StatusCommand: ParsableCommand {
                 TerminalText.quoted(step.id), "\(step.succeeded)", "\(step.failed)", "\(step.maybeSent)", pending,
             ]
         }
-        rows.insert(header, at: 0)
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for (index, row) in rows.enumerated() {
-            let cells = row.enumerated().map { column, cell in
-                column == 0 ? Format.left(cell, widths[column]) : Format.right(cell, widths[column])
-            }
-            var line = cells.joined(separator: "  ")
-            if index == 0 {
-                line = console.paint(line, .dim)
-            } else {
-                let step = summary.steps[index - 1]
-                let mark =
-                    step.isDone
-                    ? console.paint("✓", .green)
-                    : step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
-                line = "\(mark) \(line)"
-            }
-            lines.append(index == 0 ? "  \(line)" : line)
+        let marks = summary.steps.map { step in
+            step.isDone
+                ? console.paint("✓", .green)
+                : step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
         }
+        lines += table(header: header, rows: rows, marks: marks, console: console)
         let done = summary.steps.count(where: \.isDone)
         lines.append(
             console.paint(
                 "\(done) of \(Format.count(summary.steps.count, "step")) done",
                 summary.isComplete ? .green : .yellow))
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// A table's lines: the header dimmed, the first column left-aligned and the others
+    /// right-aligned, each row after its mark.
+    static func table(header: [String], rows: [[String]], marks: [String], console: Console) -> [String] {
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        func line(_ row: [String]) -> String {
+            row.enumerated().map { column, cell in
+                column == 0 ? Format.left(cell, widths[column]) : Format.right(cell, widths[column])
+            }.joined(separator: "  ")
+        }
+        return ["  " + console.paint(line(header), .dim)] + zip(marks, rows).map { "\($0) \(line($1))" }
     }
 
     /// `{"workflow", "file", "digest", "state", "runs", "created", "updated", "complete", "steps": […]}`.
@@ -120,7 +150,7 @@ struct StatusCommand: ParsableCommand {
     }
 
     /// `2026-11-26T04:10:00Z`
-    private static func timestamp(_ date: Date) -> String {
+    static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601)
     }
 }

@@ -21,6 +21,9 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         public static let runIDInUse = Code("runIDInUse")
         /// No run has this id.
         public static let unknownRun = Code("unknownRun")
+        /// There is no store where one was to be read (a PostgreSQL schema nothing was
+        /// submitted to).
+        public static let noStore = Code("noStore")
         /// A stored job's kind has no handler on this queue.
         public static let unknownJobKind = Code("unknownJobKind")
         /// The file is not a SQLite database (or is damaged).

@@ -120,3 +120,22 @@ public struct DurableRunRecord: Sendable, Hashable {
         self.ended = ended
     }
 }
+
+/// A run and how many of its jobs stand where: what `orchestra status` shows of a store.
+public struct DurableRunSummary: Sendable, Hashable {
+    /// The run.
+    public var run: DurableRunRecord
+    /// How many of its jobs are in each state (states with none are left out).
+    public var jobs: [DurableJobState: Int]
+    /// How many workers hold leases on its running jobs now.
+    public var workers: Int
+
+    /// How many jobs the run has.
+    public var total: Int { jobs.values.reduce(0, +) }
+
+    package init(run: DurableRunRecord, jobs: [DurableJobState: Int], workers: Int) {
+        self.run = run
+        self.jobs = jobs
+        self.workers = workers
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OrchestraDurable
+import OrchestraPostgres
+import OrchestraWorkflow
+
+/// `orchestra status --state postgres://…`: the most recent durable runs of a PostgreSQL store,
+/// read without changing anything.
+struct StoreStatus {
+    let url: String
+    let schema: String
+    let runID: String?
+    let last: Int
+    let output: StatusCommand.Output
+    let noColor: Bool
+
+    /// Whether `state` names a PostgreSQL server rather than a state file.
+    static func isPostgresURL(_ state: String) -> Bool {
+        state.hasPrefix("postgres://") || state.hasPrefix("postgresql://")
+    }
+
+    /// Prints the runs; exits 1 if one is not done or did not succeed, 2 if the store cannot be
+    /// read.
+    func show() async throws {
+        let summaries: [DurableRunSummary]
+        let location: String
+        do {
+            (summaries, location) = try await PostgresJobStore.withStore(
+                url: url, schema: schema, pollInterval: nil,
+                logger: Logger(label: "orchestra.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
+                migrating: false
+            ) { store in
+                (try await store.runSummaries(id: runID, limit: last), store.location)
+            }
+        } catch {
+            Console.standardError.line("orchestra status: error: --state: \(TerminalText.safe("\(error)"))")
+            throw ExitCode(2)
+        }
+        if let runID, summaries.isEmpty {
+            Console.standardError.line(
+                "orchestra status: error: --run: there is no run '\(TerminalText.safe(runID))' in schema '\(TerminalText.safe(schema))' at \(TerminalText.safe(location))"
+            )
+            throw ExitCode(2)
+        }
+        let console = Console.standardOutput(noColor: noColor)
+        switch output {
+        case .text: console.write(text(summaries, location: location, console: console))
+        case .json: console.write(json(summaries, location: location).prettyText + "\n")
+        }
+        if !summaries.allSatisfy({ $0.run.state == .succeeded }) { throw ExitCode(1) }
+    }
+
+    /// The store, then a table of the runs.
+    func text(_ summaries: [DurableRunSummary], location: String, console: Console) -> String {
+        var lines = [
+            console.paint("PostgreSQL store \(TerminalText.quoted(schema)) at \(TerminalText.safe(location))", .bold)
+        ]
+        guard !summaries.isEmpty else { return (lines + ["no runs"]).map { $0 + "\n" }.joined() }
+        let header = ["run", "state", "succeeded", "failed", "skipped", "running", "waiting", "workers", "started"]
+        let rows = summaries.map { summary -> [String] in
+            let jobs = summary.jobs
+            let count = { (states: [DurableJobState]) in "\(states.reduce(0) { $0 + (jobs[$1] ?? 0) })" }
+            return [
+                TerminalText.quoted(summary.run.id), summary.run.state.rawValue, count([.succeeded]),
+                count([.failed]), count([.skipped, .cancelled]), count([.running]), count([.ready, .blocked]),
+                "\(summary.workers)", StatusCommand.timestamp(summary.run.created),
+            ]
+        }
+        let marks = summaries.map { summary in
+            switch summary.run.state {
+            case .succeeded: console.paint("✓", .green)
+            case .running: console.paint("…", .yellow)
+            case .failed, .cancelled: console.paint("✗", .red)
+            }
+        }
+        lines += StatusCommand.table(header: header, rows: rows, marks: marks, console: console)
+        let going = summaries.count { $0.run.state == .running }
+        lines.append(
+            console.paint(
+                "\(Format.count(summaries.count, "run")) shown, \(going) still running",
+                going == 0 && summaries.allSatisfy { $0.run.state == .succeeded } ? .green : .yellow))
+        return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}}]}`.
+    func json(_ summaries: [DurableRunSummary], location: String) -> JSONValue {
+        let runs: [JSONValue] = summaries.map { summary in
+            let jobs = DurableJobState.allCases.map { JSONValue.Member($0.rawValue, .integer(summary.jobs[$0] ?? 0)) }
+            let ended: JSONValue = summary.run.ended.map { .string(StatusCommand.timestamp($0)) } ?? .null
+            return .object([
+                "id": .string(summary.run.id),
+                "state": .string(summary.run.state.rawValue),
+                "created": .string(StatusCommand.timestamp(summary.run.created)),
+                "ended": ended,
+                "limit": .integer(summary.run.limit),
+                "workers": .integer(summary.workers),
+                "jobs": .object(jobs),
+            ])
+        }
+        return .object(["store": .string(location), "schema": .string(schema), "runs": .array(runs)])
+    }
+}
