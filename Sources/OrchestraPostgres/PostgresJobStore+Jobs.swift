@@ -24,10 +24,11 @@ extension PostgresJobStore {
             let now = Millis.of(run.now)
             try await connection.query(
                 """
-                INSERT INTO \(unescaped: table("runs")) (id, state, job_limit, fail_fast, fingerprint, created)
-                VALUES (\(run.runID), 'running', \(run.limit), \(run.failurePolicy == .failFast), \(fingerprint), \(now))
+                INSERT INTO \(unescaped: table("runs")) (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs)
+                VALUES (\(run.runID), 'running', \(run.limit), \(run.failurePolicy == .failFast), \(fingerprint), \(now),
+                    \(run.isOpen))
                 """, logger: logger)
-            try await insertJobs(of: run, now: now, connection)
+            try await insertJobs(of: run, from: 0, now: now, connection)
             for (name, limit) in run.resourceLimits.sorted(by: { $0.key < $1.key }) {
                 try await connection.query(
                     """
@@ -51,8 +52,11 @@ extension PostgresJobStore {
         return stored
     }
 
-    /// Inserts the run's jobs, dependencies and resources, many rows per statement.
-    private func insertJobs(of run: DurableSubmission, now: Int64, _ connection: PostgresConnection) async throws {
+    /// Inserts the run's jobs, dependencies and resources, many rows per statement; the first
+    /// job at position `first`.
+    private func insertJobs(
+        of run: DurableSubmission, from first: Int, now: Int64, _ connection: PostgresConnection
+    ) async throws {
         let jobs = Array(run.graph.jobs.enumerated())
         // 15 values a row: 4,000 rows stay under PostgreSQL's 65,535 parameters.
         for chunk in stride(from: 0, to: jobs.count, by: 4_000) {
@@ -68,7 +72,7 @@ extension PostgresJobStore {
                 sql += (1...15).map { "$\(row * 15 + $0)" }.joined(separator: ", ") + ")"
                 binds.append(run.runID)
                 binds.append(job.id)
-                binds.append(position)
+                binds.append(first + position)
                 binds.append(job.kind)
                 try binds.append(job.input)
                 binds.append(dependencies.isEmpty ? "ready" : "blocked")
@@ -109,6 +113,94 @@ extension PostgresJobStore {
         }
     }
 
+    public func append(_ jobs: DurableSubmission) async throws -> Int {
+        let location = self.location
+        let runID = jobs.runID
+        return try await transaction { [self] connection in
+            // The run's lock: appends and outcomes of the run one at a time, so that it cannot
+            // end (closed meanwhile) while jobs are added.
+            guard
+                let (state, open) = try await connection.query(
+                    "SELECT state, open_for_jobs FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE",
+                    logger: logger
+                ).decode((String, Bool).self).onlyRow()
+            else {
+                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(location)")
+            }
+            guard state == DurableRunState.running.rawValue, open else {
+                throw DurableError.runClosed(runID, state: state, store: location)
+            }
+            var limits: Set<String> = []
+            for try await name in try await connection.query(
+                "SELECT name FROM \(unescaped: table("run_resources")) WHERE run_id = \(runID)", logger: logger
+            ).decode(String.self) {
+                limits.insert(name)
+            }
+            var existing: [String: (String, Data)] = [:]
+            for try await (id, kind, input) in try await connection.query(
+                """
+                SELECT id, kind, input FROM \(unescaped: table("jobs"))
+                WHERE run_id = \(runID) AND id = ANY(\(jobs.graph.jobs.map(\.id)))
+                """, logger: logger
+            ).decode((String, String, Data).self) {
+                existing[id] = (kind, input)
+            }
+            var new = jobs
+            new.graph.jobs = []
+            new.criticalPaths = []
+            for (index, job) in jobs.graph.jobs.enumerated() {
+                if let unknown = job.options.resources.first(where: { !limits.contains($0) }) {
+                    throw DurableError.unknownResource(unknown, job: job.id, run: runID)
+                }
+                if let (kind, input) = existing[job.id] {
+                    guard kind == job.kind, input == job.input else {
+                        throw DurableError.jobIDInUse(job.id, run: runID, store: location)
+                    }
+                    continue
+                }
+                new.graph.jobs.append(job)
+                new.criticalPaths.append(jobs.criticalPaths[index])
+            }
+            guard !new.graph.jobs.isEmpty else { return 0 }
+            let first =
+                try await connection.query(
+                    "SELECT COALESCE(MAX(position) + 1, 0)::BIGINT FROM \(unescaped: table("jobs")) WHERE run_id = \(runID)",
+                    logger: logger
+                ).decode(Int.self).onlyRow() ?? 0
+            try await insertJobs(of: new, from: first, now: Millis.of(jobs.now), connection)
+            try await notifyWork(connection)
+            return new.graph.jobs.count
+        }
+    }
+
+    public func close(runID: String, now: Date) async throws -> DurableRunState? {
+        let location = self.location
+        return try await transaction { [self] connection in
+            guard
+                try await connection.query(
+                    "UPDATE \(unescaped: table("runs")) SET open_for_jobs = false WHERE id = \(runID) RETURNING id",
+                    logger: logger
+                ).decode(String.self).onlyRow() != nil
+            else {
+                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(location)")
+            }
+            let ended = try await endRunIfDone(runID, now: Millis.of(now), connection)
+            if ended != nil { try await notifyOutcome(connection) }
+            // Idle workers look again: the run they waited on may be over.
+            try await notifyWork(connection)
+            return ended
+        }
+    }
+
+    /// Wakes the processes waiting for outcomes of open runs (`LISTEN`), when the transaction
+    /// commits.
+    func notifyOutcome(_ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_notify(\(outcomeChannel), '')", logger: logger)
+    }
+
+    /// The channel on which ``notifyOutcome(_:)`` wakes the processes waiting for outcomes.
+    var outcomeChannel: String { "\(schema)_outcome" }
+
     /// Wakes the workers waiting for work (`LISTEN`), when the transaction commits.
     func notifyWork(_ connection: PostgresConnection) async throws {
         try await connection.query("SELECT pg_notify(\(workChannel), '')", logger: logger)
@@ -140,10 +232,14 @@ extension PostgresJobStore {
         let recorded = try await transaction { [self] connection in
             var recorded: [RecordedOutcome] = []
             var released = false
+            var openRuns: Set<String> = []
             // Runs locked in id order: two workers recording in the same runs never deadlock.
             for runID in Set(outcomes.map(\.job.key.runID)).sorted() {
-                try await connection.query(
-                    "SELECT 1 FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger)
+                let open = try await connection.query(
+                    "SELECT open_for_jobs FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE",
+                    logger: logger
+                ).decode(Bool.self).onlyRow()
+                if open == true { openRuns.insert(runID) }
             }
             for outcome in outcomes {
                 let (wasRecorded, releasedAny) = try await self.record(
@@ -161,6 +257,10 @@ extension PostgresJobStore {
                 recorded[last].runEnded = ended
             }
             if released { try await notifyWork(connection) }
+            // Someone waits for the outcomes of an open run's jobs (the process that appends them).
+            if zip(outcomes, recorded).contains(where: { $1.recorded && openRuns.contains($0.job.key.runID) }) {
+                try await notifyOutcome(connection)
+            }
             return recorded
         }
         guard let claim else { return (recorded, []) }
@@ -432,7 +532,7 @@ extension PostgresJobStore {
             try await connection.query(
                 """
                 UPDATE \(unescaped: table("runs")) SET state = \(state.rawValue), ended = \(now)
-                WHERE id = \(runID) AND state = 'running' RETURNING id
+                WHERE id = \(runID) AND state = 'running' AND NOT open_for_jobs RETURNING id
                 """, logger: logger
             ).decode(String.self).onlyRow() != nil
         return ended ? state : nil

@@ -90,12 +90,21 @@ extension PostgresJobStore {
     }
 
     public func jobs(of runID: String) async throws -> [DurableJobRecord] {
+        try await jobRecords(of: runID, ids: nil)
+    }
+
+    public func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
+        ids.isEmpty ? [] : try await jobRecords(of: runID, ids: ids)
+    }
+
+    /// The run's jobs in the order they were added: all of them, or those with `ids`.
+    private func jobRecords(of runID: String, ids: [String]?) async throws -> [DurableJobRecord] {
         try await read { [self] connection in
             var records: [DurableJobRecord] = []
             for try await (id, kind, state, attempts, error, output, runAt, input) in try await connection.query(
                 """
                 SELECT id, kind, state, attempts, error, output, run_at, input FROM \(unescaped: table("jobs"))
-                WHERE run_id = \(runID) ORDER BY position
+                WHERE run_id = \(runID) AND (\(ids)::TEXT[] IS NULL OR id = ANY(\(ids))) ORDER BY position
                 """, logger: logger
             ).decode((String, String, String, Int, String?, Data?, Int64, Data).self) {
                 let state = DurableJobState(rawValue: state) ?? .failed
@@ -122,6 +131,15 @@ extension PostgresJobStore {
                 due = [retry, lease].compactMap { $0 }.min()
             }
             return due.map(Millis.date)
+        }
+    }
+
+    public func hasOpenRuns() async throws -> Bool {
+        try await read { [self] connection in
+            try await connection.query(
+                "SELECT EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE state = 'running' AND open_for_jobs)",
+                logger: logger
+            ).decode(Bool.self).onlyRow() ?? false
         }
     }
 

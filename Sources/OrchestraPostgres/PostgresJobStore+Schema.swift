@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -172,7 +172,12 @@ extension PostgresJobStore {
                     PRIMARY KEY (run_id, job_id, name)
                 )
                 """,
-            ]
+            ],
+            // Open runs: jobs appended until the run is closed.
+            [
+                "ALTER TABLE \(table("runs")) ADD COLUMN open_for_jobs BOOLEAN NOT NULL DEFAULT false",
+                "UPDATE \(table("orchestra_store")) SET value = '2' WHERE key = 'schema'",
+            ],
         ]
     }
 }

@@ -76,14 +76,23 @@ public final class PostgresJobStore: JobStore {
     /// for each notification, until the calling task is cancelled. A lost connection is opened
     /// again after ``pollInterval`` (the idle workers poll meanwhile).
     public func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws {
-        let channel = workChannel
+        try await listen(on: workChannel, onWork)
+    }
+
+    public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {
+        try await listen(on: outcomeChannel, onOutcome)
+    }
+
+    /// Calls `onNotification` once listening on `channel` has begun (anything sent before is
+    /// looked for then) and at each notification, connecting again after a lost connection,
+    /// until the task is cancelled.
+    private func listen(on channel: String, _ onNotification: @escaping @Sendable () -> Void) async throws {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        // Listening from here on: anything released meanwhile is looked for.
-                        onWork()
-                        for try await _ in notifications { onWork() }
+                        onNotification()
+                        for try await _ in notifications { onNotification() }
                     }
                 }
             } catch is CancellationError {

@@ -21,9 +21,14 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         public static let runIDInUse = Code("runIDInUse")
         /// No run has this id.
         public static let unknownRun = Code("unknownRun")
+        /// Jobs were appended to a run that is not open for them: one submitted whole, closed,
+        /// or ended.
+        public static let runClosed = Code("runClosed")
         /// There is no store where one was to be read (a PostgreSQL schema nothing was
         /// submitted to).
         public static let noStore = Code("noStore")
+        /// The run has no job with this id.
+        public static let unknownJob = Code("unknownJob")
         /// A stored job's kind has no handler on this queue.
         public static let unknownJobKind = Code("unknownJobKind")
         /// The file is not a SQLite database (or is damaged).
@@ -64,6 +69,37 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
             code: .runIDInUse,
             message:
                 "the store at \(location) has a run '\(runID)' with other jobs; submitting an id again is idempotent only for the same graph"
+        )
+    }
+
+    /// The error of every store for jobs appended to a run that is not open.
+    package static func runClosed(_ runID: String, state: String, store location: String) -> DurableError {
+        DurableError(
+            code: .runClosed,
+            message:
+                state == DurableRunState.running.rawValue
+                ? "run '\(runID)' in the store at \(location) is not open for more jobs (it was submitted whole, or closed)"
+                : "run '\(runID)' in the store at \(location) has ended (\(state)); no job can be added to it"
+        )
+    }
+
+    /// The error of every store for an appended job whose id the run has with another kind or
+    /// input.
+    package static func jobIDInUse(_ jobID: String, run runID: String, store location: String) -> DurableError {
+        DurableError(
+            code: .runIDInUse,
+            message:
+                "run '\(runID)' in the store at \(location) has a job '\(jobID)' of another kind or input; appending a job again is idempotent only for the same job"
+        )
+    }
+
+    /// The error of every store for an appended job that uses a resource its run has no limit
+    /// for.
+    package static func unknownResource(_ name: String, job jobID: String, run runID: String) -> DurableError {
+        DurableError(
+            code: .invalidGraph,
+            message:
+                "job '\(jobID)' uses the resource '\(name)', which run '\(runID)' has no limit for (resourceLimits when it was opened)"
         )
     }
 }

@@ -24,7 +24,7 @@ public struct DurableGraph: Sendable {
         package var options: DurableJobOptions
     }
 
-    package private(set) var jobs: [Job] = []
+    package var jobs: [Job] = []
 
     /// Keys sorted: the same input is the same bytes in every process (without it, key order
     /// follows each process's hash seed, and a restarted program's resubmission of the same
@@ -62,19 +62,20 @@ public struct DurableGraph: Sendable {
     }
 
     /// Checks the graph as `TaskGraph` checks its nodes (and costs), each job's options, and
-    /// that every resource a job uses has a limit;
+    /// that every resource a job uses has a limit (unless `resourceLimits` is `nil`: jobs
+    /// appended to an open run, whose store checks them against the run's);
     /// returns each job's longest remaining path, the order jobs ready at once start in.
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` naming the job,
     ///   the dependency or the cycle's path.
-    func validate(resourceLimits: [String: Int] = [:]) throws(DurableError) -> [Double] {
-        for (name, limit) in resourceLimits.sorted(by: { $0.key < $1.key }) where limit < 1 {
+    func validate(resourceLimits: [String: Int]? = [:]) throws(DurableError) -> [Double] {
+        for (name, limit) in (resourceLimits ?? [:]).sorted(by: { $0.key < $1.key }) where limit < 1 {
             throw DurableError(
                 code: .invalidGraph, message: "resource '\(name)': its limit must be at least 1, got \(limit)")
         }
         let graph = TaskGraph()
         for job in jobs {
-            if let unknown = job.options.resources.first(where: { resourceLimits[$0] == nil }) {
+            if let resourceLimits, let unknown = job.options.resources.first(where: { resourceLimits[$0] == nil }) {
                 throw DurableError(
                     code: .invalidGraph,
                     message: "job '\(job.id)' uses the resource '\(unknown)', which has no limit in resourceLimits")

@@ -117,6 +117,133 @@ public final class DurableQueue: Sendable {
         return stored
     }
 
+    /// Opens a run that takes jobs as they come (``append(_:to:)``) rather than as one graph:
+    /// for a process that decides its next jobs from the outcomes of earlier ones, such as
+    /// `orchestra run` handing a workflow's requests to workers on other machines. The run's
+    /// limits hold across all of its jobs, whenever they were added; it does not end when its
+    /// jobs have, but once it is closed (``close(runID:)``). Opening the same id again with the
+    /// same limits does nothing and returns `false`, so a coordinator that restarts goes on
+    /// with its run.
+    ///
+    /// - Parameters: As ``submit(_:runID:limit:resourceLimits:failurePolicy:)``.
+    /// - Returns: `true` if the run was stored now.
+    /// - Throws: ``DurableError``: ``DurableError/Code/invalidGraph`` for a limit below 1,
+    ///   ``DurableError/Code/runIDInUse`` for an id in use by another run; the store's errors.
+    @discardableResult
+    public func open(
+        runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
+        failurePolicy: FailurePolicy = .cancelDependents
+    ) async throws -> Bool {
+        guard limit >= 1 else {
+            throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
+        }
+        let criticalPaths = try DurableGraph().validate(resourceLimits: resourceLimits)
+        var submission = DurableSubmission(
+            runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
+            graph: DurableGraph(), criticalPaths: criticalPaths, now: now())
+        submission.isOpen = true
+        return try await store.submit(submission)
+    }
+
+    /// Adds `graph`'s jobs to the open run `runID`: they may depend on each other, not on the
+    /// run's earlier jobs, and use the resources it was opened with. A job the run has
+    /// already (the same id, kind and input) is left as it is.
+    ///
+    /// - Returns: How many jobs were added.
+    /// - Throws: ``DurableError``: ``DurableError/Code/invalidGraph`` (nothing added),
+    ///   ``DurableError/Code/unknownRun``, ``DurableError/Code/runClosed``,
+    ///   ``DurableError/Code/runIDInUse`` (a job id in use with another kind or input).
+    @discardableResult
+    public func append(_ graph: DurableGraph, to runID: String) async throws -> Int {
+        let criticalPaths = try graph.validate(resourceLimits: nil)
+        let added = try await store.append(
+            DurableSubmission(
+                runID: runID, limit: 1, resourceLimits: [:], failurePolicy: .cancelDependents, graph: graph,
+                criticalPaths: criticalPaths, now: now()))
+        if added > 0 {
+            for loop in loops.withLock({ Array($0.values) }) { loop.update { $0 += 1 } }
+        }
+        return added
+    }
+
+    /// Closes the open run `runID`: it ends once its jobs have (now, if they have).
+    ///
+    /// - Returns: The run's state if it ended now.
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
+    @discardableResult
+    public func close(runID: String) async throws -> DurableRunState? {
+        let ended = try await store.close(runID: runID, now: now())
+        if let ended { hub.emit(.runEnded(runID: runID, state: ended)) }
+        // A worker of this queue waiting for the run's next jobs looks again: it may be over.
+        for loop in loops.withLock({ Array($0.values) }) { loop.update { $0 += 1 } }
+        return ended
+    }
+
+    /// Runs `body` with a waiter for the outcomes of run `runID`'s jobs: call
+    /// ``DurableOutcomes/wait(for:)`` from as many tasks as there are jobs to wait for. It
+    /// learns of outcomes from this queue's workers and, on a shared store, from the store's
+    /// notifications (and its poll interval), and looks for all the jobs waited for in one
+    /// query each time.
+    ///
+    /// ```swift
+    /// try await queue.open(runID: "crawl", limit: 32, resourceLimits: ["example.com": 4])
+    /// try await queue.withOutcomes(of: "crawl") { outcomes in
+    ///     var graph = DurableGraph()
+    ///     let page = try graph.add("page-1", fetch, input: url, options: .init(resources: ["example.com"]))
+    ///     try await queue.append(graph, to: "crawl")
+    ///     let body = try await outcomes.wait(for: page.id).output(as: String.self)
+    /// }
+    /// try await queue.close(runID: "crawl")
+    /// ```
+    ///
+    /// Cancellation: cancelling the caller cancels `body`; the jobs go on.
+    public func withOutcomes<T: Sendable>(
+        of runID: String, _ body: (DurableOutcomes) async throws -> T
+    ) async throws -> T {
+        let outcomes = DurableOutcomes(runID: runID)
+        let events = hub.subscribe()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events {
+                    switch event {
+                    case .succeeded(let key, _) where key.runID == runID,
+                        .failed(let key, _, _, _) where key.runID == runID:
+                        outcomes.changes.update { $0 += 1 }
+                    case .runEnded(runID, _): outcomes.changes.update { $0 += 1 }
+                    default: break
+                    }
+                }
+            }
+            group.addTask {
+                try? await self.store.listenForOutcomes { outcomes.changes.update { $0 += 1 } }
+            }
+            group.addTask { try await self.watch(outcomes) }
+            defer { group.cancelAll() }
+            return try await body(outcomes)
+        }
+    }
+
+    /// Looks for the outcomes waited for each time something may have changed (or, on a
+    /// shared store, after its poll interval), until cancelled.
+    private func watch(_ outcomes: DurableOutcomes) async throws {
+        while !Task.isCancelled {
+            let seen = outcomes.changes.read { $0 }
+            let asked = outcomes.awaited
+            if !asked.isEmpty {
+                do {
+                    outcomes.settle(try await store.jobs(of: outcomes.runID, ids: asked), asked: asked)
+                } catch is CancellationError {
+                    return
+                } catch {
+                    outcomes.fail(error)
+                }
+            }
+            let poll =
+                store.isShared && !asked.isEmpty ? store.pollInterval.map { now().addingTimeInterval($0.seconds) } : nil
+            try await idle(until: poll, orNotificationAfter: seen, outcomes.changes)
+        }
+    }
+
     /// Works until no run is left unfinished: claims jobs of registered kinds (at most `limit`
     /// at once, and within each run's limit), runs them, records each outcome, and waits for
     /// retries that are scheduled later.
@@ -257,6 +384,11 @@ public final class DurableQueue: Sendable {
                 }
                 if let due {
                     try await sleep(due)
+                    continue
+                }
+                if try await store.hasOpenRuns() {
+                    // Its next jobs, or its close, come through this queue, which wakes the loop.
+                    try await idle(until: nil, orNotificationAfter: seen, notifications)
                     continue
                 }
                 if let orphan = try await store.readyJob(notOf: kinds) {

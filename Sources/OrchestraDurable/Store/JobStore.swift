@@ -17,6 +17,29 @@ public protocol JobStore: Sendable {
     ///   has other jobs.
     func submit(_ run: DurableSubmission) async throws -> Bool
 
+    /// Adds the jobs of `jobs.graph` to the open run `jobs.runID` (one submitted with
+    /// ``DurableSubmission/isOpen``), ready or blocked on each other; its limits, failure policy
+    /// and `isOpen` are the run's already and are not read. A job whose id the run has already,
+    /// with the same kind and input, is left as it is (appending again after a restart adds
+    /// nothing twice).
+    ///
+    /// - Returns: How many jobs were added.
+    /// - Throws: ``DurableError``: ``DurableError/Code/unknownRun``,
+    ///   ``DurableError/Code/runClosed`` (the run is not open, or it ended),
+    ///   ``DurableError/Code/runIDInUse`` (a job id the run has with another kind or input),
+    ///   ``DurableError/Code/invalidGraph`` (a resource the run has no limit for).
+    func append(_ jobs: DurableSubmission) async throws -> Int
+
+    /// Closes the open run `runID` to more jobs: it ends as soon as its jobs have (at once if
+    /// they have), succeeded if every one did. Closing a run that is not open does nothing.
+    ///
+    /// - Returns: The run's state if it ended now.
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
+    func close(runID: String, now: Date) async throws -> DurableRunState?
+
+    /// The jobs of run `runID` with these ids (those it has), in the order they were added.
+    func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord]
+
     /// Claims up to `limit` jobs that are ready and due at `now` (or running under a lease that
     /// expired before `now`), highest priority first, within each run's limit: each is marked
     /// running for `worker` until `leaseExpiry`, its attempt counted.
@@ -74,6 +97,10 @@ public protocol JobStore: Sendable {
     /// Whether some run has not ended.
     func hasUnfinishedRuns() async throws -> Bool
 
+    /// Whether some run that has not ended is open for more jobs (``DurableSubmission/isOpen``):
+    /// a worker with nothing to do waits for its jobs rather than stopping.
+    func hasOpenRuns() async throws -> Bool
+
     /// A job of an unfinished run that is ready but whose kind is not in `kinds` (no worker of
     /// this queue can run it), if any.
     func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)?
@@ -83,6 +110,12 @@ public protocol JobStore: Sendable {
     /// cancelled. An idle worker waits for this instead of its next due time alone. The
     /// default, for a store only this process uses, returns at once.
     func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws
+
+    /// For a store other processes use too: calls `onOutcome` whenever one of them may have
+    /// recorded the outcome of a job of an open run, until the calling task is cancelled; a
+    /// process waiting for those outcomes (``DurableQueue/withOutcomes(of:_:)``) looks again.
+    /// The default returns at once.
+    func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws
 
     /// Whether other processes may use the store at the same time (`false` by default). A
     /// worker on a shared store that finds nothing it can run waits for notifications, its next
@@ -98,6 +131,8 @@ public protocol JobStore: Sendable {
 }
 
 extension JobStore {
+    public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {}
+
     public func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
         try await renewLeases(of: jobs, worker: worker, until: now)
     }
@@ -126,6 +161,9 @@ public struct DurableSubmission: Sendable {
     public var criticalPaths: [Double]
     /// When it is submitted.
     public var now: Date
+    /// Whether the run stays open for more jobs (``JobStore/append(_:)``) until it is closed
+    /// (``JobStore/close(runID:now:)``): it does not end when its jobs have, before that.
+    public var isOpen = false
 
     /// A digest of the jobs, their inputs, dependencies and options: submitting the same id
     /// again is idempotent only when it matches.
@@ -142,6 +180,7 @@ public struct DurableSubmission: Sendable {
         mix(String(limit).utf8)
         for (name, limit) in resourceLimits.sorted(by: { $0.key < $1.key }) { mix("\(name)=\(limit)".utf8) }
         mix((failurePolicy == .failFast ? "failFast" : "cancelDependents").utf8)
+        if isOpen { mix("open".utf8) }
         for job in graph.jobs {
             mix(job.id.utf8)
             mix(job.kind.utf8)

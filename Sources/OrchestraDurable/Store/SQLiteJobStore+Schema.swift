@@ -3,7 +3,7 @@ import GRDB
 
 extension SQLiteJobStore {
     /// The store's file format: its name and schema version in the `orchestra_store` table.
-    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 1, noun: "store")
+    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 2, noun: "store")
 
     /// The versioned migrations, oldest first. Each sets `schema` to its version.
     static var migrator: DatabaseMigrator {
@@ -67,6 +67,14 @@ extension SQLiteJobStore {
                         name TEXT NOT NULL,
                         PRIMARY KEY (run_id, job_id, name)
                     );
+                    """)
+        }
+        // Open runs: jobs appended until the run is closed.
+        migrator.registerMigration("orchestra-2") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE runs ADD COLUMN open_for_jobs INTEGER NOT NULL DEFAULT 0;
+                    UPDATE orchestra_store SET value = '2' WHERE key = 'schema';
                     """)
         }
         return migrator

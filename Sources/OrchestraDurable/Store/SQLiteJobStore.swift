@@ -67,42 +67,120 @@ public final class SQLiteJobStore: JobStore {
             }
             let now = Millis.of(run.now)
             try db.cachedStatement(
-                sql:
-                    "INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created) VALUES (?, 'running', ?, ?, ?, ?)"
-            ).execute(arguments: [run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now])
-            let insertJob = try db.cachedStatement(
                 sql: """
-                    INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, critical_path,
-                        timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-            let insertDependency = try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
-            let insertResource = try db.cachedStatement(
-                sql: "INSERT INTO job_resources (run_id, job_id, name) VALUES (?, ?, ?)")
-            for (position, job) in run.graph.jobs.enumerated() {
-                let dependencies = Set(job.dependencies)
-                let retry = job.options.retry
-                try insertJob.execute(arguments: [
-                    run.runID, job.id, position, job.kind, job.input, dependencies.isEmpty ? "ready" : "blocked",
-                    dependencies.count, job.options.priority, run.criticalPaths[position],
-                    job.options.timeout?.saturatingNanoseconds,
-                    retry.maxAttempts, retry.initialDelay.saturatingNanoseconds, retry.multiplier,
-                    retry.maxDelay.saturatingNanoseconds, now,
-                ])
-                for dependency in dependencies {
-                    try insertDependency.execute(arguments: [run.runID, job.id, dependency])
-                }
-                for resource in Set(job.options.resources) {
-                    try insertResource.execute(arguments: [run.runID, job.id, resource])
-                }
-            }
+                    INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs)
+                    VALUES (?, 'running', ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now, run.isOpen,
+            ])
+            try Self.insertJobs(of: run, from: 0, now: now, db)
             for (name, limit) in run.resourceLimits {
                 try db.cachedStatement(
                     sql: "INSERT INTO run_resources (run_id, name, resource_limit) VALUES (?, ?, ?)"
                 ).execute(arguments: [run.runID, name, limit])
             }
             return true
+        }
+    }
+
+    /// Inserts the run's jobs, their dependencies and resources, the first at `position`.
+    private static func insertJobs(of run: DurableSubmission, from position: Int, now: Int64, _ db: Database) throws {
+        let insertJob = try db.cachedStatement(
+            sql: """
+                INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, critical_path,
+                    timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        let insertDependency = try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
+        let insertResource = try db.cachedStatement(
+            sql: "INSERT INTO job_resources (run_id, job_id, name) VALUES (?, ?, ?)")
+        for (index, job) in run.graph.jobs.enumerated() {
+            let dependencies = Set(job.dependencies)
+            let retry = job.options.retry
+            try insertJob.execute(arguments: [
+                run.runID, job.id, position + index, job.kind, job.input, dependencies.isEmpty ? "ready" : "blocked",
+                dependencies.count, job.options.priority, run.criticalPaths[index],
+                job.options.timeout?.saturatingNanoseconds,
+                retry.maxAttempts, retry.initialDelay.saturatingNanoseconds, retry.multiplier,
+                retry.maxDelay.saturatingNanoseconds, now,
+            ])
+            for dependency in dependencies {
+                try insertDependency.execute(arguments: [run.runID, job.id, dependency])
+            }
+            for resource in Set(job.options.resources) {
+                try insertResource.execute(arguments: [run.runID, job.id, resource])
+            }
+        }
+    }
+
+    public func append(_ jobs: DurableSubmission) async throws -> Int {
+        let path = self.path
+        return try await write { db in
+            let runID = jobs.runID
+            guard
+                let run = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT state, open_for_jobs FROM runs WHERE id = ?"), arguments: [runID])
+            else {
+                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(path)")
+            }
+            guard run[0] as String == DurableRunState.running.rawValue, run[1] as Bool else {
+                throw DurableError.runClosed(runID, state: run[0], store: path)
+            }
+            let limits = Set(
+                try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT name FROM run_resources WHERE run_id = ?"), arguments: [runID]))
+            let existing = try db.cachedStatement(sql: "SELECT kind, input FROM jobs WHERE run_id = ? AND id = ?")
+            var new = jobs
+            var kept: [DurableGraph.Job] = []
+            var paths: [Double] = []
+            for (index, job) in jobs.graph.jobs.enumerated() {
+                if let unknown = job.options.resources.first(where: { !limits.contains($0) }) {
+                    throw DurableError.unknownResource(unknown, job: job.id, run: runID)
+                }
+                if let row = try Row.fetchOne(existing, arguments: [runID, job.id]) {
+                    guard row[0] as String == job.kind, row[1] as Data == job.input else {
+                        throw DurableError.jobIDInUse(job.id, run: runID, store: path)
+                    }
+                    continue
+                }
+                kept.append(job)
+                paths.append(jobs.criticalPaths[index])
+            }
+            new.graph.jobs = kept
+            new.criticalPaths = paths
+            let position =
+                try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT COALESCE(MAX(position) + 1, 0) FROM jobs WHERE run_id = ?"),
+                    arguments: [runID]) ?? 0
+            try Self.insertJobs(of: new, from: position, now: Millis.of(jobs.now), db)
+            return kept.count
+        }
+    }
+
+    public func close(runID: String, now: Date) async throws -> DurableRunState? {
+        let path = self.path
+        return try await write { db in
+            try db.cachedStatement(sql: "UPDATE runs SET open_for_jobs = 0 WHERE id = ?").execute(arguments: [runID])
+            guard db.changesCount > 0 else {
+                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(path)")
+            }
+            return try Self.endRunIfDone(runID, now: Millis.of(now), db)
+        }
+    }
+
+    public func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await read { db in
+            let select = try db.cachedStatement(
+                sql: """
+                    SELECT id, kind, state, attempts, error, output, run_at, input, position FROM jobs
+                    WHERE run_id = ? AND id = ?
+                    """)
+            return try Set(ids).compactMap { try Row.fetchOne(select, arguments: [runID, $0]) }
+                .sorted { (first: Row, second: Row) in (first[8] as Int) < (second[8] as Int) }
+                .map(Self.jobRecord)
         }
     }
 
@@ -361,8 +439,10 @@ public final class SQLiteJobStore: JobStore {
                 db.cachedStatement(sql: "SELECT COUNT(*) FROM jobs WHERE run_id = ? AND state != 'succeeded'"),
                 arguments: [runID]) ?? 0
         let state: DurableRunState = unsuccessful == 0 ? .succeeded : .failed
-        try db.cachedStatement(sql: "UPDATE runs SET state = ?, ended = ? WHERE id = ? AND state = 'running'").execute(
-            arguments: [state.rawValue, now, runID])
+        // An open run ends only once it is closed.
+        try db.cachedStatement(
+            sql: "UPDATE runs SET state = ?, ended = ? WHERE id = ? AND state = 'running' AND NOT open_for_jobs"
+        ).execute(arguments: [state.rawValue, now, runID])
         return db.changesCount > 0 ? state : nil
     }
 
@@ -437,14 +517,16 @@ public final class SQLiteJobStore: JobStore {
                     sql: """
                         SELECT id, kind, state, attempts, error, output, run_at, input FROM jobs WHERE run_id = ? ORDER BY position
                         """), arguments: [runID]
-            ).map { row in
-                let state = DurableJobState(rawValue: row[2]) ?? .failed
-                return DurableJobRecord(
-                    id: row[0], kind: row[1], input: row[7], state: state, attempts: row[3], error: row[4],
-                    output: row[5],
-                    runAt: state == .ready ? Millis.date(row[6]) : nil)
-            }
+            ).map(Self.jobRecord)
         }
+    }
+
+    /// A job as a row of `SELECT id, kind, state, attempts, error, output, run_at, input` has it.
+    private static func jobRecord(_ row: Row) -> DurableJobRecord {
+        let state = DurableJobState(rawValue: row[2]) ?? .failed
+        return DurableJobRecord(
+            id: row[0], kind: row[1], input: row[7], state: state, attempts: row[3], error: row[4], output: row[5],
+            runAt: state == .ready ? Millis.date(row[6]) : nil)
     }
 
     public func nextDueTime(after now: Date) async throws -> Date? {
@@ -458,6 +540,14 @@ public final class SQLiteJobStore: JobStore {
                     sql: "SELECT MIN(lease_expiry) FROM jobs WHERE state = 'running' AND lease_expiry > ?"),
                 arguments: [now])
             return [retry, lease].compactMap { $0 }.min().map(Millis.date)
+        }
+    }
+
+    public func hasOpenRuns() async throws -> Bool {
+        try await read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND open_for_jobs)"))
+                ?? false
         }
     }
 

@@ -1,0 +1,90 @@
+import Foundation
+import Orchestra
+
+/// Waits for the outcomes of jobs of one run, as ``DurableQueue/withOutcomes(of:_:)`` gives it:
+/// many tasks may wait at once, and one query looks for all of their jobs whenever an outcome
+/// may have been recorded (by a worker of this queue, or, on a shared store, of any process).
+public final class DurableOutcomes: Sendable {
+    private struct State: Sendable {
+        var waiters: [String: [Int: CheckedContinuation<DurableJobRecord, any Error>]] = [:]
+        var next = 0
+    }
+
+    /// The run whose jobs are waited for.
+    public let runID: String
+    private let state = Locked(State())
+    /// Counts what may have changed: an outcome recorded, a waiter added. The watcher looks
+    /// again after each.
+    let changes = AwaitedState(0)
+
+    init(runID: String) {
+        self.runID = runID
+    }
+
+    /// Waits until job `jobID` of the run has ended (succeeded, failed for good, skipped or
+    /// cancelled) and returns it as stored. Call it once the job was submitted or appended.
+    ///
+    /// Cancellation: cancelling the waiting task throws `CancellationError`; the job goes on.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownJob``) if the run has no such job;
+    ///   the store's errors; `CancellationError`.
+    public func wait(for jobID: String) async throws -> DurableJobRecord {
+        let id = state.withLock { state in
+            defer { state.next += 1 }
+            return state.next
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = state.withLock { state in
+                    if Task.isCancelled { return true }
+                    state.waiters[jobID, default: [:]][id] = continuation
+                    return false
+                }
+                if cancelled {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    changes.update { $0 += 1 }
+                }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<DurableJobRecord, any Error>? in
+                defer { if state.waiters[jobID]?.isEmpty == true { state.waiters[jobID] = nil } }
+                return state.waiters[jobID]?.removeValue(forKey: id)
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The ids of the jobs waited for now.
+    var awaited: [String] { state.withLock { Array($0.waiters.keys) } }
+
+    /// Resumes the waiters of every job of `records` that has ended, and fails those of the
+    /// `asked` jobs the run does not have.
+    func settle(_ records: [DurableJobRecord], asked: [String]) {
+        let missing = Set(asked).subtracting(records.map(\.id))
+        var resumed: [(CheckedContinuation<DurableJobRecord, any Error>, Result<DurableJobRecord, any Error>)] = []
+        state.withLock { state in
+            for record in records where record.state.isTerminal {
+                for waiter in (state.waiters.removeValue(forKey: record.id) ?? [:]).values {
+                    resumed.append((waiter, .success(record)))
+                }
+            }
+            for id in missing {
+                let error = DurableError(code: .unknownJob, message: "run '\(runID)' has no job '\(id)'")
+                for waiter in (state.waiters.removeValue(forKey: id) ?? [:]).values {
+                    resumed.append((waiter, .failure(error)))
+                }
+            }
+        }
+        for (waiter, result) in resumed { waiter.resume(with: result) }
+    }
+
+    /// Fails every waiter now with `error`.
+    func fail(_ error: any Error) {
+        let waiters = state.withLock { state in
+            defer { state.waiters = [:] }
+            return state.waiters.values.flatMap(\.values)
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+}

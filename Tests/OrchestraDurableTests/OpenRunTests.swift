@@ -1,0 +1,120 @@
+import Foundation
+import Orchestra
+import OrchestraTestKit
+import Testing
+
+@testable import OrchestraDurable
+
+@Suite("Open runs: jobs appended as they come, and their outcomes awaited", .timeLimit(.minutes(1)))
+struct OpenRunTests {
+    /// One job of `add` with `input`, using `resources`.
+    static func job(_ id: String, _ input: [Int], resources: [String] = []) throws -> DurableGraph {
+        var graph = DurableGraph()
+        try graph.add(id, add, input: input, options: .init(resources: resources))
+        return graph
+    }
+
+    @Test(arguments: StoreKind.available) func jobsAppendedToAnOpenRunRunAndTheRunEndsOnlyOnceClosed(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let clock = ManualClock()
+            // On a shared store the coordinator and the worker are two queues on two connections
+            // (as two processes); on SQLite, one queue.
+            let coordinator = DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch)
+            let worker =
+                kind == .postgres
+                ? DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch) : coordinator
+            worker.register(add) { input, _ in
+                if input.contains(-1) { throw DurableJobFailure("negative", retryable: false) }
+                return input.reduce(0, +)
+            }
+            #expect(try await coordinator.open(runID: "open", limit: 4, resourceLimits: ["host": 1]))
+            #expect(!(try await coordinator.open(runID: "open", limit: 4, resourceLimits: ["host": 1])))
+            await #expect(throws: DurableError.self) {
+                try await coordinator.open(runID: "open", limit: 5)
+            }
+            let stop = DurableStopSignal()
+            let working = Task { try await worker.work(limit: 4, until: stop) }
+            try await coordinator.withOutcomes(of: "open") { outcomes in
+                // One job at a time, each appended after the outcome of the one before.
+                var total = 0
+                for step in 1...3 {
+                    try await coordinator.append(
+                        try Self.job("step-\(step)", [total, step], resources: ["host"]), to: "open")
+                    let record = try await outcomes.wait(for: "step-\(step)")
+                    #expect(record.state == .succeeded)
+                    total = try record.output(as: Int.self)
+                }
+                #expect(total == 6)
+                // All its jobs have ended; the run has not.
+                #expect(try await coordinator.run("open").state == .running)
+
+                // Appended again (a coordinator that restarted): nothing added, the outcome kept.
+                #expect(
+                    try await coordinator.append(try Self.job("step-1", [0, 1], resources: ["host"]), to: "open") == 0)
+                let again = await #expect(throws: DurableError.self) {
+                    try await coordinator.append(try Self.job("step-1", [5, 5]), to: "open")
+                }
+                #expect(again?.code == .runIDInUse && again?.message.contains("'step-1'") == true)
+                let resource = await #expect(throws: DurableError.self) {
+                    try await coordinator.append(try Self.job("other", [1], resources: ["elsewhere"]), to: "open")
+                }
+                #expect(resource?.code == .invalidGraph && resource?.message.contains("'elsewhere'") == true)
+                let unknown = await #expect(throws: DurableError.self) { try await outcomes.wait(for: "never-added") }
+                #expect(unknown?.code == .unknownJob)
+
+                // A failed job is an outcome too.
+                try await coordinator.append(try Self.job("fails", [-1]), to: "open")
+                let failed = try await outcomes.wait(for: "fails")
+                #expect(failed.state == .failed && failed.error == "negative")
+            }
+            #expect(try await coordinator.close(runID: "open") == .failed)
+            let closed = await #expect(throws: DurableError.self) {
+                try await coordinator.append(try Self.job("late", [1]), to: "open")
+            }
+            #expect(closed?.code == .runClosed)
+            let run = try await coordinator.run("open")
+            #expect(run.state == .failed && run.ended != nil)
+            #expect(try await coordinator.jobs(of: "open").map(\.id) == ["step-1", "step-2", "step-3", "fails"])
+            stop.request()
+            try await withHangGuard { try await working.value }
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func drainWaitsForTheJobsOfAnOpenRunAndReturnsOnceItIsClosed(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open())
+            queue.register(add) { input, _ in input.reduce(0, +) }
+            try await queue.open(runID: "fed")
+            let draining = Task { try await queue.drain() }
+            try await queue.withOutcomes(of: "fed") { outcomes in
+                try await queue.append(try Self.job("a", [1, 2]), to: "fed")
+                #expect(try await outcomes.wait(for: "a").output(as: Int.self) == 3)
+            }
+            // Closed with every job done: the run ends now, and so does the drain.
+            #expect(try await queue.close(runID: "fed") == .succeeded)
+            try await withHangGuard { try await draining.value }
+            #expect(try await queue.run("fed").state == .succeeded)
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func aWaitForAnOutcomeEndsWhenItsTaskIsCancelled(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open())
+            try await queue.open(runID: "waiting")
+            try await queue.append(try Self.job("never-run", [1]), to: "waiting")
+            try await queue.withOutcomes(of: "waiting") { outcomes in
+                let waiting = Task { try await outcomes.wait(for: "never-run") }
+                try await waitUntil("the job is waited for") { outcomes.awaited == ["never-run"] }
+                waiting.cancel()
+                await #expect(throws: CancellationError.self) { try await withHangGuard { try await waiting.value } }
+                #expect(outcomes.awaited.isEmpty)
+            }
+        }
+    }
+}
