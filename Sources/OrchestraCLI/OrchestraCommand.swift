@@ -10,7 +10,10 @@ struct OrchestraCommand: AsyncParsableCommand {
         abstract: "Coordinate async work without DispatchGroup, blocking semaphores or NSConditionLock.",
         discussion: "Start with `orchestra demo`: it replays the classic hand-rolled patterns with Orchestra.",
         version: OrchestraVersion.current,
-        subcommands: [DemoCommand.self, RunCommand.self, StatusCommand.self, ValidateCommand.self, GraphCommand.self],
+        subcommands: [
+            DemoCommand.self, RunCommand.self, StatusCommand.self, WorkerCommand.self, ValidateCommand.self,
+            GraphCommand.self,
+        ],
         defaultSubcommand: DemoCommand.self
     )
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Orchestra
 import OrchestraHTTP
 import OrchestraWorkflow
 
@@ -90,9 +91,19 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Record every request's outcome in this file (SQLite) as it ends; run again with the same file to send only what has not succeeded.",
-            valueName: "file"))
+            "Record every request's outcome in this file (SQLite) as it ends; run again with the same file to send only what has not succeeded. Or a PostgreSQL URL (postgres://…): hand every request to the workers of that store (orchestra worker).",
+            valueName: "file|url"))
     var state: String?
+
+    @Option(help: ArgumentHelp("With --state postgres://…: the schema of the store.", valueName: "name"))
+    var schema: String?
+
+    @Option(
+        name: .customLong("run-id"),
+        help: ArgumentHelp(
+            "With --state postgres://…: the run's id (default: the file's name and the time). Give the id of a run whose coordinator stopped to go on with it: requests with a stored outcome are not sent again.",
+            valueName: "id"))
+    var runID: String?
 
     @Flag(help: "With --state: use a state file written for another version of the workflow file.")
     var force = false
@@ -104,8 +115,25 @@ struct RunCommand: AsyncParsableCommand {
     )
     var resendUncertain = false
 
+    /// Whether `--state` names a PostgreSQL store: the requests go to its workers.
+    private var isDistributed: Bool { state.map(StoreStatus.isPostgresURL) ?? false }
+
     func validate() throws {
         guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1, got \(parallel)") }
+        if isDistributed {
+            if force { throw ValidationError("--force applies to a state file, not to --state postgres://…") }
+            if resendUncertain {
+                throw ValidationError("--resend-uncertain applies to a state file, not to --state postgres://…")
+            }
+            if options.data != nil {
+                throw ValidationError("--state postgres://… runs the workflow once; it does not take --data")
+            }
+            if runID?.isEmpty == true { throw ValidationError("--run-id needs an id") }
+            return
+        }
+        if schema != nil || runID != nil {
+            throw ValidationError("--schema and --run-id apply to --state postgres://… (a PostgreSQL store)")
+        }
         if state == nil {
             if force { throw ValidationError("--force lets --state use another workflow's state file: give --state") }
             if resendUncertain { throw ValidationError("--resend-uncertain resumes a --state file: give --state") }
@@ -180,7 +208,7 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let cookieJar = try loadCookieJar()
-        let stateFile = try openState(for: workflow)
+        let stateFile = isDistributed ? nil : try openState(for: workflow)
         let printer = startPrinting(workflow)
         let console = printer.console
         let text = output == .text
@@ -189,24 +217,33 @@ struct RunCommand: AsyncParsableCommand {
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
             progress.interrupt()
         }
-        // The transport opens as many connections to a host as the workflow may use at once.
-        let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
-            // Each element of a `for_each` is listed only where it is written out: the JSON
-            // document and the trace. The text report needs only the counts.
+        // Each element of a `for_each` is listed only where it is written out: the JSON
+        // document and the trace. The text report needs only the counts. The first signal
+        // cancels the run; the runner still returns a report, in which the steps that were in
+        // flight are cancelled.
+        let run = { @Sendable (transport: any HTTPTransport) async throws -> WorkflowReport in
             let runner = self.runner(workflow, transport: transport, cookieJar: cookieJar, state: stateFile)
-            // The first signal cancels the run; the runner still returns a report, in which
-            // the steps that were in flight are cancelled.
             return try await signals.cancellingOnSignal {
                 await runner.run { event in
                     if text { progress.handle(event) }
                 }
             }
         }
+        let report: WorkflowReport
+        var distributed: DistributedRun.Summary?
+        if isDistributed, let state {
+            (report, distributed) = try await runDistributed(
+                workflow, state: state, console: console, signals: signals, run)
+        } else {
+            // The transport opens as many connections to a host as the workflow may use at once.
+            report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit, run)
+        }
         if text { progress.finish(report) }
         switch output {
         case .text:
             printer.summary(of: report)
             if let stateFile { printer.stateLine(stateFile, report: report) }
+            if let distributed { printer.distributedLine(distributed) }
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
         }
         if let failure = stateFile?.failure {
@@ -238,6 +275,37 @@ struct RunCommand: AsyncParsableCommand {
         try writeReports([RunReports.Suite(name: nil, report: report)], title: workflow.name, duration: report.duration)
         if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
+    }
+
+    /// `--state postgres://…`: runs `run` with the transport that hands the requests to the
+    /// store's workers, in the run `--run-id` names (a new one by default).
+    ///
+    /// - Throws: `ExitCode(2)` after saying why the store or the run cannot be used; `ExitCode(1)`
+    ///   if the store fails once the run has started.
+    private func runDistributed(
+        _ workflow: Workflow, state: String, console: Console, signals: TerminationSignals,
+        _ run: @escaping @Sendable (any HTTPTransport) async throws -> WorkflowReport
+    ) async throws -> (WorkflowReport, DistributedRun.Summary) {
+        let runID = self.runID ?? DistributedRun.newRunID(file: options.file)
+        let distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
+        let started = Locked(false)
+        let text = output == .text
+        do {
+            var (report, summary) = try await distributed.run(
+                announce: { line in
+                    started.withLock { $0 = true }
+                    (text ? console : Console.standardError).line(console.paint("state: \(line)", .dim))
+                },
+                waitingNote: { Console.standardError.line("orchestra run: note: \($0)") },
+                cancelled: { signals.received != nil },
+                run)
+            summary.runID = runID
+            return (report, summary)
+        } catch {
+            let opened = started.withLock { $0 }
+            Console.standardError.line("orchestra run: error: --state: \(TerminalText.safe("\(error)"))")
+            throw ExitCode(opened ? 1 : 2)
+        }
     }
 
     /// `--data`: the workflow once per row, `--parallel` rows at a time; a line per row as it

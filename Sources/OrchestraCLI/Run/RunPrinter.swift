@@ -178,6 +178,15 @@ struct RunPrinter: Sendable {
         console.line(console.paint(line, .dim))
     }
 
+    /// The line after the summary of a run handed to workers: the run, how it ended, what was
+    /// sent and what an earlier coordinator's outcomes saved.
+    func distributedLine(_ summary: DistributedRun.Summary) {
+        var line =
+            "state: run '\(TerminalText.safe(summary.runID))' \(summary.state.rawValue) · \(Format.count(summary.requests, "request")) sent by workers"
+        if summary.reused > 0 { line += " · \(summary.reused) read back from an earlier coordinator's run" }
+        console.line(console.paint(line, .dim))
+    }
+
     /// The whole run as one JSON document: `{"workflow", "file", "steps": […], "summary": {…}}`.
     static func json(of report: WorkflowReport, file: String) -> JSONValue {
         .object([

@@ -7,6 +7,7 @@ final class AttemptInbox: Sendable {
         var failure: (any Error)?
         var stopRequested = false
         var graceOver = false
+        var workNotified = false
     }
 
     private let state = AwaitedState(State())
@@ -26,6 +27,12 @@ final class AttemptInbox: Sendable {
         state.update { $0.stopRequested = true }
     }
 
+    /// Jobs may have become claimable: wakes a wait that asks for it (a worker with free
+    /// slots), once.
+    func notifyWork() {
+        state.update { $0.workNotified = true }
+    }
+
     /// The stop's grace period is over: wakes every wait from now on.
     func endGrace() {
         state.update { $0.graceOver = true }
@@ -35,13 +42,18 @@ final class AttemptInbox: Sendable {
     var isGraceOver: Bool { state.read { $0.graceOver } }
 
     /// Every outcome waiting, once there is at least one; or none, once a stop was requested
-    /// (if `wakeOnStop`) or its grace period is over.
+    /// (if `wakeOnStop`), jobs may have become claimable (if `wakeOnWork`; the notice is
+    /// taken), or the stop's grace period is over.
     ///
     /// - Throws: The error given to ``fail(_:)``; `CancellationError` if the task is cancelled.
-    func next(wakeOnStop: Bool = false) async throws -> [AttemptOutcome] {
+    func next(wakeOnStop: Bool = false, wakeOnWork: Bool = false) async throws -> [AttemptOutcome] {
         let taken: Result<[AttemptOutcome], any Error>? = await state.wait { state in
             if let failure = state.failure { return .failure(failure) }
             guard !state.outcomes.isEmpty else {
+                if wakeOnWork && state.workNotified {
+                    state.workNotified = false
+                    return .success([])
+                }
                 return (wakeOnStop && state.stopRequested) || state.graceOver ? .success([]) : nil
             }
             defer { state.outcomes.removeAll(keepingCapacity: true) }

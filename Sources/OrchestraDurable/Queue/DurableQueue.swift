@@ -23,9 +23,9 @@ public final class DurableQueue: Sendable {
     private let store: any JobStore
     private let handlers = Locked([String: Handler]())
     private let hub = DurableEventHub()
-    /// The wake-up counters of the worker loops running now: a run submitted through this
-    /// queue wakes them.
-    private let loops = Locked([ObjectIdentifier: AwaitedState<Int>]())
+    /// How to wake the worker loops running now: jobs submitted or appended through this
+    /// queue, or a run closed, wake them.
+    private let loops = Locked([ObjectIdentifier: @Sendable () -> Void]())
     /// This queue's name in the leases it takes.
     public let worker: String
     /// How long a claim holds a job before another worker may take it.
@@ -112,7 +112,7 @@ public final class DurableQueue: Sendable {
                 criticalPaths: criticalPaths,
                 now: now()))
         if stored {
-            for loop in loops.withLock({ Array($0.values) }) { loop.update { $0 += 1 } }
+            wakeLoops()
         }
         return stored
     }
@@ -161,7 +161,7 @@ public final class DurableQueue: Sendable {
                 runID: runID, limit: 1, resourceLimits: [:], failurePolicy: .cancelDependents, graph: graph,
                 criticalPaths: criticalPaths, now: now()))
         if added > 0 {
-            for loop in loops.withLock({ Array($0.values) }) { loop.update { $0 += 1 } }
+            wakeLoops()
         }
         return added
     }
@@ -175,7 +175,7 @@ public final class DurableQueue: Sendable {
         let ended = try await store.close(runID: runID, now: now())
         if let ended { hub.emit(.runEnded(runID: runID, state: ended)) }
         // A worker of this queue waiting for the run's next jobs looks again: it may be over.
-        for loop in loops.withLock({ Array($0.values) }) { loop.update { $0 += 1 } }
+        wakeLoops()
         return ended
     }
 
@@ -298,8 +298,13 @@ public final class DurableQueue: Sendable {
         // queue), and a stop requested: counted, so an idle wait ends at the first one after
         // the claim that found nothing.
         let notifications = AwaitedState(0)
+        // Wakes the loop idle, or waiting for outcomes with free slots.
+        let wake: @Sendable () -> Void = {
+            notifications.update { $0 += 1 }
+            inbox.notifyWork()
+        }
         let loopID = ObjectIdentifier(notifications)
-        loops.withLock { $0[loopID] = notifications }
+        loops.withLock { $0[loopID] = wake }
         defer { loops.withLock { _ = $0.removeValue(forKey: loopID) } }
         let observation = stop?.observe {
             inbox.requestStop()
@@ -309,7 +314,7 @@ public final class DurableQueue: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    try await self.store.listenForWork { notifications.update { $0 += 1 } }
+                    try await self.store.listenForWork(wake)
                 } catch is CancellationError {
                 } catch {
                     // Without notifications the idle wait still polls (the store's pollInterval).
@@ -361,7 +366,9 @@ public final class DurableQueue: Sendable {
                             inbox.endGrace()
                         }
                     }
-                    ended = try await inbox.next(wakeOnStop: stop != nil && !graceStarted)
+                    // Free slots take jobs that become claimable meanwhile (appended, released).
+                    ended = try await inbox.next(
+                        wakeOnStop: stop != nil && !graceStarted, wakeOnWork: running < limit && !stopping)
                     running -= ended.count
                     continue
                 }
@@ -407,6 +414,11 @@ public final class DurableQueue: Sendable {
                 )
             }
         }
+    }
+
+    /// Wakes this queue's worker loops to look for work.
+    private func wakeLoops() {
+        for wake in loops.withLock({ Array($0.values) }) { wake() }
     }
 
     /// Records how `outcomes` ended (and tells the subscribers), then claims as `claim` says:

@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import OrchestraDurable
+import OrchestraHTTP
+import OrchestraPostgres
+import OrchestraWorkflow
+
+/// `orchestra run FILE --state postgres://…`: this process runs the workflow (templates,
+/// captures, assertions, retries, logins) and hands every request to the workers
+/// (`orchestra worker`) through a run of the PostgreSQL store, opened for the requests as they
+/// come and closed at the end.
+struct DistributedRun {
+    let url: String
+    let schema: String
+    let runID: String
+    let workflow: Workflow
+
+    /// What the run did, for the closing line.
+    struct Summary: Sendable {
+        var runID = ""
+        var location: String
+        /// Requests whose outcome was stored by an earlier coordinator of the run and reused.
+        var reused: Int
+        /// Requests handed to workers by this coordinator.
+        var requests: Int
+        var state: DurableRunState
+    }
+
+    /// A new run id: the workflow file's name and the time, `orders-20261126-071500-3fa9`.
+    static func newRunID(file: String) -> String {
+        let time = Date().formatted(
+            .verbatim(
+                "\(year: .defaultDigits)\(month: .twoDigits)\(day: .twoDigits)-\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased))\(minute: .twoDigits)\(second: .twoDigits)",
+                timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
+        let base = RunTrace.baseName(of: file).filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+        return "\(base.isEmpty ? "run" : base)-\(time)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
+    }
+
+    /// The run's resources: one per host limit of the workflow, `host:<host>`.
+    var resourceLimits: [String: Int] {
+        Dictionary(workflow.hostLimits.map { ("host:\($0.host.lowercased())", $0.limit) }) { first, _ in first }
+    }
+
+    /// The resource of a request to `authority`: the limit naming its `host:port`, else the one
+    /// naming its host, as the workflow's coordinator chooses.
+    func resource(for authority: String) -> String? {
+        let limits = workflow.hostLimits
+        let entry =
+            limits.first { $0.host.lowercased() == authority.lowercased() }
+            ?? limits.first { $0.matches(authority: authority) }
+        return entry.map { "host:\($0.host.lowercased())" }
+    }
+
+    /// Opens the store and the run, and runs `body` with the transport that hands requests to
+    /// workers; then closes the run, or cancels it if `cancelled()` says the run was
+    /// interrupted (its requests not yet sent are not sent).
+    ///
+    /// - Throws: `DurableError` when the store or the run cannot be used (before `body` runs);
+    ///   what `body` throws.
+    func run<T: Sendable>(
+        announce: (String) -> Void, waitingNote: @escaping @Sendable (String) -> Void,
+        cancelled: @escaping @Sendable () -> Bool,
+        _ body: (any HTTPTransport) async throws -> T
+    ) async throws -> (T, Summary) {
+        let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
+        return try await PostgresJobStore.withStore(url: url, schema: schema, logger: quiet) { store in
+            let queue = DurableQueue(store: store, worker: "coordinator-\(getpid())")
+            let resources = resourceLimits
+            let created = try await queue.open(runID: runID, limit: workflow.limit, resourceLimits: resources)
+            let existing = created ? 0 : try await queue.jobs(of: runID).count
+            let run = try await queue.run(runID)
+            guard run.state == .running else {
+                throw DurableError(
+                    code: .runClosed,
+                    message:
+                        "run '\(runID)' in schema '\(schema)' at \(store.location) has ended (\(run.state.rawValue)); give another --run-id, or none for a new run"
+                )
+            }
+            announce(
+                created
+                    ? "run '\(runID)' in schema '\(schema)' at \(store.location): requests are sent by 'orchestra worker --state postgres://… --schema \(schema)'"
+                    : "run '\(runID)' in schema '\(schema)' at \(store.location) goes on: \(Format.count(existing, "request")) stored by an earlier coordinator"
+            )
+            let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in
+                let transport = DurableHTTPTransport(
+                    queue: queue, runID: runID, outcomes: outcomes, maximumConnectionsPerHost: workflow.limit,
+                    resource: { self.resource(for: $0) })
+                return try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await Self.watchForWorkers(store, runID: runID, schema: self.schema, waitingNote) }
+                    defer { group.cancelAll() }
+                    return (try await body(transport), transport.counts)
+                }
+            }
+            if cancelled() {
+                try await queue.cancel(runID: runID)
+            } else {
+                try await queue.close(runID: runID)
+            }
+            let state = try await queue.run(runID).state
+            return (
+                result,
+                Summary(location: store.location, reused: counts.reused, requests: counts.appended, state: state)
+            )
+        }
+    }
+
+    /// Says once, on `note`, that requests wait and no worker runs any of the run's: every
+    /// 5 seconds while the run goes on. Not a wait for an event: the notice's timer.
+    private static func watchForWorkers(
+        _ store: PostgresJobStore, runID: String, schema: String, _ note: @Sendable (String) -> Void
+    ) async {
+        var told = false
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: .seconds(5))
+                guard let summary = try await store.runSummaries(id: runID, limit: 1).first else { continue }
+                let waiting = summary.jobs[.ready] ?? 0
+                if waiting > 0, summary.workers == 0, !told {
+                    told = true
+                    note(
+                        "\(Format.count(waiting, "request")) of run '\(runID)' wait for a worker: start 'orchestra worker --state postgres://… --schema \(schema)' against the same store"
+                    )
+                } else if summary.workers > 0 {
+                    told = false
+                }
+            } catch {
+                return
+            }
+        }
+    }
+}

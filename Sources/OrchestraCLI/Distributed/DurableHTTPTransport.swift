@@ -1,0 +1,81 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraDurable
+import OrchestraHTTP
+import OrchestraWorkflow
+
+/// The transport of `orchestra run --state postgres://…`: each request is appended to the
+/// run as a job, sent by whichever `orchestra worker` claims it, and its response read back
+/// from the job's output. The run's limits (the workflow's `limit`, and each host limit as a
+/// resource) hold in the store across all workers.
+///
+/// A job's id is the digest of the request (method, URL, headers, body) and how many identical
+/// requests this run sent before it: a coordinator started again with the same `--run-id`
+/// sends the same requests in the same way, so the ones that have an outcome already are
+/// read back, not sent again.
+final class DurableHTTPTransport: HTTPTransport {
+    let queue: DurableQueue
+    let runID: String
+    let outcomes: DurableOutcomes
+    /// The run's resource for requests to an authority (`host:port`), if it has a limit.
+    let resource: @Sendable (String) -> String?
+    let maximumConnectionsPerHost: Int
+    private let occurrences = Locked([String: Int]())
+    private let tally = Locked((appended: 0, reused: 0))
+
+    /// Requests handed to workers, and requests whose job an earlier coordinator of the run
+    /// had appended (their outcome, if stored, is read back rather than sent again).
+    var counts: (appended: Int, reused: Int) { tally.withLock { $0 } }
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
+    init(
+        queue: DurableQueue, runID: String, outcomes: DurableOutcomes, maximumConnectionsPerHost: Int,
+        resource: @escaping @Sendable (String) -> String?
+    ) {
+        self.queue = queue
+        self.runID = runID
+        self.outcomes = outcomes
+        self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.resource = resource
+    }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        if let body, body.count > HTTPJob.maximumBodySize {
+            throw HTTPTransportError(
+                code: .invalidRequest,
+                message:
+                    "the request body is \(body.count) bytes; a request handed to a worker carries at most \(HTTPJob.maximumBodySize) (16 MB)",
+                host: request.authority)
+        }
+        let input = HTTPJob.Request(request, body: body)
+        let digest = String(String(decoding: try encoder.encode(input), as: UTF8.self).sha256Hex.prefix(20))
+        let occurrence = occurrences.withLock { counts in
+            counts[digest, default: 0] += 1
+            return counts[digest]!
+        }
+        let id = "\(input.method)-\(digest)-\(occurrence)"
+        var graph = DurableGraph()
+        try graph.add(
+            id, HTTPJob.kind, input: input,
+            options: DurableJobOptions(resources: request.authority.flatMap(resource).map { [$0] } ?? []))
+        let added = try await queue.append(graph, to: runID)
+        tally.withLock {
+            if added > 0 { $0.appended += 1 } else { $0.reused += 1 }
+        }
+        let record = try await outcomes.wait(for: id)
+        switch record.state {
+        case .succeeded:
+            return try record.output(as: HTTPJob.Outcome.self).result()
+        default:
+            throw HTTPTransportError(
+                code: .other,
+                message: "the job of this request \(record.state.rawValue): \(record.error ?? "no reason stored")",
+                host: request.authority)
+        }
+    }
+}

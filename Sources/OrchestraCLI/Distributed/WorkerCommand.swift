@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Orchestra
+import OrchestraDurable
+import OrchestraHTTP
+import OrchestraPostgres
+import ServiceLifecycle
+
+/// `orchestra worker --state postgres://…`: sends the requests of the runs that
+/// `orchestra run FILE --state postgres://…` hands to workers, on this machine, until stopped.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Send the requests of distributed runs (orchestra run FILE --state postgres://…) from this machine.",
+        discussion: """
+            Start one or more workers, on this machine or others, against the PostgreSQL store \
+            that 'orchestra run FILE --state postgres://…' uses: each claims requests of the \
+            runs there (at most --limit at once), sends them, and stores their responses for the \
+            run to read. The workflow's limits, 'limit' and each host's, hold across all \
+            workers together. A worker waits for new runs when there is nothing to do.
+
+            SIGTERM or Ctrl-C stops it gracefully: it claims nothing more, lets the requests it \
+            is sending finish for up to --grace seconds, then gives back the others so another \
+            worker sends them at once. A worker that dies (SIGKILL, a lost machine) has its \
+            requests sent again by another worker once their leases (--lease) expire.
+
+            Exit status: 0 stopped by a signal, 1 the store failed while working, 2 the store \
+            cannot be used (a wrong URL, password or schema).
+            """
+    )
+
+    @Option(
+        help: ArgumentHelp(
+            "The PostgreSQL store: postgres://user:password@host:port/database.", valueName: "url"))
+    var state: String
+
+    @Option(help: ArgumentHelp("The schema of the store.", valueName: "name"))
+    var schema = "orchestra"
+
+    @Option(help: ArgumentHelp("How many requests this worker sends at once.", valueName: "n"))
+    var limit = 8
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a claimed request stays this worker's without news from it (renewed while it runs); after a crash, another worker sends it once this has passed.",
+            valueName: "seconds"))
+    var lease = 30
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a graceful stop waits for the requests in flight before giving them back.", valueName: "seconds"))
+    var grace = 10
+
+    @OptionGroup var transportOptions: TransportOptions
+
+    @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
+    var noColor = false
+
+    func validate() throws {
+        guard StoreStatus.isPostgresURL(state) else {
+            throw ValidationError("--state must be a PostgreSQL URL (postgres://user:password@host:port/database)")
+        }
+        guard limit >= 1 else { throw ValidationError("--limit must be at least 1, got \(limit)") }
+        guard lease >= 2 else { throw ValidationError("--lease must be at least 2 seconds, got \(lease)") }
+        guard grace >= 0 else { throw ValidationError("--grace must be 0 or more seconds, got \(grace)") }
+    }
+
+    func run() async throws {
+        let console = Console.standardOutput(noColor: noColor)
+        let name = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
+        let quiet = Logger(label: "orchestra.worker", factory: { _ in SwiftLogNoOpLogHandler() })
+        let sent = Locked((requests: 0, unreachable: 0))
+        var opened = false
+        do {
+            try await PostgresJobStore.withStore(url: state, schema: schema, logger: quiet) { store in
+                opened = true
+                try await transportOptions.withTransport(connectionsPerHost: limit) { transport in
+                    let queue = DurableQueue(store: store, worker: name, leaseDuration: .seconds(lease))
+                    queue.register(HTTPJob.kind) { request, _ in
+                        let outcome = try await HTTPJob.send(request, through: transport, worker: name)
+                        sent.withLock {
+                            $0.requests += 1
+                            if outcome.failure != nil { $0.unreachable += 1 }
+                        }
+                        return outcome
+                    }
+                    console.line(
+                        "\(console.paint("orchestra worker \(name)", .bold)): sending the requests of the runs in schema '\(schema)' at \(store.location), \(limit) at once; SIGTERM or Ctrl-C stops it"
+                    )
+                    let group = ServiceGroup(
+                        services: [
+                            DurableWorkerService(queue: queue, limit: limit, gracePeriod: .seconds(grace))
+                        ],
+                        gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: quiet)
+                    try await group.run()
+                }
+            }
+        } catch {
+            Console.standardError.line(
+                "orchestra worker: error: \(opened ? "" : "--state: ")\(TerminalText.safe("\(error)"))")
+            throw ExitCode(opened ? 1 : 2)
+        }
+        let (requests, unreachable) = sent.withLock { $0 }
+        console.line(
+            "stopped: \(Format.count(requests, "request")) sent\(unreachable > 0 ? ", \(unreachable) without a response" : "")"
+        )
+    }
+}

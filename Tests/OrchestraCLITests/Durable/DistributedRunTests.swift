@@ -1,0 +1,206 @@
+import Foundation
+import OrchestraDemoServer
+import OrchestraDurable
+import OrchestraPostgres
+import OrchestraTestKit
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `orchestra run FILE --state postgres://…` hands its requests to `orchestra worker`
+/// processes through a PostgreSQL store, against the demo server.
+@Suite(
+    "orchestra run --state postgres://… and orchestra worker",
+    .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil,
+        "no PostgreSQL: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL"),
+    .timeLimit(.minutes(10)))
+struct DistributedRunTests {
+    static let url = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] ?? ""
+
+    /// A schema of its own for the test, dropped after `body`.
+    static func withSchema<T>(_ body: (String) async throws -> T) async throws -> T {
+        let schema = "dist_\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            let result = try await body(schema)
+            try await drop(schema)
+            return result
+        } catch {
+            try? await drop(schema)
+            throw error
+        }
+    }
+
+    static func drop(_ schema: String) async throws {
+        try await PostgresJobStore.withStore(url: url, schema: schema, pollInterval: nil) { store in
+            _ = try await store.client.query("DROP SCHEMA IF EXISTS \(unescaped: schema) CASCADE")
+        }
+    }
+
+    /// A list of `count` items, then one request per item to `/payload/<item>` (each `latency`
+    /// ms), at most `hostLimit` at once against the server.
+    static func workflow(base: URL, count: Int, hostLimit: Int, latency: Int) throws -> String {
+        try WorkflowCommandTests.workflowFile(
+            """
+            name: Distributed
+            vars: { base: "\(base.absoluteString)" }
+            limit: 16
+            hosts: { "\(base.host!):\(base.port!)": \(hostLimit) }
+            steps:
+              - { id: list, url: "{{vars.base}}/list/\(count)", captures: { items: $.items } }
+              - id: each
+                for_each: "{{list.items}}"
+                url: "{{vars.base}}/payload/{{item}}?latency_ms=\(latency)"
+                expect: [200]
+            """)
+    }
+
+    /// A worker on `schema`: at most 4 requests at once, 2-second leases.
+    static func worker(_ schema: String) throws -> RunningOrchestra {
+        try OrchestraExecutable.start(["worker", "--state", url, "--schema", schema, "--limit", "4", "--lease", "2"])
+    }
+
+    /// Stops `workers` gracefully (SIGTERM) and checks that each says so and exits 0.
+    static func stop(_ workers: [RunningOrchestra]) async {
+        for worker in workers { worker.child.send(SIGTERM) }
+        for worker in workers {
+            let output = await worker.finish(limit: .seconds(60))
+            #expect(output.status == 0, "\(output)")
+            #expect(output.stdout.contains("stopped: "), "\(output)")
+        }
+    }
+
+    @Test("workers send the run's requests once each, within the workflow's host limit across all of them")
+    func workersShareARun() async throws {
+        try await withDemoServer { server in
+            try await Self.withSchema { schema in
+                let file = try Self.workflow(base: server.baseURL, count: 300, hostLimit: 3, latency: 5)
+                let workers = try [Self.worker(schema), Self.worker(schema)]
+                let run = try await OrchestraExecutable.run(
+                    ["run", file, "--state", Self.url, "--schema", schema, "--run-id", "shared", "--no-color"],
+                    limit: .seconds(240))
+                await Self.stop(workers)
+                #expect(run.status == 0, "\(run)")
+                #expect(run.stdout.contains("300 requests sent, 300 succeeded"), "\(run)")
+                #expect(run.stdout.contains("state: run 'shared' succeeded · 301 requests sent by workers"), "\(run)")
+                #expect(!run.stdout.contains(Self.url), "the URL, with its password, was printed")
+                #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
+                let repeated = (0..<300).filter { server.arrivals(of: "/payload/\($0)") != 1 }
+                #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
+
+                let status = try await OrchestraExecutable.run([
+                    "status", "--state", Self.url, "--schema", schema, "--run", "shared", "--no-color",
+                ])
+                #expect(status.status == 0, "\(status)")
+                let again = try await OrchestraExecutable.run([
+                    "run", file, "--state", Self.url, "--schema", schema, "--run-id", "shared",
+                ])
+                #expect(again.status == 2, "\(again)")
+                #expect(again.stderr.contains("run 'shared' in schema '\(schema)'"), "\(again)")
+                #expect(again.stderr.contains("has ended (succeeded)"), "\(again)")
+            }
+        }
+    }
+
+    // Kills and restarts of sanitized processes starve a two-core machine: left to the plain pass.
+    @Test(
+        "workers SIGKILLed ten times: every request succeeds, the host limit holds, and only requests a killed worker held are sent again",
+        .enabled(if: ExitTests.areEnabled))
+    func workersKilled() async throws {
+        try await withDemoServer { server in
+            try await Self.withSchema { schema in
+                let count = 1_500
+                let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 3, latency: 10)
+                var workers = try (0..<3).map { _ in try Self.worker(schema) }
+                let coordinator = try OrchestraExecutable.start([
+                    "run", file, "--state", Self.url, "--schema", schema, "--run-id", "killed", "--no-color",
+                ])
+                var kills = 0
+                for round in 1...10 {
+                    // A kill every 100 requests or so, at a random one.
+                    try await withHangGuard(.seconds(120)) {
+                        try await server.requests(reaching: round * 110 + Int.random(in: 0..<40))
+                    }
+                    let victim = Int.random(in: 0..<workers.count)
+                    workers[victim].child.send(SIGKILL)
+                    _ = await workers[victim].finish(limit: .seconds(30))
+                    kills += 1
+                    workers[victim] = try Self.worker(schema)
+                }
+                let run = await coordinator.finish(limit: .seconds(400))
+                await Self.stop(workers)
+                #expect(kills == 10)
+                #expect(run.status == 0, "\(run)")
+                #expect(run.stdout.contains("\(count) requests sent, \(count) succeeded"), "\(run)")
+                #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
+                let arrivals = (0..<count).map { server.arrivals(of: "/payload/\($0)") }
+                #expect(arrivals.allSatisfy { $0 >= 1 }, "a request was lost")
+                // Sent again: only what a killed worker had claimed, at most its 4 at a time.
+                let again = arrivals.reduce(0) { $0 + $1 - 1 }
+                #expect(again <= kills * 4, "\(again) requests sent again after \(kills) kills")
+            }
+        }
+    }
+
+    @Test(
+        "a coordinator killed mid-run and started again with its --run-id reads back what the workers did",
+        .enabled(if: ExitTests.areEnabled))
+    func coordinatorResumes() async throws {
+        try await withDemoServer { server in
+            try await Self.withSchema { schema in
+                let count = 400
+                let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 4, latency: 5)
+                let workers = try [Self.worker(schema)]
+                let arguments = [
+                    "run", file, "--state", Self.url, "--schema", schema, "--run-id", "resumed", "--no-color",
+                ]
+                let first = try OrchestraExecutable.start(arguments)
+                try await withHangGuard(.seconds(120)) { try await server.requests(reaching: 150) }
+                first.child.send(SIGKILL)
+                _ = await first.finish(limit: .seconds(30))
+
+                let second = try await OrchestraExecutable.run(arguments, limit: .seconds(240))
+                await Self.stop(workers)
+                #expect(second.status == 0, "\(second)")
+                #expect(second.stdout.contains("run 'resumed' in schema '\(schema)'"), "\(second)")
+                #expect(second.stdout.contains("goes on"), "\(second)")
+                #expect(second.stdout.contains("read back from an earlier coordinator's run"), "\(second)")
+                // The requests the first coordinator handed over were sent by the worker, once.
+                let repeated = (0..<count).filter { server.arrivals(of: "/payload/\($0)") != 1 }
+                #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
+            }
+        }
+    }
+
+    @Test("a wrong password, options of a state file, a worker without a PostgreSQL URL: named errors, nothing sent")
+    func errors() async throws {
+        try await withDemoServer { server in
+            let file = try Self.workflow(base: server.baseURL, count: 3, hostLimit: 1, latency: 0)
+            var wrong = try #require(URLComponents(string: Self.url))
+            wrong.password = "not-the-password"
+            let refused = try await OrchestraExecutable.run(["run", file, "--state", try #require(wrong.string)])
+            #expect(refused.status == 2, "\(refused)")
+            #expect(refused.stderr.contains("password authentication failed"), "\(refused)")
+            #expect(!refused.stderr.contains("not-the-password"), "the password was printed")
+            #expect(server.requestCount == 0, "a request was sent")
+
+            let forced = try await OrchestraExecutable.run(["run", file, "--state", Self.url, "--force"])
+            #expect(forced.status == 2 && forced.stderr.contains("--force applies to a state file"), "\(forced)")
+            let schemaWithFile = try await OrchestraExecutable.run(["run", file, "--state", "x.state", "--schema", "s"])
+            #expect(
+                schemaWithFile.status == 2
+                    && schemaWithFile.stderr.contains("--schema and --run-id apply to --state postgres://"),
+                "\(schemaWithFile)")
+            let worker = try await OrchestraExecutable.run(["worker", "--state", "runs.sqlite"])
+            #expect(worker.status == 2 && worker.stderr.contains("--state must be a PostgreSQL URL"), "\(worker)")
+            let badWorker = try await OrchestraExecutable.run(["worker", "--state", try #require(wrong.string)])
+            #expect(
+                badWorker.status == 2 && badWorker.stderr.contains("password authentication failed"), "\(badWorker)")
+        }
+    }
+}
