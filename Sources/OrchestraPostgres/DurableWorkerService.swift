@@ -16,7 +16,7 @@ import ServiceLifecycle
 /// }
 /// ```
 ///
-/// It works as ``OrchestraDurable/DurableQueue/work(limit:until:gracePeriod:)`` does: it claims
+/// It works as `DurableQueue.work(limit:until:gracePeriod:)` (OrchestraDurable) does: it claims
 /// jobs of its queue's kinds until shut down, waiting for new runs when there are none. On
 /// graceful shutdown it claims nothing more, lets its running jobs finish for up to
 /// `gracePeriod`, then gives back the leases of those still running so that another worker

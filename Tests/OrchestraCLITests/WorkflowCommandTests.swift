@@ -9,7 +9,7 @@ import Testing
 struct WorkflowCommandTests {
     static let examples = [
         "album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml", "api-test.yaml",
-        "form-login-cookies.yaml", "resumable.yaml",
+        "form-login-cookies.yaml", "resumable.yaml", "distributed.yaml",
     ]
 
     static func example(_ name: String) -> String {

@@ -28,6 +28,12 @@ struct RunCommand: AsyncParsableCommand {
             resend_on_resume: true or --resend-uncertain is given. 'orchestra status --state \
             FILE' shows where the run stands.
 
+            With --state postgres://user:password@host:port/database the requests are sent by \
+            'orchestra worker' processes on any machines that reach the database, the \
+            workflow's limits holding across all of them; this process evaluates the workflow \
+            and reads their responses back. --run-id goes on with the run of a coordinator that \
+            stopped. See Examples/README.md, "Across machines".
+
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
             2 the file or the command line is invalid (nothing is sent), 130 / 143 interrupted by \
             SIGINT / SIGTERM.
