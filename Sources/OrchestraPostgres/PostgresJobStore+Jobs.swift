@@ -24,9 +24,10 @@ extension PostgresJobStore {
             let now = Millis.of(run.now)
             try await connection.query(
                 """
-                INSERT INTO \(unescaped: table("runs")) (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs)
+                INSERT INTO \(unescaped: table("runs")) (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs,
+                    next_position)
                 VALUES (\(run.runID), 'running', \(run.limit), \(run.failurePolicy == .failFast), \(fingerprint), \(now),
-                    \(run.isOpen))
+                    \(run.isOpen), \(run.graph.jobs.count))
                 """, logger: logger)
             try await insertJobs(of: run, from: 0, now: now, connection)
             for (name, limit) in run.resourceLimits.sorted(by: { $0.key < $1.key }) {
@@ -53,11 +54,15 @@ extension PostgresJobStore {
     }
 
     /// Inserts the run's jobs, dependencies and resources, many rows per statement; the first
-    /// job at position `first`.
+    /// job at position `first`. With `skippingExisting`, a job whose id the run has already is
+    /// left out (with its dependencies and resources); returns the ids inserted then.
+    @discardableResult
     private func insertJobs(
-        of run: DurableSubmission, from first: Int, now: Int64, _ connection: PostgresConnection
-    ) async throws {
+        of run: DurableSubmission, from first: Int, now: Int64, skippingExisting: Bool = false,
+        _ connection: PostgresConnection
+    ) async throws -> Set<String> {
         let jobs = Array(run.graph.jobs.enumerated())
+        var inserted: Set<String> = []
         // 15 values a row: 4,000 rows stay under PostgreSQL's 65,535 parameters.
         for chunk in stride(from: 0, to: jobs.count, by: 4_000) {
             var sql = """
@@ -86,12 +91,21 @@ extension PostgresJobStore {
                 binds.append(retry.maxDelay.saturatingNanoseconds)
                 binds.append(now)
             }
-            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            if skippingExisting {
+                sql += " ON CONFLICT (run_id, id) DO NOTHING RETURNING id"
+                for try await id in try await connection.query(
+                    PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+                ).decode(String.self) {
+                    inserted.insert(id)
+                }
+            } else {
+                try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            }
         }
         // Dependencies and resources: three text columns a row.
         var pairs: [(String, String, String)] = []
         var uses: [(String, String, String)] = []
-        for job in run.graph.jobs {
+        for job in run.graph.jobs where !skippingExisting || inserted.contains(job.id) {
             for dependency in Set(job.dependencies).sorted() { pairs.append((run.runID, job.id, dependency)) }
             for resource in Set(job.options.resources).sorted() { uses.append((run.runID, job.id, resource)) }
         }
@@ -111,65 +125,57 @@ extension PostgresJobStore {
                 try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
             }
         }
+        return inserted
     }
 
     public func append(_ jobs: DurableSubmission) async throws -> Int {
         let location = self.location
         let runID = jobs.runID
+        let count = jobs.graph.jobs.count
+        guard count > 0 else { return 0 }
         return try await transaction { [self] connection in
-            // The run's lock: appends and outcomes of the run one at a time, so that it cannot
-            // end (closed meanwhile) while jobs are added.
+            // Takes the run's row lock (appends and outcomes of the run one at a time, so that it
+            // cannot end, closed meanwhile, while jobs are added) and the jobs' positions, and
+            // reads what the checks need: one statement. A refusal rolls it back.
             guard
-                let (state, open) = try await connection.query(
-                    "SELECT state, open_for_jobs FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE",
-                    logger: logger
-                ).decode((String, Bool).self).onlyRow()
+                let (state, open, first, limits) = try await connection.query(
+                    """
+                    UPDATE \(unescaped: table("runs")) SET next_position = next_position + \(count) WHERE id = \(runID)
+                    RETURNING state, open_for_jobs, next_position - \(count),
+                        ARRAY(SELECT name FROM \(unescaped: table("run_resources")) WHERE run_id = \(runID))
+                    """, logger: logger
+                ).decode((String, Bool, Int, [String]).self).onlyRow()
             else {
                 throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(location)")
             }
             guard state == DurableRunState.running.rawValue, open else {
                 throw DurableError.runClosed(runID, state: state, store: location)
             }
-            var limits: Set<String> = []
-            for try await name in try await connection.query(
-                "SELECT name FROM \(unescaped: table("run_resources")) WHERE run_id = \(runID)", logger: logger
-            ).decode(String.self) {
-                limits.insert(name)
-            }
-            var existing: [String: (String, Data)] = [:]
-            for try await (id, kind, input) in try await connection.query(
-                """
-                SELECT id, kind, input FROM \(unescaped: table("jobs"))
-                WHERE run_id = \(runID) AND id = ANY(\(jobs.graph.jobs.map(\.id)))
-                """, logger: logger
-            ).decode((String, String, Data).self) {
-                existing[id] = (kind, input)
-            }
-            var new = jobs
-            new.graph.jobs = []
-            new.criticalPaths = []
-            for (index, job) in jobs.graph.jobs.enumerated() {
-                if let unknown = job.options.resources.first(where: { !limits.contains($0) }) {
+            let limited = Set(limits)
+            for job in jobs.graph.jobs {
+                if let unknown = job.options.resources.first(where: { !limited.contains($0) }) {
                     throw DurableError.unknownResource(unknown, job: job.id, run: runID)
                 }
-                if let (kind, input) = existing[job.id] {
-                    guard kind == job.kind, input == job.input else {
-                        throw DurableError.jobIDInUse(job.id, run: runID, store: location)
-                    }
-                    continue
-                }
-                new.graph.jobs.append(job)
-                new.criticalPaths.append(jobs.criticalPaths[index])
             }
-            guard !new.graph.jobs.isEmpty else { return 0 }
-            let first =
-                try await connection.query(
-                    "SELECT COALESCE(MAX(position) + 1, 0)::BIGINT FROM \(unescaped: table("jobs")) WHERE run_id = \(runID)",
-                    logger: logger
-                ).decode(Int.self).onlyRow() ?? 0
-            try await insertJobs(of: new, from: first, now: Millis.of(jobs.now), connection)
-            try await notifyWork(connection)
-            return new.graph.jobs.count
+            let inserted = try await insertJobs(
+                of: jobs, from: first, now: Millis.of(jobs.now), skippingExisting: true, connection)
+            if inserted.count < count {
+                // Appended before: the same job is left as it is; another one under its id is refused.
+                let skipped = jobs.graph.jobs.filter { !inserted.contains($0.id) }
+                let wanted = Dictionary(skipped.map { ($0.id, $0) }) { first, _ in first }
+                for try await (id, kind, input) in try await connection.query(
+                    """
+                    SELECT id, kind, input FROM \(unescaped: table("jobs"))
+                    WHERE run_id = \(runID) AND id = ANY(\(Array(wanted.keys)))
+                    """, logger: logger
+                ).decode((String, String, Data).self) {
+                    guard let job = wanted[id], job.kind == kind, job.input == input else {
+                        throw DurableError.jobIDInUse(id, run: runID, store: location)
+                    }
+                }
+            }
+            if !inserted.isEmpty { try await notifyWork(connection) }
+            return inserted.count
         }
     }
 

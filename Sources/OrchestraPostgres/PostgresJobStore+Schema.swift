@@ -176,6 +176,8 @@ extension PostgresJobStore {
             // Open runs: jobs appended until the run is closed.
             [
                 "ALTER TABLE \(table("runs")) ADD COLUMN open_for_jobs BOOLEAN NOT NULL DEFAULT false",
+                // The position of the next job appended: no scan of the run's jobs for it.
+                "ALTER TABLE \(table("runs")) ADD COLUMN next_position BIGINT NOT NULL DEFAULT 0",
                 "UPDATE \(table("orchestra_store")) SET value = '2' WHERE key = 'schema'",
             ],
         ]

@@ -23,6 +23,8 @@ struct DistributedRun {
         var reused: Int
         /// Requests handed to workers by this coordinator.
         var requests: Int
+        /// Requests that got no response.
+        var unanswered: Int
         var state: DurableRunState
     }
 
@@ -99,7 +101,9 @@ struct DistributedRun {
             let state = try await queue.run(runID).state
             return (
                 result,
-                Summary(location: store.location, reused: counts.reused, requests: counts.appended, state: state)
+                Summary(
+                    location: store.location, reused: counts.reused, requests: counts.appended,
+                    unanswered: counts.unanswered, state: state)
             )
         }
     }

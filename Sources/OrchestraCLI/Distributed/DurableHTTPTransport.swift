@@ -22,11 +22,12 @@ final class DurableHTTPTransport: HTTPTransport {
     let resource: @Sendable (String) -> String?
     let maximumConnectionsPerHost: Int
     private let occurrences = Locked([String: Int]())
-    private let tally = Locked((appended: 0, reused: 0))
+    private let tally = Locked((appended: 0, reused: 0, unanswered: 0))
 
-    /// Requests handed to workers, and requests whose job an earlier coordinator of the run
-    /// had appended (their outcome, if stored, is read back rather than sent again).
-    var counts: (appended: Int, reused: Int) { tally.withLock { $0 } }
+    /// Requests handed to workers; requests whose job an earlier coordinator of the run had
+    /// appended (their outcome, if stored, is read back rather than sent again); requests that
+    /// got no response (a transport error on the worker, or a job that did not succeed).
+    var counts: (appended: Int, reused: Int, unanswered: Int) { tally.withLock { $0 } }
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -68,14 +69,17 @@ final class DurableHTTPTransport: HTTPTransport {
             if added > 0 { $0.appended += 1 } else { $0.reused += 1 }
         }
         let record = try await outcomes.wait(for: id)
-        switch record.state {
-        case .succeeded:
+        do {
+            guard record.state == .succeeded else {
+                throw HTTPTransportError(
+                    code: .other,
+                    message: "the job of this request \(record.state.rawValue): \(record.error ?? "no reason stored")",
+                    host: request.authority)
+            }
             return try record.output(as: HTTPJob.Outcome.self).result()
-        default:
-            throw HTTPTransportError(
-                code: .other,
-                message: "the job of this request \(record.state.rawValue): \(record.error ?? "no reason stored")",
-                host: request.authority)
+        } catch {
+            tally.withLock { $0.unanswered += 1 }
+            throw error
         }
     }
 }

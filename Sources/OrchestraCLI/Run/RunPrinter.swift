@@ -181,8 +181,12 @@ struct RunPrinter: Sendable {
     /// The line after the summary of a run handed to workers: the run, how it ended, what was
     /// sent and what an earlier coordinator's outcomes saved.
     func distributedLine(_ summary: DistributedRun.Summary) {
+        // The run's own state says whether requests got responses, not whether the workflow
+        // succeeded (the summary above says that): it is shown as closed or cancelled.
+        let ending = summary.state == .cancelled ? "cancelled" : summary.state == .running ? "still open" : "closed"
         var line =
-            "state: run '\(TerminalText.safe(summary.runID))' \(summary.state.rawValue) · \(Format.count(summary.requests, "request")) sent by workers"
+            "state: run '\(TerminalText.safe(summary.runID))' \(ending) · \(Format.count(summary.requests, "request")) sent by workers"
+        if summary.unanswered > 0 { line += ", \(summary.unanswered) without a response" }
         if summary.reused > 0 { line += " · \(summary.reused) read back from an earlier coordinator's run" }
         console.line(console.paint(line, .dim))
     }

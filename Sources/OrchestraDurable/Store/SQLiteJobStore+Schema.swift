@@ -74,6 +74,7 @@ extension SQLiteJobStore {
             try db.execute(
                 sql: """
                     ALTER TABLE runs ADD COLUMN open_for_jobs INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE runs ADD COLUMN next_position INTEGER NOT NULL DEFAULT 0;
                     UPDATE orchestra_store SET value = '2' WHERE key = 'schema';
                     """)
         }

@@ -68,11 +68,12 @@ public final class SQLiteJobStore: JobStore {
             let now = Millis.of(run.now)
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs)
-                    VALUES (?, 'running', ?, ?, ?, ?, ?)
+                    INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs, next_position)
+                    VALUES (?, 'running', ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now, run.isOpen,
+                run.graph.jobs.count,
             ])
             try Self.insertJobs(of: run, from: 0, now: now, db)
             for (name, limit) in run.resourceLimits {
@@ -121,7 +122,8 @@ public final class SQLiteJobStore: JobStore {
             let runID = jobs.runID
             guard
                 let run = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT state, open_for_jobs FROM runs WHERE id = ?"), arguments: [runID])
+                    db.cachedStatement(sql: "SELECT state, open_for_jobs, next_position FROM runs WHERE id = ?"),
+                    arguments: [runID])
             else {
                 throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(path)")
             }
@@ -150,10 +152,9 @@ public final class SQLiteJobStore: JobStore {
             }
             new.graph.jobs = kept
             new.criticalPaths = paths
-            let position =
-                try Int.fetchOne(
-                    db.cachedStatement(sql: "SELECT COALESCE(MAX(position) + 1, 0) FROM jobs WHERE run_id = ?"),
-                    arguments: [runID]) ?? 0
+            let position: Int = run[2]
+            try db.cachedStatement(sql: "UPDATE runs SET next_position = ? WHERE id = ?").execute(
+                arguments: [position + kept.count, runID])
             try Self.insertJobs(of: new, from: position, now: Millis.of(jobs.now), db)
             return kept.count
         }

@@ -87,7 +87,7 @@ struct DistributedRunTests {
                 await Self.stop(workers)
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stdout.contains("300 requests sent, 300 succeeded"), "\(run)")
-                #expect(run.stdout.contains("state: run 'shared' succeeded · 301 requests sent by workers"), "\(run)")
+                #expect(run.stdout.contains("state: run 'shared' closed · 301 requests sent by workers"), "\(run)")
                 #expect(!run.stdout.contains(Self.url), "the URL, with its password, was printed")
                 #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
                 let repeated = (0..<300).filter { server.arrivals(of: "/payload/\($0)") != 1 }
@@ -173,6 +173,32 @@ struct DistributedRunTests {
                 // The requests the first coordinator handed over were sent by the worker, once.
                 let repeated = (0..<count).filter { server.arrivals(of: "/payload/\($0)") != 1 }
                 #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
+            }
+        }
+    }
+
+    @Test("a request no server answers fails on the coordinator with the worker's reason, as it would locally")
+    func unanswered() async throws {
+        try await withDemoServer { server in
+            try await Self.withSchema { schema in
+                let file = try WorkflowCommandTests.workflowFile(
+                    """
+                    steps:
+                      - { id: up, url: "\(server.baseURL.absoluteString)/users/1" }
+                      - { id: down, url: "http://127.0.0.1:1/nothing-listens" }
+                    """)
+                let workers = try [Self.worker(schema)]
+                let run = try await OrchestraExecutable.run(
+                    ["run", file, "--state", Self.url, "--schema", schema, "--run-id", "refused", "--no-color"],
+                    limit: .seconds(120))
+                await Self.stop(workers)
+                #expect(run.status == 1, "\(run)")
+                #expect(run.stdout.contains("✓ up"), "\(run)")
+                #expect(run.stdout.contains("connection refused by 127.0.0.1:1"), "\(run)")
+                #expect(
+                    run.stdout.contains(
+                        "state: run 'refused' closed · 2 requests sent by workers, 1 without a response"),
+                    "\(run)")
             }
         }
     }
