@@ -39,7 +39,18 @@ let package = Package(
             plugins: [
                 .plugin(name: "BenchmarkPlugin", package: "package-benchmark")
             ]
-        )
+        ),
+        // Not a package-benchmark target: a plain program that Benchmarks/postgres-benchmarks.sh
+        // starts as several worker processes against one PostgreSQL server (BENCHMARKS.md,
+        // section 18). Outside Benchmarks/Benchmarks/, so the benchmark plugin does not run it.
+        .executableTarget(
+            name: "PostgresThroughput",
+            dependencies: [
+                .product(name: "OrchestraDurable", package: "Orchestra"),
+                .product(name: "OrchestraPostgres", package: "Orchestra"),
+            ],
+            path: "Tools/PostgresThroughput"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
