@@ -22,12 +22,16 @@ final class DurableHTTPTransport: HTTPTransport {
     let resource: @Sendable (String) -> String?
     let maximumConnectionsPerHost: Int
     private let occurrences = Locked([String: Int]())
-    private let tally = Locked((appended: 0, reused: 0, unanswered: 0))
+    private let batcher: AppendBatcher
+    private let unanswered = Locked(0)
 
     /// Requests handed to workers; requests whose job an earlier coordinator of the run had
     /// appended (their outcome, if stored, is read back rather than sent again); requests that
     /// got no response (a transport error on the worker, or a job that did not succeed).
-    var counts: (appended: Int, reused: Int, unanswered: Int) { tally.withLock { $0 } }
+    var counts: (appended: Int, reused: Int, unanswered: Int) {
+        let (added, existing) = batcher.counts
+        return (added, existing, unanswered.withLock { $0 })
+    }
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -43,6 +47,7 @@ final class DurableHTTPTransport: HTTPTransport {
         self.outcomes = outcomes
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.resource = resource
+        batcher = AppendBatcher(queue: queue, runID: runID)
     }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
@@ -64,10 +69,7 @@ final class DurableHTTPTransport: HTTPTransport {
         try graph.add(
             id, HTTPJob.kind, input: input,
             options: DurableJobOptions(resources: request.authority.flatMap(resource).map { [$0] } ?? []))
-        let added = try await queue.append(graph, to: runID)
-        tally.withLock {
-            if added > 0 { $0.appended += 1 } else { $0.reused += 1 }
-        }
+        try await batcher.append(graph.jobs[0])
         let record = try await outcomes.wait(for: id)
         do {
             guard record.state == .succeeded else {
@@ -78,7 +80,7 @@ final class DurableHTTPTransport: HTTPTransport {
             }
             return try record.output(as: HTTPJob.Outcome.self).result()
         } catch {
-            tally.withLock { $0.unanswered += 1 }
+            unanswered.withLock { $0 += 1 }
             throw error
         }
     }

@@ -1,0 +1,94 @@
+import Orchestra
+import OrchestraDurable
+
+/// Appends the jobs of concurrent requests to the open run in batches: the first caller to
+/// find no append under way appends every job waiting, in one transaction, then hands the
+/// next batch to one of the callers that waited meanwhile. Each request then costs the store a
+/// share of a transaction rather than one of its own.
+final class AppendBatcher: Sendable {
+    /// What a waiting caller is told: its job was appended, the append failed, or it is to
+    /// append the next batch.
+    private enum Turn: Sendable {
+        case appended
+        case failed(any Error)
+        case lead
+    }
+
+    private struct Waiter: Sendable {
+        var job: DurableGraph.Job
+        var continuation: CheckedContinuation<Turn, Never>
+    }
+
+    private struct State: Sendable {
+        var waiting: [Waiter] = []
+        var appending = false
+        var added = 0
+        var existing = 0
+    }
+
+    private let queue: DurableQueue
+    private let runID: String
+    private let state = Locked(State())
+
+    init(queue: DurableQueue, runID: String) {
+        self.queue = queue
+        self.runID = runID
+    }
+
+    /// Jobs appended, and jobs the run had already (appended by an earlier coordinator).
+    var counts: (added: Int, existing: Int) { state.withLock { ($0.added, $0.existing) } }
+
+    /// Appends `job` to the run, with the jobs of the callers waiting at the same time.
+    ///
+    /// Cancellation: the append is not interrupted (it is one short transaction).
+    ///
+    /// - Throws: The store's error, for every job of the batch.
+    func append(_ job: DurableGraph.Job) async throws {
+        var turn = await withCheckedContinuation { continuation in
+            // Waits, or leads, decided under the lock the leader hands its lead over under.
+            let leads = state.withLock { state in
+                if state.appending {
+                    state.waiting.append(Waiter(job: job, continuation: continuation))
+                    return false
+                }
+                state.appending = true
+                return true
+            }
+            if leads { continuation.resume(returning: .lead) }
+        }
+        if case .lead = turn { turn = await lead(with: job) }
+        if case .failed(let error) = turn { throw error }
+    }
+
+    /// Appends `job` and the jobs waiting now, tells their callers, and passes the lead on.
+    private func lead(with job: DurableGraph.Job) async -> Turn {
+        let batch = state.withLock { state in
+            defer { state.waiting.removeAll() }
+            return state.waiting
+        }
+        var graph = DurableGraph()
+        graph.jobs = [job] + batch.map(\.job)
+        let turn: Turn
+        do {
+            let added = try await queue.append(graph, to: runID)
+            state.withLock {
+                $0.added += added
+                $0.existing += graph.jobs.count - added
+            }
+            turn = .appended
+        } catch {
+            turn = .failed(error)
+        }
+        for waiter in batch { waiter.continuation.resume(returning: turn) }
+        // The next batch is led by a caller that came meanwhile, if one did.
+        let next = state.withLock { state -> CheckedContinuation<Turn, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.appending = false
+                return nil
+            }
+            return state.waiting.removeFirst().continuation
+        }
+        next?.resume(returning: .lead)
+        return turn
+    }
+}
