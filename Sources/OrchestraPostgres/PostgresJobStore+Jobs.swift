@@ -247,11 +247,28 @@ extension PostgresJobStore {
                 ).decode(Bool.self).onlyRow()
                 if open == true { openRuns.insert(runID) }
             }
+            // Every outcome in one statement, each only if its attempt is still the current one;
+            // then the dependents of those that succeeded, one statement per run.
+            let current = try await self.recordAttempts(outcomes, connection)
             for outcome in outcomes {
-                let (wasRecorded, releasedAny) = try await self.record(
-                    outcome.outcome, for: outcome.job, now: Millis.of(now), connection)
+                let wasRecorded = current.contains(outcome.job.key)
                 recorded.append(RecordedOutcome(recorded: wasRecorded, runEnded: nil))
-                released = released || releasedAny
+                guard wasRecorded, case .failed(_, let retryAt) = outcome.outcome else { continue }
+                if retryAt != nil {
+                    // Idle workers look at their next due time again.
+                    released = true
+                } else {
+                    try await self.failedForGood(outcome.job.key, connection)
+                }
+            }
+            let succeeded = outcomes.filter { outcome in
+                guard current.contains(outcome.job.key), case .succeeded = outcome.outcome else { return false }
+                return true
+            }
+            for (runID, ids) in Self.idsByRun(succeeded.map(\.job.key)) {
+                if try await self.releaseDependents(of: ids, in: runID, now: Millis.of(now), connection) {
+                    released = true
+                }
             }
             // Each run's end looked for once, after all of its outcomes; told with its last.
             for runID in Set(outcomes.map(\.job.key.runID)).sorted() {
@@ -262,10 +279,15 @@ extension PostgresJobStore {
                 else { continue }
                 recorded[last].runEnded = ended
             }
-            if released { try await notifyWork(connection) }
             // Someone waits for the outcomes of an open run's jobs (the process that appends them).
-            if zip(outcomes, recorded).contains(where: { $1.recorded && openRuns.contains($0.job.key.runID) }) {
-                try await notifyOutcome(connection)
+            let outcomeWaited = zip(outcomes, recorded).contains { $1.recorded && openRuns.contains($0.job.key.runID) }
+            switch (released, outcomeWaited) {
+            case (true, true):
+                try await connection.query(
+                    "SELECT pg_notify(\(workChannel), ''), pg_notify(\(outcomeChannel), '')", logger: logger)
+            case (true, false): try await notifyWork(connection)
+            case (false, true): try await notifyOutcome(connection)
+            case (false, false): break
             }
             return recorded
         }
@@ -285,17 +307,20 @@ extension PostgresJobStore {
         try await connection.query(
             "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
         // A lease that expired belongs to a worker that died (or stalled): its job is due again.
-        try await connection.query(
-            """
-            UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
-                lease_expiry = NULL
-            WHERE state = 'running' AND lease_expiry <= \(now)
-            """, logger: logger)
+        // In the same statement, each run's room: the query reads the jobs as they were before
+        // the update, so the jobs it made ready are taken off the running ones.
         var room: [String: Int] = [:]
         for try await (runID, jobLimit, running) in try await connection.query(
             """
-            SELECT r.id, r.job_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
-                WHERE j.run_id = r.id AND j.state = 'running')::INTEGER
+            WITH reaped AS (
+                UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
+                    lease_expiry = NULL
+                WHERE state = 'running' AND lease_expiry <= \(now)
+                RETURNING run_id
+            )
+            SELECT r.id, r.job_limit,
+                ((SELECT COUNT(*) FROM \(unescaped: table("jobs")) j WHERE j.run_id = r.id AND j.state = 'running')
+                    - (SELECT COUNT(*) FROM reaped WHERE reaped.run_id = r.id))::INTEGER
             FROM \(unescaped: table("runs")) r WHERE r.state = 'running'
             """, logger: logger
         ).decode((String, Int, Int).self) {
@@ -305,26 +330,17 @@ extension PostgresJobStore {
         guard !runsWithRoom.isEmpty else { return [] }
         // Each resource's free places: its limit less the running jobs that use it.
         var free: [String: [String: Int]] = [:]
-        for try await (runID, name, resourceLimit) in try await connection.query(
+        for try await (runID, name, places) in try await connection.query(
             """
-            SELECT run_id, name, resource_limit FROM \(unescaped: table("run_resources"))
-            WHERE run_id = ANY(\(runsWithRoom))
+            SELECT rr.run_id, rr.name, rr.resource_limit - (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
+                JOIN \(unescaped: table("job_resources")) r ON r.run_id = j.run_id AND r.job_id = j.id
+                WHERE j.run_id = rr.run_id AND j.state = 'running' AND r.name = rr.name)::INTEGER
+            FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoom))
             """, logger: logger
         ).decode((String, String, Int).self) {
-            free[runID, default: [:]][name] = resourceLimit
+            free[runID, default: [:]][name] = places
         }
-        if !free.isEmpty {
-            for try await (runID, name, running) in try await connection.query(
-                """
-                SELECT j.run_id, r.name, COUNT(*)::INTEGER FROM \(unescaped: table("jobs")) j
-                JOIN \(unescaped: table("job_resources")) r ON r.run_id = j.run_id AND r.job_id = j.id
-                WHERE j.state = 'running' AND j.run_id = ANY(\(Array(free.keys)))
-                GROUP BY j.run_id, r.name
-                """, logger: logger
-            ).decode((String, String, Int).self) {
-                free[runID]?[name, default: 0] -= running
-            }
-        }
+        let runsWithResources = Array(free.keys)
         var claimed: [ClaimedJob] = []
         let page = max(64, limit * 4)
         while claimed.count < limit, !runsWithRoom.isEmpty {
@@ -333,11 +349,17 @@ extension PostgresJobStore {
             let fullRuns = full.map(\.0)
             let fullNames = full.map(\.1)
             var candidates: [ClaimedJob] = []
-            for try await (runID, id, kind, input, attempts, timeout, maxAttempts, initialDelay, multiplier, maxDelay)
+            var resources: [JobKey: [String]] = [:]
+            for try await (
+                runID, id, kind, input, attempts, timeout, maxAttempts, initialDelay, multiplier, maxDelay, uses
+            )
                 in try await connection.query(
                     """
                     SELECT j.run_id, j.id, j.kind, j.input, j.attempts, j.timeout_ns, j.max_attempts,
-                        j.initial_delay_ns, j.multiplier, j.max_delay_ns
+                        j.initial_delay_ns, j.multiplier, j.max_delay_ns,
+                        CASE WHEN j.run_id = ANY(\(runsWithResources)) THEN ARRAY(
+                            SELECT name FROM \(unescaped: table("job_resources")) r
+                            WHERE r.run_id = j.run_id AND r.job_id = j.id) ELSE '{}' END
                     FROM \(unescaped: table("jobs")) j
                     WHERE j.state = 'ready' AND j.run_at <= \(now) AND j.kind = ANY(\(kinds))
                         AND j.run_id = ANY(\(runsWithRoom))
@@ -349,8 +371,9 @@ extension PostgresJobStore {
                     LIMIT \(page)
                     FOR UPDATE OF j SKIP LOCKED
                     """, logger: logger
-                ).decode((String, String, String, Data, Int, Int64?, Int, Int64, Double, Int64).self)
+                ).decode((String, String, String, Data, Int, Int64?, Int, Int64, Double, Int64, [String]).self)
             {
+                if !uses.isEmpty { resources[JobKey(runID: runID, jobID: id)] = uses }
                 candidates.append(
                     ClaimedJob(
                         key: JobKey(runID: runID, jobID: id), kind: kind, input: input, attempt: attempts + 1,
@@ -359,7 +382,6 @@ extension PostgresJobStore {
                             maxAttempts: maxAttempts, initialDelay: .nanoseconds(initialDelay), multiplier: multiplier,
                             maxDelay: .nanoseconds(maxDelay))))
             }
-            let resources = try await resources(of: candidates.filter { free[$0.key.runID] != nil }, connection)
             var taken: [ClaimedJob] = []
             for job in candidates where claimed.count + taken.count < limit {
                 let runID = job.key.runID
@@ -374,56 +396,33 @@ extension PostgresJobStore {
                 room[runID] = places - 1
                 taken.append(job)
             }
-            try await markRunning(taken, worker: worker, expiry: expiry, connection)
-            claimed += taken
+            claimed += try await markRunning(taken, worker: worker, expiry: expiry, connection)
             runsWithRoom = runsWithRoom.filter { (room[$0] ?? 0) > 0 }
             // A short page was every job claimable now; a page that gave nothing would give
             // nothing again.
             if candidates.count < page || taken.isEmpty { break }
         }
-        return try await withDependencyOutputs(claimed, connection)
+        return claimed
     }
 
-    /// The named resources each of `jobs` uses.
-    private func resources(of jobs: [ClaimedJob], _ connection: PostgresConnection) async throws -> [JobKey: [String]] {
-        var resources: [JobKey: [String]] = [:]
-        for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
-            for try await (id, name) in try await connection.query(
-                """
-                SELECT job_id, name FROM \(unescaped: table("job_resources"))
-                WHERE run_id = \(runID) AND job_id = ANY(\(ids))
-                """, logger: logger
-            ).decode((String, String).self) {
-                resources[JobKey(runID: runID, jobID: id), default: []].append(name)
-            }
-        }
-        return resources
-    }
-
-    /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted.
+    /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted, and
+    /// returns them with the outputs of their dependencies: one statement per run.
     private func markRunning(
         _ jobs: [ClaimedJob], worker: String, expiry: Int64, _ connection: PostgresConnection
-    ) async throws {
-        for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
-            try await connection.query(
-                """
-                UPDATE \(unescaped: table("jobs")) SET state = 'running', attempts = attempts + 1,
-                    lease_owner = \(worker), lease_expiry = \(expiry)
-                WHERE run_id = \(runID) AND id = ANY(\(ids))
-                """, logger: logger)
-        }
-    }
-
-    /// `jobs` with the outputs of their dependencies.
-    private func withDependencyOutputs(
-        _ jobs: [ClaimedJob], _ connection: PostgresConnection
     ) async throws -> [ClaimedJob] {
         var jobs = jobs
         var positions: [JobKey: Int] = [:]
         for (index, job) in jobs.enumerated() { positions[job.key] = index }
         for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
+            // The update runs whether or not the query reads it; the outputs are of other jobs.
             for try await (id, dependency, output) in try await connection.query(
                 """
+                WITH marked AS (
+                    UPDATE \(unescaped: table("jobs")) SET state = 'running', attempts = attempts + 1,
+                        lease_owner = \(worker), lease_expiry = \(expiry)
+                    WHERE run_id = \(runID) AND id = ANY(\(ids))
+                    RETURNING id
+                )
                 SELECT d.job_id, d.depends_on, j.output FROM \(unescaped: table("dependencies")) d
                 JOIN \(unescaped: table("jobs")) j ON j.run_id = d.run_id AND j.id = d.depends_on
                 WHERE d.run_id = \(runID) AND d.job_id = ANY(\(ids))
@@ -437,77 +436,112 @@ extension PostgresJobStore {
         return jobs
     }
 
-    /// Records one outcome inside the caller's transaction, which holds its run's lock.
-    /// Returns whether it was recorded (its attempt was still the job's current one), and
-    /// whether jobs became ready.
-    private func record(
-        _ outcome: JobOutcome, for job: ClaimedJob, now: Int64, _ connection: PostgresConnection
-    ) async throws -> (Bool, Bool) {
-        let (runID, id) = (job.key.runID, job.key.jobID)
-        // Only the current attempt's: not one whose lease expired and whose job was claimed
-        // again, nor one of a cancelled run. One statement checks and records.
-        let (state, output, error, runAt): (String, Data?, String?, Int64?) =
-            switch outcome {
-            case .succeeded(let output): ("succeeded", output, nil, nil)
-            case .failed(let message, let retryAt?): ("ready", nil, message, Millis.of(retryAt))
-            case .failed(let message, nil): ("failed", nil, message, nil)
-            }
-        let isCurrent =
-            try await connection.query(
-                """
-                UPDATE \(unescaped: table("jobs")) SET state = \(state), output = \(output), error = \(error),
-                    run_at = COALESCE(\(runAt), run_at), lease_owner = NULL, lease_expiry = NULL
-                WHERE run_id = \(runID) AND id = \(id) AND state = 'running' AND attempts = \(job.attempt)
-                RETURNING id
-                """, logger: logger
-            ).decode(String.self).onlyRow() != nil
-        guard isCurrent else { return (false, false) }
-        var released = false
-        switch outcome {
-        case .succeeded:
-            // One dependency fewer for each dependent; those left waiting on none are ready.
-            let rows = try await connection.query(
-                """
-                UPDATE \(unescaped: table("jobs")) SET waiting_on = waiting_on - 1,
-                    state = CASE WHEN waiting_on = 1 AND state = 'blocked' THEN 'ready' ELSE state END,
-                    run_at = CASE WHEN waiting_on = 1 AND state = 'blocked' THEN \(now) ELSE run_at END
-                WHERE run_id = \(runID) AND id IN (SELECT job_id FROM \(unescaped: table("dependencies"))
-                    WHERE run_id = \(runID) AND depends_on = \(id))
-                RETURNING state
-                """, logger: logger)
-            for try await state in rows.decode(String.self) where state == "ready" { released = true }
-        case .failed(_, _?):
-            // Idle workers look at their next due time again.
-            released = true
-        case .failed(_, nil):
-            let failFast = try await connection.query(
-                "SELECT fail_fast FROM \(unescaped: table("runs")) WHERE id = \(runID)", logger: logger
-            ).decode(Bool.self).onlyRow()
-            if failFast == true {
-                try await connection.query(
-                    """
-                    UPDATE \(unescaped: table("jobs")) SET state = 'cancelled',
-                        error = \("the run stopped: job '\(id)' failed"), lease_owner = NULL, lease_expiry = NULL
-                    WHERE run_id = \(runID) AND state IN ('blocked', 'ready', 'running')
-                    """, logger: logger)
-            } else {
-                // Every job that depends on it, directly or not (all blocked: one dependency
-                // can no longer succeed).
-                try await connection.query(
-                    """
-                    WITH RECURSIVE dependents (id) AS (
-                        SELECT job_id FROM \(unescaped: table("dependencies"))
-                        WHERE run_id = \(runID) AND depends_on = \(id)
-                        UNION
-                        SELECT d.job_id FROM \(unescaped: table("dependencies")) d
-                        JOIN dependents ON d.run_id = \(runID) AND d.depends_on = dependents.id
-                    )
-                    UPDATE \(unescaped: table("jobs")) SET state = 'skipped', error = \("not run: job '\(id)' failed")
-                    WHERE run_id = \(runID) AND state = 'blocked' AND id IN (SELECT id FROM dependents)
-                    """, logger: logger)
+    /// Records `outcomes` inside the caller's transaction, which holds their runs' locks, in one
+    /// statement: each only if its attempt is still the job's current one (not one whose lease
+    /// expired and whose job was claimed again, nor one of a cancelled run). Returns the jobs
+    /// whose outcome was recorded.
+    private func recordAttempts(
+        _ outcomes: [AttemptOutcome], _ connection: PostgresConnection
+    ) async throws -> Set<JobKey> {
+        var runs: [String] = []
+        var ids: [String] = []
+        var attempts: [Int] = []
+        var states: [String] = []
+        var outputs: [ByteBuffer] = []
+        var errors: [String] = []
+        var hasError: [Bool] = []
+        var runAts: [Int64] = []
+        for outcome in outcomes {
+            runs.append(outcome.job.key.runID)
+            ids.append(outcome.job.key.jobID)
+            attempts.append(outcome.job.attempt)
+            switch outcome.outcome {
+            case .succeeded(let output):
+                states.append("succeeded")
+                outputs.append(ByteBuffer(bytes: output))
+                errors.append("")
+                hasError.append(false)
+                runAts.append(-1)
+            case .failed(let message, let retryAt):
+                // A retry is ready again at its time; without one the job has failed.
+                states.append(retryAt == nil ? "failed" : "ready")
+                outputs.append(ByteBuffer())
+                errors.append(message)
+                hasError.append(true)
+                runAts.append(retryAt.map(Millis.of) ?? -1)
             }
         }
-        return (true, released)
+        var current: Set<JobKey> = []
+        for try await (runID, id) in try await connection.query(
+            """
+            UPDATE \(unescaped: table("jobs")) j SET state = o.state,
+                output = CASE WHEN o.state = 'succeeded' THEN o.output END,
+                error = CASE WHEN o.has_error THEN o.error END,
+                run_at = CASE WHEN o.run_at >= 0 THEN o.run_at ELSE j.run_at END,
+                lease_owner = NULL, lease_expiry = NULL
+            FROM unnest(\(runs)::TEXT[], \(ids)::TEXT[], \(attempts)::BIGINT[], \(states)::TEXT[],
+                \(outputs)::BYTEA[], \(errors)::TEXT[], \(hasError)::BOOLEAN[], \(runAts)::BIGINT[])
+                AS o (run_id, id, attempt, state, output, error, has_error, run_at)
+            WHERE j.run_id = o.run_id AND j.id = o.id AND j.state = 'running' AND j.attempts = o.attempt
+            RETURNING j.run_id, j.id
+            """, logger: logger
+        ).decode((String, String).self) {
+            current.insert(JobKey(runID: runID, jobID: id))
+        }
+        return current
+    }
+
+    /// Counts the succeeded jobs `ids` of run `runID` done for each of their dependents (two at
+    /// once for a dependent of two of them); those left waiting on none become ready. Returns
+    /// whether one did.
+    private func releaseDependents(
+        of ids: [String], in runID: String, now: Int64, _ connection: PostgresConnection
+    ) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            UPDATE \(unescaped: table("jobs")) j SET waiting_on = j.waiting_on - d.done,
+                state = CASE WHEN j.waiting_on = d.done AND j.state = 'blocked' THEN 'ready' ELSE j.state END,
+                run_at = CASE WHEN j.waiting_on = d.done AND j.state = 'blocked' THEN \(now) ELSE j.run_at END
+            FROM (SELECT job_id, COUNT(*)::INTEGER AS done FROM \(unescaped: table("dependencies"))
+                WHERE run_id = \(runID) AND depends_on = ANY(\(ids)) GROUP BY job_id) d
+            WHERE j.run_id = \(runID) AND j.id = d.job_id
+            RETURNING j.state
+            """, logger: logger)
+        var released = false
+        for try await state in rows.decode(String.self) where state == "ready" { released = true }
+        return released
+    }
+
+    /// What a job that failed for good (recorded in the caller's transaction) does to the
+    /// others: under fail-fast it stops the run, else it skips its dependents.
+    private func failedForGood(_ key: JobKey, _ connection: PostgresConnection) async throws {
+        let (runID, id) = (key.runID, key.jobID)
+        let failFast = try await connection.query(
+            "SELECT fail_fast FROM \(unescaped: table("runs")) WHERE id = \(runID)", logger: logger
+        ).decode(Bool.self).onlyRow()
+        if failFast == true {
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("jobs")) SET state = 'cancelled',
+                    error = \("the run stopped: job '\(id)' failed"), lease_owner = NULL, lease_expiry = NULL
+                WHERE run_id = \(runID) AND state IN ('blocked', 'ready', 'running')
+                """, logger: logger)
+        } else {
+            // Every job that depends on it, directly or not (all blocked: one dependency can no
+            // longer succeed).
+            try await connection.query(
+                """
+                WITH RECURSIVE dependents (id) AS (
+                    SELECT job_id FROM \(unescaped: table("dependencies"))
+                    WHERE run_id = \(runID) AND depends_on = \(id)
+                    UNION
+                    SELECT d.job_id FROM \(unescaped: table("dependencies")) d
+                    JOIN dependents ON d.run_id = \(runID) AND d.depends_on = dependents.id
+                )
+                UPDATE \(unescaped: table("jobs")) SET state = 'skipped', error = \("not run: job '\(id)' failed")
+                WHERE run_id = \(runID) AND state = 'blocked' AND id IN (SELECT id FROM dependents)
+                """, logger: logger)
+        }
     }
 
     /// Ends the run if none of its jobs is left to run: succeeded if every job did, else failed.
