@@ -207,9 +207,10 @@ extension PostgresJobStore {
     /// The channel on which ``notifyOutcome(_:)`` wakes the processes waiting for outcomes.
     var outcomeChannel: String { "\(schema)_outcome" }
 
-    /// Wakes the workers waiting for work (`LISTEN`), when the transaction commits.
-    func notifyWork(_ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_notify(\(workChannel), '')", logger: logger)
+    /// Wakes the workers waiting for work (`LISTEN`), when the transaction commits; the payload
+    /// names the worker whose outcomes released the work, if any (it claims next anyway).
+    func notifyWork(from worker: String = "", _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_notify(\(workChannel), \(worker))", logger: logger)
     }
 
     /// The channel on which ``notifyWork(_:)`` wakes idle workers.
@@ -234,7 +235,9 @@ extension PostgresJobStore {
             return ([], try await transaction { [self] connection in try await self.claim(claim, connection) })
         }
         // Outcomes first, in their own transaction: a claim holds the store-wide claim lock, and
-        // must not wait behind the run locks the outcomes take.
+        // must not wait behind the run locks the outcomes take. The work they release is
+        // announced with the name of the worker that claims next, which need not be woken.
+        let worker = claim?.worker ?? ""
         let recorded = try await transaction { [self] connection in
             var recorded: [RecordedOutcome] = []
             var released = false
@@ -284,8 +287,8 @@ extension PostgresJobStore {
             switch (released, outcomeWaited) {
             case (true, true):
                 try await connection.query(
-                    "SELECT pg_notify(\(workChannel), ''), pg_notify(\(outcomeChannel), '')", logger: logger)
-            case (true, false): try await notifyWork(connection)
+                    "SELECT pg_notify(\(workChannel), \(worker)), pg_notify(\(outcomeChannel), '')", logger: logger)
+            case (true, false): try await notifyWork(from: worker, connection)
             case (false, true): try await notifyOutcome(connection)
             case (false, false): break
             }

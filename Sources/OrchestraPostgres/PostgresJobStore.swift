@@ -79,20 +79,29 @@ public final class PostgresJobStore: JobStore {
         try await listen(on: workChannel, onWork)
     }
 
+    /// Listens as the protocol says: the outcomes a worker records notify with its name.
+    public func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws {
+        try await listen(on: workChannel, ignoring: worker, onWork)
+    }
+
     public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {
         try await listen(on: outcomeChannel, onOutcome)
     }
 
     /// Calls `onNotification` once listening on `channel` has begun (anything sent before is
-    /// looked for then) and at each notification, connecting again after a lost connection,
-    /// until the task is cancelled.
-    private func listen(on channel: String, _ onNotification: @escaping @Sendable () -> Void) async throws {
+    /// looked for then) and at each notification (but those whose payload is `payload`),
+    /// connecting again after a lost connection, until the task is cancelled.
+    private func listen(
+        on channel: String, ignoring payload: String? = nil, _ onNotification: @escaping @Sendable () -> Void
+    ) async throws {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         onNotification()
-                        for try await _ in notifications { onNotification() }
+                        for try await notification in notifications where notification.payload != payload {
+                            onNotification()
+                        }
                     }
                 }
             } catch is CancellationError {

@@ -314,7 +314,7 @@ public final class DurableQueue: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    try await self.store.listenForWork(wake)
+                    try await self.store.listenForWork(ignoring: self.worker, wake)
                 } catch is CancellationError {
                 } catch {
                     // Without notifications the idle wait still polls (the store's pollInterval).

@@ -111,6 +111,12 @@ public protocol JobStore: Sendable {
     /// default, for a store only this process uses, returns at once.
     func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws
 
+    /// As ``listenForWork(_:)``, but leaves out the notifications of `worker`'s own outcomes
+    /// (``record(_:thenClaim:now:)`` with a claim for `worker`): that worker claims right after
+    /// recording, and a notification of its own would only wake it for a claim that finds
+    /// nothing. The default listens to every notification.
+    func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws
+
     /// For a store other processes use too: calls `onOutcome` whenever one of them may have
     /// recorded the outcome of a job of an open run, until the calling task is cancelled; a
     /// process waiting for those outcomes (``DurableQueue/withOutcomes(of:_:)``) looks again.
@@ -132,6 +138,10 @@ public protocol JobStore: Sendable {
 
 extension JobStore {
     public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {}
+
+    public func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws {
+        try await listenForWork(onWork)
+    }
 
     public func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
         try await renewLeases(of: jobs, worker: worker, until: now)
