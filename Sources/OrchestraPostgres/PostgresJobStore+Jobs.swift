@@ -9,7 +9,7 @@ extension PostgresJobStore {
     public func submit(_ run: DurableSubmission) async throws -> Bool {
         let fingerprint = run.fingerprint
         let location = self.location
-        let stored = try await transaction { [self] connection in
+        let stored = try await transaction(timeout: Self.bulkOperationTimeout) { [self] connection in
             // Two processes submitting the same id at once: the second waits, then finds it.
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".submit:" + run.runID)))", logger: logger)
@@ -44,7 +44,7 @@ extension PostgresJobStore {
         // grew by thousands of rows looks empty, and claims then sorted every ready job
         // (16 ms a claim at 20,000 jobs) instead of reading the claim index in order.
         if stored, run.graph.jobs.count >= 1_000 {
-            _ = try await transaction { [self] connection in
+            _ = try await transaction(timeout: Self.bulkOperationTimeout) { [self] connection in
                 try await connection.query(
                     "ANALYZE \(unescaped: table("jobs")), \(unescaped: table("dependencies")), \(unescaped: table("job_resources"))",
                     logger: logger)

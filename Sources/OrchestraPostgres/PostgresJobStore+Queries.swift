@@ -33,7 +33,7 @@ extension PostgresJobStore {
 
     public func removeRuns(endedBefore date: Date) async throws -> Int {
         let cutoff = Millis.of(date)
-        return try await transaction { [self] connection in
+        return try await transaction(timeout: Self.bulkOperationTimeout) { [self] connection in
             // The jobs, dependencies and resources go with their run (ON DELETE CASCADE).
             var removed = 0
             for try await _ in try await connection.query(

@@ -17,7 +17,7 @@ extension PostgresJobStore {
     ///   be reached or refuses the credentials.
     public func migrate() async throws {
         let schema = self.schema
-        try await transaction { [self] connection in
+        try await transaction(timeout: Self.bulkOperationTimeout) { [self] connection in
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".migrate")))", logger: logger)
             try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)

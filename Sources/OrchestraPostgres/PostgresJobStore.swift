@@ -269,10 +269,14 @@ public final class PostgresJobStore: JobStore {
     /// A transaction whose commit was cut off may have committed: run again, a claim then
     /// takes other jobs (those of the first expire with their leases and are claimed again),
     /// and an outcome finds its attempt no longer current and is refused; never recorded twice.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T
-    {
+    ///
+    /// - Parameter timeout: How long one try may take before it is given up and tried again:
+    ///   ``operationTimeout``, or ``bulkOperationTimeout`` for one that writes a whole run.
+    func transaction<T: Sendable>(
+        timeout: Duration = operationTimeout, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let (client, logger) = (self.client, self.logger)
-        return try await retrying {
+        return try await retrying(timeout: timeout) {
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }
@@ -290,20 +294,27 @@ public final class PostgresJobStore: JobStore {
 
     /// The longest one try of an operation may take before it counts as an outage: a query
     /// or a connection from the pool that never answers after the server restarted is given
-    /// up and tried again.
-    static let operationTimeout: Duration = .seconds(30)
+    /// up and tried again. Claims, outcomes, appends and reads take milliseconds; 10 s keeps a
+    /// restart of the server from stalling a run (and the requests waiting on it) for long.
+    static let operationTimeout: Duration = .seconds(10)
 
-    private func retrying<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// ``operationTimeout`` for the operations that write or remove whole runs (a submitted
+    /// graph of 100,000 jobs, the removal of old runs), which may take seconds.
+    static let bulkOperationTimeout: Duration = .seconds(120)
+
+    private func retrying<T: Sendable>(
+        timeout: Duration = operationTimeout, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         var conflicts = 0
         var pause: Duration = .milliseconds(50)
         var waited: Duration = .zero
         while true {
             do {
-                return try await Self.abandoning(after: Self.operationTimeout, body)
+                return try await Self.abandoning(after: timeout, body)
             } catch let error as TimeoutError {
                 guard waited < Self.outageTolerance, !Task.isCancelled else { throw mapped(error) }
-                logger.warning("PostgreSQL at \(location) did not answer in \(Self.operationTimeout); trying again")
-                waited += Self.operationTimeout
+                logger.warning("PostgreSQL at \(location) did not answer in \(timeout); trying again")
+                waited += timeout
             } catch {
                 let cause =
                     (error as? PostgresTransactionError).map {

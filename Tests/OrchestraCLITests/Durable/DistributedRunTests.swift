@@ -22,6 +22,9 @@ import Darwin
     .timeLimit(.minutes(10)))
 struct DistributedRunTests {
     static let url = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] ?? ""
+    /// The cluster of `Scripts/postgres.sh`, which the kill test restarts once mid-run; without
+    /// it (a server of one's own) the test only kills workers.
+    static let cluster = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_DIR"]
 
     /// A schema of its own for the test, dropped after `body`.
     static func withSchema<T>(_ body: (String) async throws -> T) async throws -> T {
@@ -109,7 +112,7 @@ struct DistributedRunTests {
 
     // Kills and restarts of sanitized processes starve a two-core machine: left to the plain pass.
     @Test(
-        "workers SIGKILLed ten times: every request succeeds, the host limit holds, and only requests a killed worker held are sent again",
+        "workers SIGKILLed ten times and PostgreSQL restarted: every request succeeds, the host limit holds, and only requests a killed worker held are sent again",
         .enabled(if: ExitTests.areEnabled))
     func workersKilled() async throws {
         try await withDemoServer { server in
@@ -121,6 +124,7 @@ struct DistributedRunTests {
                     "run", file, "--state", Self.url, "--schema", schema, "--run-id", "killed", "--no-color",
                 ])
                 var kills = 0
+                var restarted = false
                 for round in 1...10 {
                     // A kill every 100 requests or so, at a random one.
                     try await withHangGuard(.seconds(120)) {
@@ -130,11 +134,28 @@ struct DistributedRunTests {
                     workers[victim].child.send(SIGKILL)
                     _ = await workers[victim].finish(limit: .seconds(30))
                     kills += 1
+                    if round == 5, let cluster = Self.cluster {
+                        // PostgreSQL restarted (immediate mode: like a crash) under the
+                        // coordinator and the two other workers; the killed one starts after.
+                        let restart = try ChildProcess(
+                            executable: URL(fileURLWithPath: "/bin/sh"),
+                            arguments: [
+                                "-c", "exec \"$0\" restart",
+                                OrchestraExecutable.packageRoot.path + "/Scripts/postgres.sh",
+                            ],
+                            environment: ProcessInfo.processInfo.environment.merging(
+                                ["ORCHESTRA_POSTGRES_DIR": cluster]) { _, new in new })
+                        let status = await restart.exitStatus(within: .seconds(120))
+                        let errors = await restart.standardError.all()
+                        #expect(status == 0, "the server's restart: \(errors)")
+                        restarted = true
+                    }
                     workers[victim] = try Self.worker(schema)
                 }
                 let run = await coordinator.finish(limit: .seconds(400))
                 await Self.stop(workers)
                 #expect(kills == 10)
+                #expect(restarted || Self.cluster == nil)
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stdout.contains("\(count) requests sent, \(count) succeeded"), "\(run)")
                 #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
