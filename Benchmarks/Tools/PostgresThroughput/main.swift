@@ -51,7 +51,9 @@ func graph(shape: String, jobs: Int) throws -> DurableGraph {
     case "independent":
         for index in 0..<jobs { try graph.add("j\(index)", noOp, input: index) }
     case "chain":
-        for index in 0..<jobs { try graph.add("j\(index)", noOp, input: index, after: index == 0 ? [] : ["j\(index - 1)"]) }
+        for index in 0..<jobs {
+            try graph.add("j\(index)", noOp, input: index, after: index == 0 ? [] : ["j\(index - 1)"])
+        }
     case "pairs":
         for index in 0..<jobs / 2 {
             try graph.add("a\(index)", noOp, input: index)
@@ -61,7 +63,8 @@ func graph(shape: String, jobs: Int) throws -> DurableGraph {
         guard let count = Int(shape.dropFirst(6)), count >= 1 else { fail("chainsK: K chains, K at least 1") }
         for index in 0..<jobs / count {
             for chain in 0..<count {
-                try graph.add("c\(chain)_\(index)", noOp, input: index, after: index == 0 ? [] : ["c\(chain)_\(index - 1)"])
+                try graph.add(
+                    "c\(chain)_\(index)", noOp, input: index, after: index == 0 ? [] : ["c\(chain)_\(index - 1)"])
             }
         }
     default:
@@ -129,6 +132,17 @@ func drainTimed(_ queue: DurableQueue, limit: Int) async throws -> (runEnd: Int6
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let pid = getpid()
+
+/// Drains `queue` from now, then prints what `recorder` kept and the worker's line.
+func drainAndReport(_ queue: DurableQueue, limit: Int, recorder: Recorder) async throws {
+    let go = nanoseconds(CLOCK_REALTIME)
+    let (runEnd, drainEnd) = try await drainTimed(queue, limit: limit)
+    let (count, lines) = recorder.report(pid: pid)
+    for line in lines { print(line) }
+    print(
+        "worker pid=\(pid) limit=\(limit) jobs=\(count) go_ns=\(go) run_end_ns=\(runEnd.map(String.init) ?? "none") drain_end_ns=\(drainEnd)"
+    )
+}
 do {
     switch arguments.first {
     case "submit":
@@ -156,13 +170,7 @@ do {
             print("ready")
             fflush(nil)  // every stream: `stdout` itself is not concurrency-safe to name
             _ = readLine()
-            let go = nanoseconds(CLOCK_REALTIME)
-            let (runEnd, drainEnd) = try await drainTimed(queue, limit: limit)
-            let (count, lines) = recorder.report(pid: pid)
-            for line in lines { print(line) }
-            print(
-                "worker pid=\(pid) limit=\(limit) jobs=\(count) go_ns=\(go) run_end_ns=\(runEnd.map(String.init) ?? "none") drain_end_ns=\(drainEnd)"
-            )
+            try await drainAndReport(queue, limit: limit, recorder: recorder)
         }
     case "sqlite":
         guard (4...5).contains(arguments.count), let jobs = Int(arguments[2]), let limit = Int(arguments[3]), limit >= 1
@@ -179,13 +187,7 @@ do {
         let start = nanoseconds(CLOCK_MONOTONIC)
         try await queue.submit(graph, runID: runID, limit: 100_000)
         print("submitted jobs=\(graph.jobIDs.count) seconds=\(Double(nanoseconds(CLOCK_MONOTONIC) - start) / 1e9)")
-        let go = nanoseconds(CLOCK_REALTIME)
-        let (runEnd, drainEnd) = try await drainTimed(queue, limit: limit)
-        let (count, lines) = recorder.report(pid: pid)
-        for line in lines { print(line) }
-        print(
-            "worker pid=\(pid) limit=\(limit) jobs=\(count) go_ns=\(go) run_end_ns=\(runEnd.map(String.init) ?? "none") drain_end_ns=\(drainEnd)"
-        )
+        try await drainAndReport(queue, limit: limit, recorder: recorder)
     default:
         fail("usage: PostgresThroughput submit|work|sqlite …")
     }
