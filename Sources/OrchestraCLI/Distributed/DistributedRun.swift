@@ -43,6 +43,15 @@ struct DistributedRun {
         Dictionary(workflow.hostLimits.map { ("host:\($0.host.lowercased())", $0.limit) }) { first, _ in first }
     }
 
+    /// How long a worker may take over a request that is not a step's (the login's; a step's
+    /// takes the step's timeout): the longest timeout of the workflow's steps, the login's
+    /// included. The coordinator gives up on a request at its timeout; the worker then stops it
+    /// too, rather than hold its slot and its host's place in the limit while the server never
+    /// answers.
+    var jobTimeout: Duration {
+        workflow.steps.map(\.timeout).reduce(WorkflowStep.defaultTimeout, max)
+    }
+
     /// The resource of a request to `authority`: the limit naming its `host:port`, else the one
     /// naming its host, as the workflow's coordinator chooses.
     func resource(for authority: String) -> String? {
@@ -86,7 +95,7 @@ struct DistributedRun {
             let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in
                 let transport = DurableHTTPTransport(
                     queue: queue, runID: runID, outcomes: outcomes, maximumConnectionsPerHost: workflow.limit,
-                    resource: { self.resource(for: $0) })
+                    jobTimeout: jobTimeout, resource: { self.resource(for: $0) })
                 return try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await Self.watchForWorkers(store, runID: runID, schema: self.schema, waitingNote) }
                     defer { group.cancelAll() }

@@ -21,6 +21,9 @@ final class DurableHTTPTransport: HTTPTransport {
     /// The run's resource for requests to an authority (`host:port`), if it has a limit.
     let resource: @Sendable (String) -> String?
     let maximumConnectionsPerHost: Int
+    /// How long a worker may take over a request outside a step (the login's):
+    /// ``DistributedRun/jobTimeout``. A step's request gets the step's timeout.
+    let jobTimeout: Duration
     private let occurrences = Locked([String: Int]())
     private let batcher: AppendBatcher
     private let unanswered = Locked(0)
@@ -40,8 +43,9 @@ final class DurableHTTPTransport: HTTPTransport {
 
     init(
         queue: DurableQueue, runID: String, outcomes: DurableOutcomes, maximumConnectionsPerHost: Int,
-        resource: @escaping @Sendable (String) -> String?
+        jobTimeout: Duration, resource: @escaping @Sendable (String) -> String?
     ) {
+        self.jobTimeout = jobTimeout
         self.queue = queue
         self.runID = runID
         self.outcomes = outcomes
@@ -68,7 +72,9 @@ final class DurableHTTPTransport: HTTPTransport {
         var graph = DurableGraph()
         try graph.add(
             id, HTTPJob.kind, input: input,
-            options: DurableJobOptions(resources: request.authority.flatMap(resource).map { [$0] } ?? []))
+            options: DurableJobOptions(
+                resources: request.authority.flatMap(resource).map { [$0] } ?? [],
+                timeout: WorkflowRequestContext.timeout ?? jobTimeout))
         try await batcher.append(graph.jobs[0])
         let record = try await outcomes.wait(for: id)
         do {

@@ -224,6 +224,41 @@ struct DistributedRunTests {
         }
     }
 
+    @Test("a request the server never answers is given up on its worker too, and frees its host's place for the next")
+    func abandonedRequest() async throws {
+        try await withDemoServer { server in
+            try await Self.withSchema { schema in
+                let base = server.baseURL
+                // One request at a time to the host: the second waits for the place the first
+                // holds in the store until its worker stops it at the steps' timeout.
+                let file = try WorkflowCommandTests.workflowFile(
+                    """
+                    vars: { base: "\(base.absoluteString)" }
+                    hosts: { "\(base.host!):\(base.port!)": 1 }
+                    steps:
+                      - id: paths
+                        method: POST
+                        url: "{{vars.base}}/echo"
+                        body: { paths: ["/hang", "/users/1"] }
+                        captures: { list: $.paths }
+                      - id: each
+                        for_each: "{{paths.list}}"
+                        url: "{{vars.base}}{{item | raw}}"
+                        timeout: 2s
+                    """)
+                let workers = try [Self.worker(schema)]
+                let run = try await OrchestraExecutable.run(
+                    ["run", file, "--state", Self.url, "--schema", schema, "--run-id", "abandoned", "--no-color"],
+                    limit: .seconds(120))
+                await Self.stop(workers)
+                #expect(run.status == 1, "\(run)")
+                #expect(run.stdout.contains("2 requests sent, 1 succeeded"), "\(run)")
+                #expect(run.stdout.contains("each[0]  GET \(base.absoluteString)/hang: timed out after 2 s"), "\(run)")
+                #expect(server.arrivals(of: "/users/1") == 1, "\(run)")
+            }
+        }
+    }
+
     @Test("a wrong password, options of a state file, a worker without a PostgreSQL URL: named errors, nothing sent")
     func errors() async throws {
         try await withDemoServer { server in
