@@ -398,6 +398,10 @@ public final class DurableQueue: Sendable {
                     try await idle(until: nil, orNotificationAfter: seen, notifications)
                     continue
                 }
+                // A run submitted, appended to or closed through this queue since the claim: look
+                // again. A run closed (and so ended) after the first look is not stuck.
+                if notifications.read({ $0 }) != seen { continue }
+                guard try await store.hasUnfinishedRuns() else { return }
                 if let orphan = try await store.readyJob(notOf: kinds) {
                     throw DurableError(
                         code: .unknownJobKind,
