@@ -68,6 +68,20 @@ struct DistributedRunTests {
         try OrchestraExecutable.start(["worker", "--state", url, "--schema", schema, "--limit", "4", "--lease", "2"])
     }
 
+    /// Runs `file` as the coordinator of run `runID` with `workers` workers, which are stopped
+    /// (and checked) once it has ended.
+    static func run(
+        _ file: String, schema: String, runID: String, workers count: Int
+    ) async throws
+        -> ProcessOutput
+    {
+        let workers = try (0..<count).map { _ in try worker(schema) }
+        let run = try await OrchestraExecutable.run(
+            ["run", file, "--state", url, "--schema", schema, "--run-id", runID, "--no-color"], limit: .seconds(240))
+        await stop(workers)
+        return run
+    }
+
     /// Stops `workers` gracefully (SIGTERM) and checks that each says so and exits 0.
     static func stop(_ workers: [RunningOrchestra]) async {
         for worker in workers { worker.child.send(SIGTERM) }
@@ -83,11 +97,7 @@ struct DistributedRunTests {
         try await withDemoServer { server in
             try await Self.withSchema { schema in
                 let file = try Self.workflow(base: server.baseURL, count: 300, hostLimit: 3, latency: 5)
-                let workers = try [Self.worker(schema), Self.worker(schema)]
-                let run = try await OrchestraExecutable.run(
-                    ["run", file, "--state", Self.url, "--schema", schema, "--run-id", "shared", "--no-color"],
-                    limit: .seconds(240))
-                await Self.stop(workers)
+                let run = try await Self.run(file, schema: schema, runID: "shared", workers: 2)
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stdout.contains("300 requests sent, 300 succeeded"), "\(run)")
                 #expect(run.stdout.contains("state: run 'shared' closed · 301 requests sent by workers"), "\(run)")
@@ -208,11 +218,7 @@ struct DistributedRunTests {
                       - { id: up, url: "\(server.baseURL.absoluteString)/users/1" }
                       - { id: down, url: "http://127.0.0.1:1/nothing-listens" }
                     """)
-                let workers = try [Self.worker(schema)]
-                let run = try await OrchestraExecutable.run(
-                    ["run", file, "--state", Self.url, "--schema", schema, "--run-id", "refused", "--no-color"],
-                    limit: .seconds(120))
-                await Self.stop(workers)
+                let run = try await Self.run(file, schema: schema, runID: "refused", workers: 1)
                 #expect(run.status == 1, "\(run)")
                 #expect(run.stdout.contains("✓ up"), "\(run)")
                 #expect(run.stdout.contains("connection refused by 127.0.0.1:1"), "\(run)")
@@ -246,11 +252,7 @@ struct DistributedRunTests {
                         url: "{{vars.base}}{{item | raw}}"
                         timeout: 2s
                     """)
-                let workers = try [Self.worker(schema)]
-                let run = try await OrchestraExecutable.run(
-                    ["run", file, "--state", Self.url, "--schema", schema, "--run-id", "abandoned", "--no-color"],
-                    limit: .seconds(120))
-                await Self.stop(workers)
+                let run = try await Self.run(file, schema: schema, runID: "abandoned", workers: 1)
                 #expect(run.status == 1, "\(run)")
                 #expect(run.stdout.contains("2 requests sent, 1 succeeded"), "\(run)")
                 #expect(run.stdout.contains("each[0]  GET \(base.absoluteString)/hang: timed out after 2 s"), "\(run)")
