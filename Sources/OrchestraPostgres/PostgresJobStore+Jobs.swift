@@ -146,17 +146,12 @@ extension PostgresJobStore {
                     """, logger: logger
                 ).decode((String, Bool, Int, [String]).self).onlyRow()
             else {
-                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(location)")
+                throw DurableError.unknownRun(runID, store: location)
             }
             guard state == DurableRunState.running.rawValue, open else {
                 throw DurableError.runClosed(runID, state: state, store: location)
             }
-            let limited = Set(limits)
-            for job in jobs.graph.jobs {
-                if let unknown = job.options.resources.first(where: { !limited.contains($0) }) {
-                    throw DurableError.unknownResource(unknown, job: job.id, run: runID)
-                }
-            }
+            try jobs.checkResources(limitedIn: Set(limits))
             let inserted = try await insertJobs(
                 of: jobs, from: first, now: Millis.of(jobs.now), skippingExisting: true, connection)
             if inserted.count < count {
@@ -188,7 +183,7 @@ extension PostgresJobStore {
                     logger: logger
                 ).decode(String.self).onlyRow() != nil
             else {
-                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(location)")
+                throw DurableError.unknownRun(runID, store: location)
             }
             let ended = try await endRunIfDone(runID, now: Millis.of(now), connection)
             if ended != nil { try await notifyOutcome(connection) }

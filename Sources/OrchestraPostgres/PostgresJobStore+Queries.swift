@@ -56,7 +56,7 @@ extension PostgresJobStore {
                 "SELECT state FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger
             ).decode(String.self).onlyRow()
             guard let state else {
-                throw DurableError(code: .unknownRun, message: "the store at \(location) has no run '\(runID)'")
+                throw DurableError.unknownRun(runID, store: location)
             }
             guard state == DurableRunState.running.rawValue else { return false }
             // A worker running one of its jobs finds its outcome refused: the job is no longer
@@ -76,17 +76,22 @@ extension PostgresJobStore {
 
     public func run(_ runID: String) async throws -> DurableRunRecord? {
         try await read { [self] connection in
-            var record: DurableRunRecord?
-            for try await (id, state, limit, created, ended) in try await connection.query(
+            try await connection.query(
                 "SELECT id, state, job_limit, created, ended FROM \(unescaped: table("runs")) WHERE id = \(runID)",
                 logger: logger
-            ).decode((String, String, Int, Int64, Int64?).self) {
-                record = DurableRunRecord(
-                    id: id, state: DurableRunState(rawValue: state) ?? .failed, limit: limit,
-                    created: Millis.date(created), ended: ended.map(Millis.date))
-            }
-            return record
+            ).decode(RunRow.self).map(Self.runRecord).onlyRow()
         }
+    }
+
+    /// A row of `SELECT id, state, job_limit, created, ended FROM runs`.
+    typealias RunRow = (String, String, Int, Int64, Int64?)
+
+    /// The run a ``RunRow`` holds.
+    static func runRecord(_ row: RunRow) -> DurableRunRecord {
+        let (id, state, limit, created, ended) = row
+        return DurableRunRecord(
+            id: id, state: DurableRunState(rawValue: state) ?? .failed, limit: limit, created: Millis.date(created),
+            ended: ended.map(Millis.date))
     }
 
     public func jobs(of runID: String) async throws -> [DurableJobRecord] {
@@ -176,16 +181,13 @@ extension PostgresJobStore {
     public func runSummaries(id: String? = nil, limit: Int = 50) async throws -> [DurableRunSummary] {
         try await read { [self] connection in
             var runs: [DurableRunRecord] = []
-            for try await (id, state, jobLimit, created, ended) in try await connection.query(
+            for try await run in try await connection.query(
                 """
                 SELECT id, state, job_limit, created, ended FROM \(unescaped: table("runs"))
                 WHERE \(id)::TEXT IS NULL OR id = \(id) ORDER BY created DESC, id LIMIT \(limit)
                 """, logger: logger
-            ).decode((String, String, Int, Int64, Int64?).self) {
-                runs.append(
-                    DurableRunRecord(
-                        id: id, state: DurableRunState(rawValue: state) ?? .failed, limit: jobLimit,
-                        created: Millis.date(created), ended: ended.map(Millis.date)))
+            ).decode(RunRow.self).map(Self.runRecord) {
+                runs.append(run)
             }
             var counts: [String: [DurableJobState: Int]] = [:]
             var workers: [String: Int] = [:]

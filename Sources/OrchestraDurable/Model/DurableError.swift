@@ -72,6 +72,11 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         )
     }
 
+    /// The error of every store for a run id it has no run under.
+    package static func unknownRun(_ runID: String, store location: String) -> DurableError {
+        DurableError(code: .unknownRun, message: "the store at \(location) has no run '\(runID)'")
+    }
+
     /// The error of every store for jobs appended to a run that is not open.
     package static func runClosed(_ runID: String, state: String, store location: String) -> DurableError {
         DurableError(

@@ -130,9 +130,6 @@ public struct DurableRunSummary: Sendable, Hashable {
     /// How many workers hold leases on its running jobs now.
     public var workers: Int
 
-    /// How many jobs the run has.
-    public var total: Int { jobs.values.reduce(0, +) }
-
     package init(run: DurableRunRecord, jobs: [DurableJobState: Int], workers: Int) {
         self.run = run
         self.jobs = jobs

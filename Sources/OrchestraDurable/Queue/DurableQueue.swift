@@ -102,19 +102,9 @@ public final class DurableQueue: Sendable {
         _ graph: DurableGraph, runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
         failurePolicy: FailurePolicy = .cancelDependents
     ) async throws -> Bool {
-        guard limit >= 1 else {
-            throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
-        }
-        let criticalPaths = try graph.validate(resourceLimits: resourceLimits)
-        let stored = try await store.submit(
-            DurableSubmission(
-                runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, graph: graph,
-                criticalPaths: criticalPaths,
-                now: now()))
-        if stored {
-            wakeLoops()
-        }
-        return stored
+        try await storeRun(
+            graph, runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
+            isOpen: false)
     }
 
     /// Opens a run that takes jobs as they come (``append(_:to:)``) rather than as one graph:
@@ -134,15 +124,28 @@ public final class DurableQueue: Sendable {
         runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
         failurePolicy: FailurePolicy = .cancelDependents
     ) async throws -> Bool {
+        try await storeRun(
+            DurableGraph(), runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
+            isOpen: true)
+    }
+
+    /// Checks and stores a run for ``submit(_:runID:limit:resourceLimits:failurePolicy:)`` and
+    /// ``open(runID:limit:resourceLimits:failurePolicy:)``; a submitted run's jobs wake this
+    /// queue's workers.
+    private func storeRun(
+        _ graph: DurableGraph, runID: String, limit: Int, resourceLimits: [String: Int],
+        failurePolicy: FailurePolicy, isOpen: Bool
+    ) async throws -> Bool {
         guard limit >= 1 else {
             throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
         }
-        let criticalPaths = try DurableGraph().validate(resourceLimits: resourceLimits)
         var submission = DurableSubmission(
-            runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
-            graph: DurableGraph(), criticalPaths: criticalPaths, now: now())
-        submission.isOpen = true
-        return try await store.submit(submission)
+            runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, graph: graph,
+            criticalPaths: try graph.validate(resourceLimits: resourceLimits), now: now())
+        submission.isOpen = isOpen
+        let stored = try await store.submit(submission)
+        if stored && !isOpen { wakeLoops() }
+        return stored
     }
 
     /// Adds `graph`'s jobs to the open run `runID`: they may depend on each other, not on the

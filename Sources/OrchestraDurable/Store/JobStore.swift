@@ -175,6 +175,19 @@ public struct DurableSubmission: Sendable {
     /// (``JobStore/close(runID:now:)``): it does not end when its jobs have, before that.
     public var isOpen = false
 
+    /// Checks, for jobs appended to a run, that each resource a job uses is one of the run's
+    /// `limited` ones.
+    ///
+    /// - Throws: ``DurableError`` (``DurableError/Code/invalidGraph``) naming the first job
+    ///   and resource that is not.
+    package func checkResources(limitedIn limited: Set<String>) throws(DurableError) {
+        for job in graph.jobs {
+            if let unknown = job.options.resources.first(where: { !limited.contains($0) }) {
+                throw DurableError.unknownResource(unknown, job: job.id, run: runID)
+            }
+        }
+    }
+
     /// A digest of the jobs, their inputs, dependencies and options: submitting the same id
     /// again is idempotent only when it matches.
     package var fingerprint: String {

@@ -125,22 +125,21 @@ public final class SQLiteJobStore: JobStore {
                     db.cachedStatement(sql: "SELECT state, open_for_jobs, next_position FROM runs WHERE id = ?"),
                     arguments: [runID])
             else {
-                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(path)")
+                throw DurableError.unknownRun(runID, store: path)
             }
             guard run[0] as String == DurableRunState.running.rawValue, run[1] as Bool else {
                 throw DurableError.runClosed(runID, state: run[0], store: path)
             }
-            let limits = Set(
-                try String.fetchAll(
-                    db.cachedStatement(sql: "SELECT name FROM run_resources WHERE run_id = ?"), arguments: [runID]))
+            try jobs.checkResources(
+                limitedIn: Set(
+                    try String.fetchAll(
+                        db.cachedStatement(sql: "SELECT name FROM run_resources WHERE run_id = ?"), arguments: [runID]))
+            )
             let existing = try db.cachedStatement(sql: "SELECT kind, input FROM jobs WHERE run_id = ? AND id = ?")
             var new = jobs
             var kept: [DurableGraph.Job] = []
             var paths: [Double] = []
             for (index, job) in jobs.graph.jobs.enumerated() {
-                if let unknown = job.options.resources.first(where: { !limits.contains($0) }) {
-                    throw DurableError.unknownResource(unknown, job: job.id, run: runID)
-                }
                 if let row = try Row.fetchOne(existing, arguments: [runID, job.id]) {
                     guard row[0] as String == job.kind, row[1] as Data == job.input else {
                         throw DurableError.jobIDInUse(job.id, run: runID, store: path)
@@ -164,9 +163,7 @@ public final class SQLiteJobStore: JobStore {
         let path = self.path
         return try await write { db in
             try db.cachedStatement(sql: "UPDATE runs SET open_for_jobs = 0 WHERE id = ?").execute(arguments: [runID])
-            guard db.changesCount > 0 else {
-                throw DurableError(code: .unknownRun, message: "there is no run '\(runID)' in the store at \(path)")
-            }
+            guard db.changesCount > 0 else { throw DurableError.unknownRun(runID, store: path) }
             return try Self.endRunIfDone(runID, now: Millis.of(now), db)
         }
     }
@@ -482,7 +479,7 @@ public final class SQLiteJobStore: JobStore {
                 let state = try String.fetchOne(
                     db.cachedStatement(sql: "SELECT state FROM runs WHERE id = ?"), arguments: [runID])
             else {
-                throw DurableError(code: .unknownRun, message: "the store at \(path) has no run '\(runID)'")
+                throw DurableError.unknownRun(runID, store: path)
             }
             guard state == DurableRunState.running.rawValue else { return false }
             try db.cachedStatement(
