@@ -17,7 +17,7 @@ struct DistributedRun {
 
     /// What the run did, for the closing line.
     struct Summary: Sendable {
-        var runID = ""
+        var runID: String
         var location: String
         /// Requests whose outcome was stored by an earlier coordinator of the run and reused.
         var reused: Int
@@ -111,7 +111,7 @@ struct DistributedRun {
             return (
                 result,
                 Summary(
-                    location: store.location, reused: counts.reused, requests: counts.appended,
+                    runID: runID, location: store.location, reused: counts.reused, requests: counts.appended,
                     unanswered: counts.unanswered, state: state)
             )
         }

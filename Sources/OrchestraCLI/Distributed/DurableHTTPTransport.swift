@@ -35,11 +35,6 @@ final class DurableHTTPTransport: HTTPTransport {
         let (added, existing) = batcher.counts
         return (added, existing, unanswered.withLock { $0 })
     }
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
 
     init(
         queue: DurableQueue, runID: String, outcomes: DurableOutcomes, maximumConnectionsPerHost: Int,
@@ -62,21 +57,23 @@ final class DurableHTTPTransport: HTTPTransport {
                     "the request body is \(body.count) bytes; a request handed to a worker carries at most \(HTTPJob.maximumBodySize) (16 MB)",
                 host: request.authority)
         }
-        let input = HTTPJob.Request(request, body: body)
-        let digest = String(String(decoding: try encoder.encode(input), as: UTF8.self).sha256Hex.prefix(20))
+        // The job's input as the graph encodes it (keys sorted: the same request, the same
+        // bytes), named after it.
+        var graph = DurableGraph()
+        try graph.add(
+            "", HTTPJob.kind, input: HTTPJob.Request(request, body: body),
+            options: DurableJobOptions(
+                resources: request.authority.flatMap(resource).map { [$0] } ?? [],
+                timeout: WorkflowRequestContext.timeout ?? jobTimeout))
+        var job = graph.jobs[0]
+        let digest = String(String(decoding: job.input, as: UTF8.self).sha256Hex.prefix(20))
         let occurrence = occurrences.withLock { counts in
             counts[digest, default: 0] += 1
             return counts[digest]!
         }
-        let id = "\(input.method)-\(digest)-\(occurrence)"
-        var graph = DurableGraph()
-        try graph.add(
-            id, HTTPJob.kind, input: input,
-            options: DurableJobOptions(
-                resources: request.authority.flatMap(resource).map { [$0] } ?? [],
-                timeout: WorkflowRequestContext.timeout ?? jobTimeout))
-        try await batcher.append(graph.jobs[0])
-        let record = try await outcomes.wait(for: id)
+        job.id = "\(request.method.rawValue)-\(digest)-\(occurrence)"
+        try await batcher.append(job)
+        let record = try await outcomes.wait(for: job.id)
         do {
             guard record.state == .succeeded else {
                 throw HTTPTransportError(

@@ -297,7 +297,7 @@ struct RunCommand: AsyncParsableCommand {
         let started = Locked(false)
         let text = output == .text
         do {
-            var (report, summary) = try await distributed.run(
+            return try await distributed.run(
                 announce: { line in
                     started.withLock { $0 = true }
                     (text ? console : Console.standardError).line(console.paint("state: \(line)", .dim))
@@ -305,8 +305,6 @@ struct RunCommand: AsyncParsableCommand {
                 waitingNote: { Console.standardError.line("orchestra run: note: \($0)") },
                 cancelled: { signals.received != nil },
                 run)
-            summary.runID = runID
-            return (report, summary)
         } catch {
             let opened = started.withLock { $0 }
             Console.standardError.line("orchestra run: error: --state: \(TerminalText.safe("\(error)"))")
