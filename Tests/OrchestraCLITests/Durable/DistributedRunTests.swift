@@ -22,9 +22,6 @@ import Darwin
     .timeLimit(.minutes(10)))
 struct DistributedRunTests {
     static let url = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] ?? ""
-    /// The cluster of `Scripts/postgres.sh`, which the kill test restarts once mid-run; without
-    /// it (a server of one's own) the test only kills workers.
-    static let cluster = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_DIR"]
 
     /// A schema of its own for the test, dropped after `body`.
     static func withSchema<T>(_ body: (String) async throws -> T) async throws -> T {
@@ -68,6 +65,11 @@ struct DistributedRunTests {
         try OrchestraExecutable.start(["worker", "--state", url, "--schema", schema, "--limit", "4", "--lease", "2"])
     }
 
+    /// `orchestra run file` as the coordinator of run `runID` on `schema`.
+    static func coordinator(_ file: String, schema: String, runID: String) -> [String] {
+        ["run", file, "--state", url, "--schema", schema, "--run-id", runID, "--no-color"]
+    }
+
     /// Runs `file` as the coordinator of run `runID` with `workers` workers, which are stopped
     /// (and checked) once it has ended.
     static func run(
@@ -77,7 +79,7 @@ struct DistributedRunTests {
     {
         let workers = try (0..<count).map { _ in try worker(schema) }
         let run = try await OrchestraExecutable.run(
-            ["run", file, "--state", url, "--schema", schema, "--run-id", runID, "--no-color"], limit: .seconds(240))
+            coordinator(file, schema: schema, runID: runID), limit: .seconds(240))
         await stop(workers)
         return run
     }
@@ -110,9 +112,7 @@ struct DistributedRunTests {
                     "status", "--state", Self.url, "--schema", schema, "--run", "shared", "--no-color",
                 ])
                 #expect(status.status == 0, "\(status)")
-                let again = try await OrchestraExecutable.run([
-                    "run", file, "--state", Self.url, "--schema", schema, "--run-id", "shared",
-                ])
+                let again = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "shared"))
                 #expect(again.status == 2, "\(again)")
                 #expect(again.stderr.contains("run 'shared' in schema '\(schema)'"), "\(again)")
                 #expect(again.stderr.contains("has ended (succeeded)"), "\(again)")
@@ -130,9 +130,7 @@ struct DistributedRunTests {
                 let count = 1_500
                 let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 3, latency: 10)
                 var workers = try (0..<3).map { _ in try Self.worker(schema) }
-                let coordinator = try OrchestraExecutable.start([
-                    "run", file, "--state", Self.url, "--schema", schema, "--run-id", "killed", "--no-color",
-                ])
+                let coordinator = try OrchestraExecutable.start(Self.coordinator(file, schema: schema, runID: "killed"))
                 var kills = 0
                 var restarted = false
                 for round in 1...10 {
@@ -144,19 +142,10 @@ struct DistributedRunTests {
                     workers[victim].child.send(SIGKILL)
                     _ = await workers[victim].finish(limit: .seconds(30))
                     kills += 1
-                    if round == 5, let cluster = Self.cluster {
+                    if round == 5, PostgresCluster.directory != nil {
                         // PostgreSQL restarted (immediate mode: like a crash) under the
                         // coordinator and the two other workers; the killed one starts after.
-                        let restart = try ChildProcess(
-                            executable: URL(fileURLWithPath: "/bin/sh"),
-                            arguments: [
-                                "-c", "exec \"$0\" restart",
-                                OrchestraExecutable.packageRoot.path + "/Scripts/postgres.sh",
-                            ],
-                            environment: ProcessInfo.processInfo.environment.merging(
-                                ["ORCHESTRA_POSTGRES_DIR": cluster]) { _, new in new })
-                        let status = await restart.exitStatus(within: .seconds(120))
-                        let errors = await restart.standardError.all()
+                        let (status, errors) = try await PostgresCluster.restart()
                         #expect(status == 0, "the server's restart: \(errors)")
                         restarted = true
                     }
@@ -165,7 +154,9 @@ struct DistributedRunTests {
                 let run = await coordinator.finish(limit: .seconds(400))
                 await Self.stop(workers)
                 #expect(kills == 10)
-                #expect(restarted || Self.cluster == nil)
+                #expect(
+                    restarted || PostgresCluster.directory == nil,
+                    "restarted when the tests have a cluster of their own")
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stdout.contains("\(count) requests sent, \(count) succeeded"), "\(run)")
                 #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
@@ -187,9 +178,7 @@ struct DistributedRunTests {
                 let count = 400
                 let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 4, latency: 5)
                 let workers = try [Self.worker(schema)]
-                let arguments = [
-                    "run", file, "--state", Self.url, "--schema", schema, "--run-id", "resumed", "--no-color",
-                ]
+                let arguments = Self.coordinator(file, schema: schema, runID: "resumed")
                 let first = try OrchestraExecutable.start(arguments)
                 try await withHangGuard(.seconds(120)) { try await server.requests(reaching: 150) }
                 first.child.send(SIGKILL)

@@ -102,14 +102,7 @@ struct PostgresFaultTests {
                 kills.append((pid, Int64(Date().timeIntervalSince1970 * 1e9)))
                 if kills.count == 5, !restarted {
                     // PostgreSQL restarted (immediate mode: like a crash) while the other workers run.
-                    let restart = try ChildProcess(
-                        executable: URL(fileURLWithPath: "/bin/sh"),
-                        arguments: [
-                            "-c", "exec \"$0\" restart", OrchestraExecutable.packageRoot.path + "/Scripts/postgres.sh",
-                        ],
-                        environment: environment)
-                    let restartStatus = await restart.exitStatus(within: .seconds(120))
-                    let restartErrors = await restart.standardError.all()
+                    let (restartStatus, restartErrors) = try await PostgresCluster.restart()
                     #expect(restartStatus == 0, "seed \(seed): the server's restart: \(restartErrors)")
                     restarted = true
                 }
