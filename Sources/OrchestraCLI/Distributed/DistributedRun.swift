@@ -25,6 +25,8 @@ struct DistributedRun {
         var requests: Int
         /// Requests that got no response.
         var unanswered: Int
+        /// Requests given up on whose jobs were left when the workflow ended, cancelled then.
+        var abandoned: Int
         var state: DurableRunState
     }
 
@@ -64,7 +66,8 @@ struct DistributedRun {
 
     /// Opens the store and the run, and runs `body` with the transport that hands requests to
     /// workers; then closes the run, or cancels it if `cancelled()` says the run was
-    /// interrupted (its requests not yet sent are not sent).
+    /// interrupted or if jobs of requests the workflow gave up on are left (requests not yet
+    /// sent are then never sent).
     ///
     /// - Throws: `DurableError` when the store or the run cannot be used (before `body` runs);
     ///   what `body` throws.
@@ -102,17 +105,22 @@ struct DistributedRun {
                     return (try await body(transport), transport.counts)
                 }
             }
+            var abandoned = 0
             if cancelled() {
                 try await queue.cancel(runID: runID)
-            } else {
-                try await queue.close(runID: runID)
+            } else if try await queue.close(runID: runID) == nil {
+                // Jobs left: requests the workflow gave up on (timed out waiting for a worker, or
+                // still on one). Cancelled, so that a worker that comes later does not send them.
+                let summary = try await store.runSummaries(id: runID, limit: 1).first
+                abandoned = [.blocked, .ready, .running].reduce(0) { $0 + (summary?.jobs[$1] ?? 0) }
+                if abandoned > 0 { try await queue.cancel(runID: runID) }
             }
             let state = try await queue.run(runID).state
             return (
                 result,
                 Summary(
                     runID: runID, location: store.location, reused: counts.reused, requests: counts.appended,
-                    unanswered: counts.unanswered, state: state)
+                    unanswered: counts.unanswered, abandoned: abandoned, state: state)
             )
         }
     }

@@ -183,11 +183,17 @@ struct RunPrinter: Sendable {
     func distributedLine(_ summary: DistributedRun.Summary) {
         // The run's own state says whether requests got responses, not whether the workflow
         // succeeded (the summary above says that): it is shown as closed or cancelled.
-        let ending = summary.state == .cancelled ? "cancelled" : summary.state == .running ? "still open" : "closed"
+        let ending =
+            summary.abandoned > 0
+            ? "closed" : summary.state == .cancelled ? "cancelled" : summary.state == .running ? "still open" : "closed"
         var line =
             "state: run '\(TerminalText.safe(summary.runID))' \(ending) · \(Format.count(summary.requests, "request")) sent by workers"
         if summary.unanswered > 0 { line += ", \(summary.unanswered) without a response" }
         if summary.reused > 0 { line += " · \(summary.reused) read back from an earlier coordinator's run" }
+        if summary.abandoned > 0 {
+            line +=
+                " · \(Format.count(summary.abandoned, "request")) given up on, cancelled so that no worker sends it later"
+        }
         console.line(console.paint(line, .dim))
     }
 

@@ -250,6 +250,38 @@ struct DistributedRunTests {
         }
     }
 
+    @Test("a request given up on before any worker took it is cancelled, not sent by a worker that comes later")
+    func givenUpBeforeAWorker() async throws {
+        try await withDemoServer { server in
+            try await Self.withSchema { schema in
+                let file = try WorkflowCommandTests.workflowFile(
+                    """
+                    steps:
+                      - { id: only, url: "\(server.baseURL.absoluteString)/users/1", timeout: 1s }
+                    """)
+                // No worker: the request times out on the coordinator while its job waits.
+                let run = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "alone"))
+                #expect(run.status == 1, "\(run)")
+                #expect(run.stdout.contains("timed out after 1 s"), "\(run)")
+                #expect(
+                    run.stdout.contains(
+                        "state: run 'alone' closed · 1 request sent by workers · 1 request given up on, cancelled"
+                    ),
+                    "\(run)")
+                let status = try await OrchestraExecutable.run([
+                    "status", "--state", Self.url, "--schema", schema, "--run", "alone", "--output", "json",
+                ])
+                let document = try #require(
+                    try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
+                let runs = try #require(document["runs"] as? [[String: Any]])
+                #expect(runs.first?["state"] as? String == "cancelled", "\(status)")
+                let jobs = try #require(runs.first?["jobs"] as? [String: Int])
+                #expect(jobs["ready"] == 0 && jobs["cancelled"] == 1, "\(status)")
+                #expect(server.arrivals(of: "/users/1") == 0)
+            }
+        }
+    }
+
     @Test("a wrong password, options of a state file, a worker without a PostgreSQL URL: named errors, nothing sent")
     func errors() async throws {
         try await withDemoServer { server in
