@@ -81,6 +81,13 @@ def target_window_ratio(medians, _printed):
     return f"{figure:.2f}x", figure <= 1.3
 
 
+def stream_vs_concurrent_map(name):
+    def check(medians, _printed):
+        figure = medians[f"Batch/{name}"][WALL] / medians["Batch/concurrentMap"][WALL]
+        return f"{figure:.2f}x", figure <= 1.5
+    return check
+
+
 def target_semaphore_ns(name, group, limit):
     def check(medians, _printed):
         figure = medians[f"{group}/{name}"][WALL] / OPS_PER_ITERATION[group]
@@ -188,6 +195,8 @@ TARGETS = [
     ("STG scheduling quality, critical path, 720 cases: mean <= 1.01, worst <= 1.25",
      lambda _medians, printed: stg_simulated(printed)),
     ("concurrentMap within 1.3x of the hand-written window", target_window_ratio),
+    ("completions within 1.5x of concurrentMap", stream_vs_concurrent_map("completions")),
+    ("orderedResults within 1.5x of concurrentMap", stream_vs_concurrent_map("orderedResults")),
     ("AsyncSemaphore wait()+signal() under 50 ns, uncontended",
      target_semaphore_ns("AsyncSemaphore wait+signal", "Semaphore", 50)),
     ("AsyncSemaphore withPermit under 400 ns per pair, 8 tasks on 1 permit",

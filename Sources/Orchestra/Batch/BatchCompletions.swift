@@ -23,6 +23,7 @@ extension Sequence where Self: Sendable, Element: Sendable {
     ///   - buffer: How many finished results may wait for the consumer beyond `limit`;
     ///     0 by default.
     ///   - transform: The work for one element.
+    @inlinable
     public func completions<Output: Sendable>(
         limit: Int,
         buffer: Int = 0,
@@ -43,23 +44,36 @@ where Base.Element: Sendable {
     /// The sequence never throws: each element carries its own result.
     public typealias Failure = Never
 
-    let source: BatchStreamSource<Base, Output>
+    @usableFromInline let source: BatchStreamSource<Base, Output>
+
+    @inlinable
+    init(source: BatchStreamSource<Base, Output>) {
+        self.source = source
+    }
 
     /// Starts the work (at most `limit` at once) on first use.
+    @inlinable
     public func makeAsyncIterator() -> Iterator {
         Iterator(cursor: BatchStreamCursor(source, order: .completion))
     }
 
     /// Delivers the results as they arrive.
     public struct Iterator: AsyncIteratorProtocol {
-        let cursor: BatchStreamCursor<Base, Output>
+        @usableFromInline let cursor: BatchStreamCursor<Base, Output>
+
+        @inlinable
+        init(cursor: BatchStreamCursor<Base, Output>) {
+            self.cursor = cursor
+        }
 
         /// The next result to arrive, or `nil` when every one has been delivered.
+        @inlinable
         public mutating func next() async -> Element? {
             await next(isolation: nil)
         }
 
         /// The next result to arrive, on `actor`, or `nil` when every one has been delivered.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
             guard let item = await cursor.next(isolation: actor) else { return nil }
             return (item.index, item.result)

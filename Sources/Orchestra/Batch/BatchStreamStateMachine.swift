@@ -10,38 +10,63 @@ import DequeModule
 /// (`limit + buffer`), so running plus finished-but-unconsumed items never exceed it; in input
 /// order, item *i + capacity* cannot start before item *i* was delivered. A worker that finds
 /// no room parks until the consumer frees a slot.
+@usableFromInline
 struct BatchStreamStateMachine<Output: Sendable>: Sendable {
-    /// One input's outcome. (Structs, not tuples, on the per-item path: this code runs
-    /// unspecialised for the caller's types, and every use of a tuple of generic types looks its
-    /// metadata up in the runtime's locked tuple cache.)
+    /// One input's outcome. (A struct, not a tuple, on the per-item path: should this code run
+    /// unspecialised, every use of a tuple of generic types looks its metadata up in the
+    /// runtime's locked tuple cache.)
+    @usableFromInline
     struct Item: Sendable {
-        var index: Int
-        var result: Result<Output, any Error>
+        @usableFromInline var index: Int
+        @usableFromInline var result: Result<Output, any Error>
+
+        @inlinable
+        init(index: Int, result: Result<Output, any Error>) {
+            self.index = index
+            self.result = result
+        }
     }
 
     /// A waiting consumer and the item it receives.
+    @usableFromInline
     struct HandOff {
-        let consumer: ConsumerContinuation
-        let item: Item
+        @usableFromInline let consumer: ConsumerContinuation
+        @usableFromInline let item: Item
+
+        @inlinable
+        init(consumer: ConsumerContinuation, item: Item) {
+            self.consumer = consumer
+            self.item = item
+        }
     }
 
     /// What stopping the stream leaves to do: the workers' task to cancel, and the
     /// continuations to resume with "the end".
+    @usableFromInline
     struct Termination {
-        let task: Task<Void, Never>?
-        let consumer: ConsumerContinuation?
-        let workers: [WorkerContinuation]
-    }
-    typealias ConsumerContinuation = CheckedContinuation<Item?, Never>
-    /// A parked worker, resumed with `true` when a slot was reserved for it, `false` to stop.
-    typealias WorkerContinuation = CheckedContinuation<Bool, Never>
+        @usableFromInline let task: Task<Void, Never>?
+        @usableFromInline let consumer: ConsumerContinuation?
+        @usableFromInline let workers: [WorkerContinuation]
 
-    enum Order {
+        @inlinable
+        init(task: Task<Void, Never>?, consumer: ConsumerContinuation?, workers: [WorkerContinuation]) {
+            self.task = task
+            self.consumer = consumer
+            self.workers = workers
+        }
+    }
+    @usableFromInline typealias ConsumerContinuation = CheckedContinuation<Item?, Never>
+    /// A parked worker, resumed with `true` when a slot was reserved for it, `false` to stop.
+    @usableFromInline typealias WorkerContinuation = CheckedContinuation<Bool, Never>
+
+    @usableFromInline
+    enum Order: Sendable {
         case completion
         case input
     }
 
-    private enum Phase {
+    @usableFromInline
+    enum Phase: Sendable {
         case idle
         case running(Task<Void, Never>)
         /// Every worker ended: everything started has delivered.
@@ -50,42 +75,46 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
         case terminated
     }
 
-    private let order: Order
-    private let capacity: Int
-    private var phase = Phase.idle
-    private var outstanding = 0
+    @usableFromInline let order: Order
+    @usableFromInline let capacity: Int
+    @usableFromInline var phase = Phase.idle
+    @usableFromInline var outstanding = 0
     /// The input has no more elements: no worker takes another.
-    private var inputEnded = false
+    @usableFromInline var inputEnded = false
     /// Completion order: results in the order they were delivered.
-    private var completed: Deque<Item> = []
+    @usableFromInline var completed: Deque<Item> = []
     /// Input order: the result of item `nextIndex + k` waits at `window[k]` (items outstanding
     /// have indices below `nextIndex + capacity`, so the window never grows beyond that; no
     /// hashing per item).
-    private var window: Deque<Result<Output, any Error>?> = []
-    private var nextIndex = 0
-    private var consumer: ConsumerContinuation?
-    private var parked: [WorkerContinuation] = []
+    @usableFromInline var window: Deque<Result<Output, any Error>?> = []
+    @usableFromInline var nextIndex = 0
+    @usableFromInline var consumer: ConsumerContinuation?
+    @usableFromInline var parked: [WorkerContinuation] = []
     /// A parked worker was woken and has not taken its item yet. No other is woken meanwhile:
     /// the consumer frees slots one at a time, and waking a worker per slot would cost two
     /// task switches per item whenever results pile up (each woken worker taking one item and
     /// parking again). The woken worker takes every free slot it finds as it goes, and wakes
     /// the next parked worker itself if room is left once it has taken its item, so slow items
     /// still start as soon as their slot frees.
-    private(set) var waking = false
+    @usableFromInline var waking = false
 
     /// How many workers are parked.
+    @inlinable
     var parkedCount: Int { parked.count }
 
+    @inlinable
     init(order: Order, capacity: Int) {
         self.order = order
         self.capacity = capacity
     }
 
+    @inlinable
     var isIdle: Bool {
         if case .idle = phase { return true }
         return false
     }
 
+    @inlinable
     mutating func started(_ task: Task<Void, Never>) -> Task<Void, Never>? {
         guard case .idle = phase else { return task }
         phase = .running(task)
@@ -94,6 +123,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     // MARK: Worker side
 
+    @usableFromInline
     enum SlotAction {
         case proceed
         case stop
@@ -101,6 +131,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     }
 
     /// A worker asks to take one more item.
+    @inlinable
     mutating func reserveSlot() -> SlotAction {
         if case .terminated = phase { return .stop }
         if inputEnded { return .stop }
@@ -111,6 +142,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     /// A worker with a reserved slot found the input exhausted: it gives the slot back, and
     /// the parked workers (to resume with `false`) stop too.
+    @inlinable
     mutating func endOfInput() -> [WorkerContinuation] {
         outstanding -= 1
         inputEnded = true
@@ -120,6 +152,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     /// Called under the lock from inside a worker's continuation closure: `true` if a slot was
     /// reserved at once, `false` to stop, `nil` if it parks.
+    @inlinable
     mutating func suspendWorker(_ continuation: WorkerContinuation, isCancelled: Bool) -> Bool? {
         switch reserveSlot() {
         case .proceed: return true
@@ -132,6 +165,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     }
 
     /// An item finished. Returns the waiting consumer with what it receives.
+    @inlinable
     mutating func deliver(_ item: Item) -> HandOff? {
         if case .terminated = phase { return nil }
         switch order {
@@ -148,6 +182,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     }
 
     /// Every worker ended.
+    @inlinable
     mutating func workersFinished() -> ConsumerContinuation? {
         guard case .running = phase else { return nil }
         phase = .drained
@@ -157,6 +192,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     /// A slot is free, a worker is parked and none is already on its way: the slot is reserved
     /// for it, to resume with `true`.
+    @inlinable
     mutating func takeWorkerForFreedSlot() -> WorkerContinuation? {
         guard !waking, !parked.isEmpty, outstanding < capacity, !inputEnded else { return nil }
         if case .terminated = phase { return nil }
@@ -167,6 +203,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     /// The woken worker took its reserved slot: the next parked worker may be woken, and is at
     /// once if room is left.
+    @inlinable
     mutating func wokenWorkerArrived() -> WorkerContinuation? {
         waking = false
         return takeWorkerForFreedSlot()
@@ -174,12 +211,14 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     // MARK: Consumer side
 
+    @usableFromInline
     enum NextAction {
         case deliver(Item, wakeWorker: WorkerContinuation?)
         case end
         case suspend
     }
 
+    @inlinable
     mutating func next() -> NextAction {
         if let item = popDeliverable() { return .deliver(item, wakeWorker: takeWorkerForFreedSlot()) }
         switch phase {
@@ -190,12 +229,20 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     /// What a consumer about to suspend does, and the workers' task to cancel if it was
     /// cancelled.
+    @usableFromInline
     struct Suspension {
-        let action: NextAction
-        let taskToCancel: Task<Void, Never>?
+        @usableFromInline let action: NextAction
+        @usableFromInline let taskToCancel: Task<Void, Never>?
+
+        @inlinable
+        init(action: NextAction, taskToCancel: Task<Void, Never>?) {
+            self.action = action
+            self.taskToCancel = taskToCancel
+        }
     }
 
     /// Called under the lock from inside the consumer's continuation closure.
+    @inlinable
     mutating func suspendConsumer(_ continuation: ConsumerContinuation, isCancelled: Bool) -> Suspension {
         if isCancelled { return Suspension(action: .end, taskToCancel: terminate().task) }
         let action = next()
@@ -205,6 +252,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     /// The consumer stopped (its iterator was dropped or its task cancelled). Returns the
     /// task of the workers to cancel and the continuations to resume with "the end".
+    @inlinable
     mutating func terminate() -> Termination {
         let task: Task<Void, Never>?
         if case .running(let running) = phase { task = running } else { task = nil }
@@ -218,7 +266,8 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
         return Termination(task: task, consumer: consumer, workers: parked)
     }
 
-    private mutating func popDeliverable() -> Item? {
+    @inlinable
+    mutating func popDeliverable() -> Item? {
         let item: Item?
         switch order {
         case .completion:

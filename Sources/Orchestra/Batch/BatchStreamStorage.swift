@@ -8,23 +8,44 @@
 /// in an unstructured task, because an `AsyncIterator` cannot own a task group across `next()`
 /// calls; that task is cancelled as soon as the iterator is dropped or its consumer is
 /// cancelled, which cancels every running item and starts nothing new.
+///
+/// The stream's code (this file, the state machine, the lock) is `@inlinable`, as
+/// `concurrentMap` is, so the caller's module specialises it for its element and output types.
+/// Unspecialised, it looked type metadata up in the runtime's locked caches several times per
+/// item: 44 % of a no-op batch's CPU under `perf`, and 2.9 µs per item instead of 0.72 µs
+/// (BENCHMARKS.md, section 15).
+@usableFromInline
 final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
-    typealias Machine = BatchStreamStateMachine<Output>
+    @usableFromInline typealias Machine = BatchStreamStateMachine<Output>
 
     /// An input taken by a worker, with its position.
+    @usableFromInline
     struct Input {
-        let index: Int
-        let element: Base.Element
+        @usableFromInline let index: Int
+        @usableFromInline let element: Base.Element
+
+        @inlinable
+        init(index: Int, element: Base.Element) {
+            self.index = index
+            self.element = element
+        }
     }
 
     /// The input's iterator and the position of its next element.
+    @usableFromInline
     struct Cursor: @unchecked Sendable {
         // `@unchecked`: the iterator of a `Sendable` sequence need not be `Sendable`; it is
         // only used inside its lock, so by one thread at a time, and hands out `Sendable`
         // elements.
-        var iterator: Base.Iterator?
-        var position = 0
+        @usableFromInline var iterator: Base.Iterator?
+        @usableFromInline var position = 0
 
+        @inlinable
+        init(iterator: Base.Iterator?) {
+            self.iterator = iterator
+        }
+
+        @inlinable
         mutating func next() -> Input? {
             guard let element = iterator?.next() else {
                 iterator = nil
@@ -37,18 +58,27 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     /// What a worker does after handing over a result: wake the consumer, take its next input
     /// (or park, or stop), wake a parked worker.
+    @usableFromInline
     struct Step {
-        let handOff: Machine.HandOff?
-        let slot: Machine.SlotAction
-        let wake: Machine.WorkerContinuation?
+        @usableFromInline let handOff: Machine.HandOff?
+        @usableFromInline let slot: Machine.SlotAction
+        @usableFromInline let wake: Machine.WorkerContinuation?
+
+        @inlinable
+        init(handOff: Machine.HandOff?, slot: Machine.SlotAction, wake: Machine.WorkerContinuation?) {
+            self.handOff = handOff
+            self.slot = slot
+            self.wake = wake
+        }
     }
 
-    private let state: Locked<Machine>
+    @usableFromInline let state: Locked<Machine>
     /// The iterator runs the caller's code (a lazy sequence's closures), so it has a lock of
     /// its own and never runs under the state's.
-    private let cursor: Locked<Cursor>
-    private let transform: @Sendable (Base.Element) async throws -> Output
+    @usableFromInline let cursor: Locked<Cursor>
+    @usableFromInline let transform: @Sendable (Base.Element) async throws -> Output
 
+    @inlinable
     init(
         base: Base, order: Machine.Order, capacity: Int,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
@@ -59,6 +89,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     }
 
     /// Starts the workers on the first `next()`: one per input taken, up to `limit`.
+    @inlinable
     func startIfNeeded(limit: Int) {
         guard state.withLock({ $0.isIdle }) else { return }
         // Unstructured on purpose: see the type's documentation. It inherits the consumer's
@@ -86,7 +117,8 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     /// A worker: transforms inputs one after another until there is none left or the stream
     /// is terminated. A worker started without an input parks first.
-    private func work(from first: Input?) async {
+    @inlinable
+    func work(from first: Input?) async {
         var current = if let first { first } else { await parkAndTake() }
         while let input = current {
             let item = Machine.Item(index: input.index, result: await Result { try await transform(input.element) })
@@ -108,7 +140,8 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     /// The next input, for a worker that holds a reserved slot; at the end of the input, the
     /// slot is given back and the parked workers stop.
-    private func takeInput() -> Input? {
+    @inlinable
+    func takeInput() -> Input? {
         if let input = cursor.withLock({ $0.next() }) { return input }
         for worker in state.withLock({ $0.endOfInput() }) { worker.resume(returning: false) }
         return nil
@@ -116,7 +149,8 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     /// Parks until a slot is reserved for this worker (then takes an input) or the stream
     /// stops (`nil`).
-    private func parkAndTake() async -> Input? {
+    @inlinable
+    func parkAndTake() async -> Input? {
         var woken = true
         let reserved = await withCheckedContinuation { (worker: Machine.WorkerContinuation) in
             if let now = state.withLock({ $0.suspendWorker(worker, isCancelled: Task.isCancelled) }) {
@@ -132,6 +166,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     /// The consumer's `next()`: the next item in the stream's order, or `nil` at the end or
     /// when the consuming task is cancelled (which also stops the batch).
+    @inlinable
     func next(isolation: isolated (any Actor)?) async -> Machine.Item? {
         switch state.withLock({ $0.next() }) {
         case .deliver(let item, let worker):
@@ -163,6 +198,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     /// Stops the batch: cancels the workers' task (and with it every running item) and ends
     /// the stream for the consumer.
+    @inlinable
     func terminate() {
         let ended = state.withLock { $0.terminate() }
         ended.task?.cancel()
@@ -172,9 +208,11 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 }
 
 /// Owned by an iterator: dropping the iterator stops the batch.
+@usableFromInline
 final class BatchStreamHandle<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
-    let storage: BatchStreamStorage<Base, Output>
+    @usableFromInline let storage: BatchStreamStorage<Base, Output>
 
+    @inlinable
     init(_ storage: BatchStreamStorage<Base, Output>) {
         self.storage = storage
     }
@@ -185,12 +223,14 @@ final class BatchStreamHandle<Base: Sequence & Sendable, Output: Sendable>: Send
 }
 
 /// What a batch stream runs: the inputs, the limits and the work for one element.
+@usableFromInline
 struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
-    let base: Base
-    let limit: Int
-    let buffer: Int
-    let transform: @Sendable (Base.Element) async throws -> Output
+    @usableFromInline let base: Base
+    @usableFromInline let limit: Int
+    @usableFromInline let buffer: Int
+    @usableFromInline let transform: @Sendable (Base.Element) async throws -> Output
 
+    @inlinable
     init(
         base: Base, limit: Int, buffer: Int, function: StaticString,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
@@ -206,10 +246,12 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
 
 /// The shared part of the batch streams' iterators: starts the workers on the first `next()`
 /// and stops the batch when the last copy of the iterator is dropped.
+@usableFromInline
 struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base.Element: Sendable {
-    private let limit: Int
-    private let handle: BatchStreamHandle<Base, Output>
+    @usableFromInline let limit: Int
+    @usableFromInline let handle: BatchStreamHandle<Base, Output>
 
+    @inlinable
     init(_ source: BatchStreamSource<Base, Output>, order: BatchStreamStateMachine<Output>.Order) {
         limit = source.limit
         let (capacity, overflow) = source.limit.addingReportingOverflow(source.buffer)
@@ -218,6 +260,7 @@ struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base
                 base: source.base, order: order, capacity: overflow ? .max : capacity, transform: source.transform))
     }
 
+    @inlinable
     func next(isolation actor: isolated (any Actor)?) async -> BatchStreamStateMachine<Output>.Item? {
         handle.storage.startIfNeeded(limit: limit)
         return await handle.storage.next(isolation: actor)

@@ -21,6 +21,7 @@ extension Sequence where Self: Sendable, Element: Sendable {
     ///   - limit: The most items running at once; must be at least 1.
     ///   - buffer: How many finished results may wait beyond `limit`; 0 by default.
     ///   - transform: The work for one element.
+    @inlinable
     public func orderedResults<Output: Sendable>(
         limit: Int,
         buffer: Int = 0,
@@ -41,23 +42,36 @@ where Base.Element: Sendable {
     /// The sequence never throws: each element carries its own result.
     public typealias Failure = Never
 
-    let source: BatchStreamSource<Base, Output>
+    @usableFromInline let source: BatchStreamSource<Base, Output>
+
+    @inlinable
+    init(source: BatchStreamSource<Base, Output>) {
+        self.source = source
+    }
 
     /// Starts the work (at most `limit` at once) on first use.
+    @inlinable
     public func makeAsyncIterator() -> Iterator {
         Iterator(cursor: BatchStreamCursor(source, order: .input))
     }
 
     /// Delivers the results in input order.
     public struct Iterator: AsyncIteratorProtocol {
-        let cursor: BatchStreamCursor<Base, Output>
+        @usableFromInline let cursor: BatchStreamCursor<Base, Output>
+
+        @inlinable
+        init(cursor: BatchStreamCursor<Base, Output>) {
+            self.cursor = cursor
+        }
 
         /// The next result in input order, or `nil` after the last.
+        @inlinable
         public mutating func next() async -> Element? {
             await next(isolation: nil)
         }
 
         /// The next result in input order, on `actor`, or `nil` after the last.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
             await cursor.next(isolation: actor)?.result
         }

@@ -24,16 +24,18 @@ import Android
 /// `Sendable` only when `State` is (as `NIOLockedValueBox`): the lock serialises access to the
 /// state, but a non-`Sendable` state (a class, a closure) could still escape through
 /// ``withLock(_:)``'s result and be used from two threads.
+@usableFromInline
 package final class Locked<State> {
     #if canImport(os)
-    private let lock: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
     #else
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
     // The mutex already serialises every access; the runtime exclusivity check would only add
     // cost on the hottest path of every primitive.
-    @exclusivity(unchecked) private var state: State
+    @usableFromInline @exclusivity(unchecked) var state: State
 
+    @usableFromInline
     package init(_ initial: State) {
         self.state = initial
         #if canImport(os)
@@ -62,13 +64,15 @@ package final class Locked<State> {
     }
 
     /// Runs `body` with exclusive access to the state.
+    @inlinable
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         lockRaw()
         defer { unlockRaw() }
         return try body(&state)
     }
 
-    private func lockRaw() {
+    @inlinable
+    func lockRaw() {
         #if canImport(os)
         os_unfair_lock_lock(lock)
         #else
@@ -77,7 +81,8 @@ package final class Locked<State> {
         #endif
     }
 
-    private func unlockRaw() {
+    @inlinable
+    func unlockRaw() {
         #if canImport(os)
         os_unfair_lock_unlock(lock)
         #else
