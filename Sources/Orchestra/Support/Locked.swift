@@ -32,12 +32,14 @@ package final class Locked<State> {
     @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
     // The mutex already serialises every access; the runtime exclusivity check would only add
-    // cost on the hottest path of every primitive.
-    @usableFromInline @exclusivity(unchecked) var state: State
+    // cost on the hottest path of every primitive. Internal (`@usableFromInline`, not private)
+    // only so that `withLock` can be `@inlinable` and specialised in the caller's module (the
+    // batch streams need it): nothing but `withLock` may touch it.
+    @usableFromInline @exclusivity(unchecked) var _state: State
 
     @usableFromInline
     package init(_ initial: State) {
-        self.state = initial
+        self._state = initial
         #if canImport(os)
         lock = .allocate(capacity: 1)
         lock.initialize(to: os_unfair_lock())
@@ -68,7 +70,7 @@ package final class Locked<State> {
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         lockRaw()
         defer { unlockRaw() }
-        return try body(&state)
+        return try body(&_state)
     }
 
     @inlinable
@@ -92,5 +94,5 @@ package final class Locked<State> {
     }
 }
 
-// The mutex serialises every access to `state`.
+// The mutex serialises every access to `_state`.
 extension Locked: @unchecked Sendable where State: Sendable {}
