@@ -36,6 +36,15 @@ struct DistributedRunTests {
         }
     }
 
+    /// A demo server and a schema of the test's own, for the duration of `body`.
+    static func withServerAndSchema(
+        _ body: @escaping @Sendable (DemoServer, String) async throws -> Void
+    ) async throws {
+        try await withDemoServer { server in
+            try await withSchema { schema in try await body(server, schema) }
+        }
+    }
+
     static func drop(_ schema: String) async throws {
         try await PostgresJobStore.withStore(url: url, schema: schema, pollInterval: nil) { store in
             _ = try await store.client.query("DROP SCHEMA IF EXISTS \(unescaped: schema) CASCADE")
@@ -96,27 +105,25 @@ struct DistributedRunTests {
 
     @Test("workers send the run's requests once each, within the workflow's host limit across all of them")
     func workersShareARun() async throws {
-        try await withDemoServer { server in
-            try await Self.withSchema { schema in
-                let file = try Self.workflow(base: server.baseURL, count: 300, hostLimit: 3, latency: 5)
-                let run = try await Self.run(file, schema: schema, runID: "shared", workers: 2)
-                #expect(run.status == 0, "\(run)")
-                #expect(run.stdout.contains("300 requests sent, 300 succeeded"), "\(run)")
-                #expect(run.stdout.contains("state: run 'shared' closed · 301 requests sent by workers"), "\(run)")
-                #expect(!run.stdout.contains(Self.url), "the URL, with its password, was printed")
-                #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
-                let repeated = (0..<300).filter { server.arrivals(of: "/payload/\($0)") != 1 }
-                #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
+        try await Self.withServerAndSchema { server, schema in
+            let file = try Self.workflow(base: server.baseURL, count: 300, hostLimit: 3, latency: 5)
+            let run = try await Self.run(file, schema: schema, runID: "shared", workers: 2)
+            #expect(run.status == 0, "\(run)")
+            #expect(run.stdout.contains("300 requests sent, 300 succeeded"), "\(run)")
+            #expect(run.stdout.contains("state: run 'shared' closed · 301 requests sent by workers"), "\(run)")
+            #expect(!run.stdout.contains(Self.url), "the URL, with its password, was printed")
+            #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
+            let repeated = (0..<300).filter { server.arrivals(of: "/payload/\($0)") != 1 }
+            #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
 
-                let status = try await OrchestraExecutable.run([
-                    "status", "--state", Self.url, "--schema", schema, "--run", "shared", "--no-color",
-                ])
-                #expect(status.status == 0, "\(status)")
-                let again = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "shared"))
-                #expect(again.status == 2, "\(again)")
-                #expect(again.stderr.contains("run 'shared' in schema '\(schema)'"), "\(again)")
-                #expect(again.stderr.contains("has ended (succeeded)"), "\(again)")
-            }
+            let status = try await OrchestraExecutable.run([
+                "status", "--state", Self.url, "--schema", schema, "--run", "shared", "--no-color",
+            ])
+            #expect(status.status == 0, "\(status)")
+            let again = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "shared"))
+            #expect(again.status == 2, "\(again)")
+            #expect(again.stderr.contains("run 'shared' in schema '\(schema)'"), "\(again)")
+            #expect(again.stderr.contains("has ended (succeeded)"), "\(again)")
         }
     }
 
@@ -125,47 +132,45 @@ struct DistributedRunTests {
         "workers SIGKILLed ten times and PostgreSQL restarted: every request succeeds, the host limit holds, and only requests a killed worker held are sent again",
         .enabled(if: ExitTests.areEnabled))
     func workersKilled() async throws {
-        try await withDemoServer { server in
-            try await Self.withSchema { schema in
-                let count = 1_500
-                let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 3, latency: 10)
-                var workers = try (0..<3).map { _ in try Self.worker(schema) }
-                let coordinator = try OrchestraExecutable.start(Self.coordinator(file, schema: schema, runID: "killed"))
-                var kills = 0
-                var restarted = false
-                for round in 1...10 {
-                    // A kill every 100 requests or so, at a random one.
-                    try await withHangGuard(.seconds(120)) {
-                        try await server.requests(reaching: round * 110 + Int.random(in: 0..<40))
-                    }
-                    let victim = Int.random(in: 0..<workers.count)
-                    workers[victim].child.send(SIGKILL)
-                    _ = await workers[victim].finish(limit: .seconds(30))
-                    kills += 1
-                    if round == 5, PostgresCluster.directory != nil {
-                        // PostgreSQL restarted (immediate mode: like a crash) under the
-                        // coordinator and the two other workers; the killed one starts after.
-                        let (status, errors) = try await PostgresCluster.restart()
-                        #expect(status == 0, "the server's restart: \(errors)")
-                        restarted = true
-                    }
-                    workers[victim] = try Self.worker(schema)
+        try await Self.withServerAndSchema { server, schema in
+            let count = 1_500
+            let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 3, latency: 10)
+            var workers = try (0..<3).map { _ in try Self.worker(schema) }
+            let coordinator = try OrchestraExecutable.start(Self.coordinator(file, schema: schema, runID: "killed"))
+            var kills = 0
+            var restarted = false
+            for round in 1...10 {
+                // A kill every 100 requests or so, at a random one.
+                try await withHangGuard(.seconds(120)) {
+                    try await server.requests(reaching: round * 110 + Int.random(in: 0..<40))
                 }
-                let run = await coordinator.finish(limit: .seconds(400))
-                await Self.stop(workers)
-                #expect(kills == 10)
-                #expect(
-                    restarted || PostgresCluster.directory == nil,
-                    "restarted when the tests have a cluster of their own")
-                #expect(run.status == 0, "\(run)")
-                #expect(run.stdout.contains("\(count) requests sent, \(count) succeeded"), "\(run)")
-                #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
-                let arrivals = (0..<count).map { server.arrivals(of: "/payload/\($0)") }
-                #expect(arrivals.allSatisfy { $0 >= 1 }, "a request was lost")
-                // Sent again: only what a killed worker had claimed, at most its 4 at a time.
-                let again = arrivals.reduce(0) { $0 + $1 - 1 }
-                #expect(again <= kills * 4, "\(again) requests sent again after \(kills) kills")
+                let victim = Int.random(in: 0..<workers.count)
+                workers[victim].child.send(SIGKILL)
+                _ = await workers[victim].finish(limit: .seconds(30))
+                kills += 1
+                if round == 5, PostgresCluster.directory != nil {
+                    // PostgreSQL restarted (immediate mode: like a crash) under the
+                    // coordinator and the two other workers; the killed one starts after.
+                    let (status, errors) = try await PostgresCluster.restart()
+                    #expect(status == 0, "the server's restart: \(errors)")
+                    restarted = true
+                }
+                workers[victim] = try Self.worker(schema)
             }
+            let run = await coordinator.finish(limit: .seconds(400))
+            await Self.stop(workers)
+            #expect(kills == 10)
+            #expect(
+                restarted || PostgresCluster.directory == nil,
+                "restarted when the tests have a cluster of their own")
+            #expect(run.status == 0, "\(run)")
+            #expect(run.stdout.contains("\(count) requests sent, \(count) succeeded"), "\(run)")
+            #expect(server.peakInFlight <= 3, "the host limit was exceeded: \(server.peakInFlight) at once")
+            let arrivals = (0..<count).map { server.arrivals(of: "/payload/\($0)") }
+            #expect(arrivals.allSatisfy { $0 >= 1 }, "a request was lost")
+            // Sent again: only what a killed worker had claimed, at most its 4 at a time.
+            let again = arrivals.reduce(0) { $0 + $1 - 1 }
+            #expect(again <= kills * 4, "\(again) requests sent again after \(kills) kills")
         }
     }
 
@@ -173,112 +178,104 @@ struct DistributedRunTests {
         "a coordinator killed mid-run and started again with its --run-id reads back what the workers did",
         .enabled(if: ExitTests.areEnabled))
     func coordinatorResumes() async throws {
-        try await withDemoServer { server in
-            try await Self.withSchema { schema in
-                let count = 400
-                let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 4, latency: 5)
-                let workers = try [Self.worker(schema)]
-                let arguments = Self.coordinator(file, schema: schema, runID: "resumed")
-                let first = try OrchestraExecutable.start(arguments)
-                try await withHangGuard(.seconds(120)) { try await server.requests(reaching: 150) }
-                first.child.send(SIGKILL)
-                _ = await first.finish(limit: .seconds(30))
+        try await Self.withServerAndSchema { server, schema in
+            let count = 400
+            let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 4, latency: 5)
+            let workers = try [Self.worker(schema)]
+            let arguments = Self.coordinator(file, schema: schema, runID: "resumed")
+            let first = try OrchestraExecutable.start(arguments)
+            try await withHangGuard(.seconds(120)) { try await server.requests(reaching: 150) }
+            first.child.send(SIGKILL)
+            _ = await first.finish(limit: .seconds(30))
 
-                let second = try await OrchestraExecutable.run(arguments, limit: .seconds(240))
-                await Self.stop(workers)
-                #expect(second.status == 0, "\(second)")
-                #expect(second.stdout.contains("run 'resumed' in schema '\(schema)'"), "\(second)")
-                #expect(second.stdout.contains("goes on"), "\(second)")
-                #expect(second.stdout.contains("read back from an earlier coordinator's run"), "\(second)")
-                // The requests the first coordinator handed over were sent by the worker, once.
-                let repeated = (0..<count).filter { server.arrivals(of: "/payload/\($0)") != 1 }
-                #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
-            }
+            let second = try await OrchestraExecutable.run(arguments, limit: .seconds(240))
+            await Self.stop(workers)
+            #expect(second.status == 0, "\(second)")
+            #expect(second.stdout.contains("run 'resumed' in schema '\(schema)'"), "\(second)")
+            #expect(second.stdout.contains("goes on"), "\(second)")
+            #expect(second.stdout.contains("read back from an earlier coordinator's run"), "\(second)")
+            // The requests the first coordinator handed over were sent by the worker, once.
+            let repeated = (0..<count).filter { server.arrivals(of: "/payload/\($0)") != 1 }
+            #expect(repeated.isEmpty, "items not sent exactly once: \(repeated.prefix(10))")
         }
     }
 
     @Test("a request no server answers fails on the coordinator with the worker's reason, as it would locally")
     func unanswered() async throws {
-        try await withDemoServer { server in
-            try await Self.withSchema { schema in
-                let file = try WorkflowCommandTests.workflowFile(
-                    """
-                    steps:
-                      - { id: up, url: "\(server.baseURL.absoluteString)/users/1" }
-                      - { id: down, url: "http://127.0.0.1:1/nothing-listens" }
-                    """)
-                let run = try await Self.run(file, schema: schema, runID: "refused", workers: 1)
-                #expect(run.status == 1, "\(run)")
-                #expect(run.stdout.contains("✓ up"), "\(run)")
-                #expect(run.stdout.contains("connection refused by 127.0.0.1:1"), "\(run)")
-                #expect(
-                    run.stdout.contains(
-                        "state: run 'refused' closed · 2 requests sent by workers, 1 without a response"),
-                    "\(run)")
-            }
+        try await Self.withServerAndSchema { server, schema in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: up, url: "\(server.baseURL.absoluteString)/users/1" }
+                  - { id: down, url: "http://127.0.0.1:1/nothing-listens" }
+                """)
+            let run = try await Self.run(file, schema: schema, runID: "refused", workers: 1)
+            #expect(run.status == 1, "\(run)")
+            #expect(run.stdout.contains("✓ up"), "\(run)")
+            #expect(run.stdout.contains("connection refused by 127.0.0.1:1"), "\(run)")
+            #expect(
+                run.stdout.contains(
+                    "state: run 'refused' closed · 2 requests sent by workers, 1 without a response"),
+                "\(run)")
         }
     }
 
     @Test("a request the server never answers is given up on its worker too, and frees its host's place for the next")
     func abandonedRequest() async throws {
-        try await withDemoServer { server in
-            try await Self.withSchema { schema in
-                let base = server.baseURL
-                // One request at a time to the host: the second waits for the place the first
-                // holds in the store until its worker stops it at the steps' timeout.
-                let file = try WorkflowCommandTests.workflowFile(
-                    """
-                    vars: { base: "\(base.absoluteString)" }
-                    hosts: { "\(base.host!):\(base.port!)": 1 }
-                    steps:
-                      - id: paths
-                        method: POST
-                        url: "{{vars.base}}/echo"
-                        body: { paths: ["/hang", "/users/1"] }
-                        captures: { list: $.paths }
-                      - id: each
-                        for_each: "{{paths.list}}"
-                        url: "{{vars.base}}{{item | raw}}"
-                        timeout: 2s
-                    """)
-                let run = try await Self.run(file, schema: schema, runID: "abandoned", workers: 1)
-                #expect(run.status == 1, "\(run)")
-                #expect(run.stdout.contains("2 requests sent, 1 succeeded"), "\(run)")
-                #expect(run.stdout.contains("each[0]  GET \(base.absoluteString)/hang: timed out after 2 s"), "\(run)")
-                #expect(server.arrivals(of: "/users/1") == 1, "\(run)")
-            }
+        try await Self.withServerAndSchema { server, schema in
+            let base = server.baseURL
+            // One request at a time to the host: the second waits for the place the first
+            // holds in the store until its worker stops it at the steps' timeout.
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                vars: { base: "\(base.absoluteString)" }
+                hosts: { "\(base.host!):\(base.port!)": 1 }
+                steps:
+                  - id: paths
+                    method: POST
+                    url: "{{vars.base}}/echo"
+                    body: { paths: ["/hang", "/users/1"] }
+                    captures: { list: $.paths }
+                  - id: each
+                    for_each: "{{paths.list}}"
+                    url: "{{vars.base}}{{item | raw}}"
+                    timeout: 2s
+                """)
+            let run = try await Self.run(file, schema: schema, runID: "abandoned", workers: 1)
+            #expect(run.status == 1, "\(run)")
+            #expect(run.stdout.contains("2 requests sent, 1 succeeded"), "\(run)")
+            #expect(run.stdout.contains("each[0]  GET \(base.absoluteString)/hang: timed out after 2 s"), "\(run)")
+            #expect(server.arrivals(of: "/users/1") == 1, "\(run)")
         }
     }
 
     @Test("a request given up on before any worker took it is cancelled, not sent by a worker that comes later")
     func givenUpBeforeAWorker() async throws {
-        try await withDemoServer { server in
-            try await Self.withSchema { schema in
-                let file = try WorkflowCommandTests.workflowFile(
-                    """
-                    steps:
-                      - { id: only, url: "\(server.baseURL.absoluteString)/users/1", timeout: 1s }
-                    """)
-                // No worker: the request times out on the coordinator while its job waits.
-                let run = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "alone"))
-                #expect(run.status == 1, "\(run)")
-                #expect(run.stdout.contains("timed out after 1 s"), "\(run)")
-                #expect(
-                    run.stdout.contains(
-                        "state: run 'alone' closed · 1 request sent by workers · 1 request given up on, cancelled"
-                    ),
-                    "\(run)")
-                let status = try await OrchestraExecutable.run([
-                    "status", "--state", Self.url, "--schema", schema, "--run", "alone", "--output", "json",
-                ])
-                let document = try #require(
-                    try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
-                let runs = try #require(document["runs"] as? [[String: Any]])
-                #expect(runs.first?["state"] as? String == "cancelled", "\(status)")
-                let jobs = try #require(runs.first?["jobs"] as? [String: Int])
-                #expect(jobs["ready"] == 0 && jobs["cancelled"] == 1, "\(status)")
-                #expect(server.arrivals(of: "/users/1") == 0)
-            }
+        try await Self.withServerAndSchema { server, schema in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: only, url: "\(server.baseURL.absoluteString)/users/1", timeout: 1s }
+                """)
+            // No worker: the request times out on the coordinator while its job waits.
+            let run = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "alone"))
+            #expect(run.status == 1, "\(run)")
+            #expect(run.stdout.contains("timed out after 1 s"), "\(run)")
+            #expect(
+                run.stdout.contains(
+                    "state: run 'alone' closed · 1 request sent by workers · 1 request given up on, cancelled"
+                ),
+                "\(run)")
+            let status = try await OrchestraExecutable.run([
+                "status", "--state", Self.url, "--schema", schema, "--run", "alone", "--output", "json",
+            ])
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status)")
+            let runs = try #require(document["runs"] as? [[String: Any]])
+            #expect(runs.first?["state"] as? String == "cancelled", "\(status)")
+            let jobs = try #require(runs.first?["jobs"] as? [String: Int])
+            #expect(jobs["ready"] == 0 && jobs["cancelled"] == 1, "\(status)")
+            #expect(server.arrivals(of: "/users/1") == 0)
         }
     }
 
