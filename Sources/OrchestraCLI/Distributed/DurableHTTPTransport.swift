@@ -3,7 +3,6 @@ import HTTPTypes
 import Orchestra
 import OrchestraDurable
 import OrchestraHTTP
-import OrchestraWorkflow
 
 /// The transport of `orchestra run --state postgres://…`: each request is appended to the
 /// run as a job, sent by whichever `orchestra worker` claims it, and its response read back
@@ -21,8 +20,9 @@ final class DurableHTTPTransport: HTTPTransport {
     /// The run's resource for requests to an authority (`host:port`), if it has a limit.
     let resource: @Sendable (String) -> String?
     let maximumConnectionsPerHost: Int
-    /// How long a worker may take over a request outside a step (the login's):
-    /// ``DistributedRun/jobTimeout``. A step's request gets the step's timeout.
+    /// How long a worker may take over a request sent without a timeout (the login's):
+    /// ``DistributedRun/jobTimeout``. A step's request comes with the step's timeout
+    /// (``send(_:content:progress:timeout:)``).
     let jobTimeout: Duration
     private let occurrences = Locked([String: Int]())
     private let batcher: AppendBatcher
@@ -50,6 +50,25 @@ final class DurableHTTPTransport: HTTPTransport {
     }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await send(request, body: body, jobTimeout: jobTimeout)
+    }
+
+    /// Gives up on the request after `timeout`, and its worker with it: the job carries
+    /// `timeout` as its time limit, so a request the coordinator gave up on does not hold a
+    /// worker's slot and its host's place in the limit while the server never answers.
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
+    ) async throws -> (HTTPResponse, Data) {
+        let body = try content?.contents()
+        let (response, data) = try await withTimeout(timeout) {
+            try await self.send(request, body: body, jobTimeout: timeout)
+        }
+        progress?(data.count, data.count)
+        return (response, data)
+    }
+
+    private func send(_ request: HTTPRequest, body: Data?, jobTimeout: Duration) async throws -> (HTTPResponse, Data) {
         if let body, body.count > HTTPJob.maximumBodySize {
             throw HTTPTransportError(
                 code: .invalidRequest,
@@ -64,7 +83,7 @@ final class DurableHTTPTransport: HTTPTransport {
             "", HTTPJob.kind, input: HTTPJob.Request(request, body: body),
             options: DurableJobOptions(
                 resources: request.authority.flatMap(resource).map { [$0] } ?? [],
-                timeout: WorkflowRequestContext.timeout ?? jobTimeout))
+                timeout: jobTimeout))
         var job = graph.jobs[0]
         let digest = String(String(decoding: job.input, as: UTF8.self).sha256Hex.prefix(20))
         let occurrence = occurrences.withLock { counts in

@@ -42,6 +42,10 @@ public final class HTTPCoordinator: Sendable {
     private let retrying:
         @Sendable (RetryPolicy, @escaping @Sendable () async throws -> HTTPResult) async throws -> HTTPResult
     let timing: @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
+    /// The clock is the real one: a timed request goes through the transport's
+    /// ``HTTPTransport/send(_:content:progress:timeout:)``, which knows its time limit, instead
+    /// of ``timing``.
+    private let transportTimesRequests: Bool
 
     /// - Parameters:
     ///   - transport: What sends the requests. Give it at least as many connections per host as
@@ -74,6 +78,7 @@ public final class HTTPCoordinator: Sendable {
             ))
         self.retrying = { policy, body in try await withRetry(policy, clock: clock, body) }
         self.timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
+        self.transportTimesRequests = C.self == ContinuousClock.self
     }
 
     /// Sends `request` and returns the response with its body, whatever its status (a status
@@ -305,12 +310,16 @@ public final class HTTPCoordinator: Sendable {
             return HTTPResult(response: response, body: data)
         }
         do {
-            let result =
-                if let timeout = plan.timeout {
-                    try await timing(timeout) { try await send() } as! HTTPResult
-                } else {
-                    try await send()
-                }
+            let result: HTTPResult
+            if let timeout = plan.timeout, transportTimesRequests {
+                let (response, data) = try await transport.send(
+                    request, content: body, progress: progress, timeout: timeout)
+                result = HTTPResult(response: response, body: data)
+            } else if let timeout = plan.timeout {
+                result = try await timing(timeout) { try await send() } as! HTTPResult
+            } else {
+                result = try await send()
+            }
             plan.onAttempt?(.ended(request, .success(result.response)))
             return result
         } catch {

@@ -1,5 +1,6 @@
 import Foundation
 public import HTTPTypes
+import Orchestra
 
 /// Sends one HTTP request and returns the response with its whole body: what an
 /// ``HTTPCoordinator`` needs from an HTTP client.
@@ -55,6 +56,22 @@ public protocol HTTPTransport: Sendable {
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
     ) async throws -> (HTTPResponse, Data)
 
+    /// Sends `request` like ``send(_:content:progress:)``, giving up once `timeout` has passed.
+    ///
+    /// The coordinator sends a request that has a timeout through this method when its clock
+    /// is the real one (`ContinuousClock`; with another clock, a test's, it races the send
+    /// against its own timer). The default implementation races ``send(_:content:progress:)``
+    /// against `timeout` with `withTimeout(_:tolerance:clock:isolation:_:)`; a transport that
+    /// hands the request to another process implements it to pass the time limit on, so the
+    /// request is stopped there too.
+    ///
+    /// - Throws: `TimeoutError` with `timeout` when the time ran out first; otherwise as
+    ///   ``send(_:content:progress:)``.
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
+    ) async throws -> (HTTPResponse, Data)
+
     /// The most connections the transport opens to one host.
     var maximumConnectionsPerHost: Int { get }
 }
@@ -79,5 +96,13 @@ extension HTTPTransport {
         let body = try content?.contents()
         if let progress { return try await send(request, body: body, progress: progress) }
         return try await send(request, body: body)
+    }
+
+    /// Races ``send(_:content:progress:)`` against `timeout` on `ContinuousClock`.
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
+    ) async throws -> (HTTPResponse, Data) {
+        try await withTimeout(timeout) { try await self.send(request, content: content, progress: progress) }
     }
 }

@@ -46,13 +46,46 @@ struct ExchangeContext: Sendable {
 }
 
 /// A transport that adds something around another one (`base`): it implements only
-/// ``HTTPTransport/send(_:content:progress:)``, and every other way of sending goes through it.
+/// ``exchange(_:content:progress:timeout:)``, and every way of sending goes through it.
 protocol WrappingTransport: HTTPTransport {
     var base: any HTTPTransport { get }
+
+    /// Sends `request` through `base` (with `base.send(_:content:progress:within:)`, so that a
+    /// timeout reaches it), adding what the wrapper adds.
+    func exchange(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data)
+}
+
+extension HTTPTransport {
+    /// ``HTTPTransport/send(_:content:progress:timeout:)`` when there is a `timeout`, else
+    /// ``HTTPTransport/send(_:content:progress:)``.
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, within timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        if let timeout { return try await send(request, content: content, progress: progress, timeout: timeout) }
+        return try await send(request, content: content, progress: progress)
+    }
 }
 
 extension WrappingTransport {
     var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
+
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+    ) async throws -> (HTTPResponse, Data) {
+        try await exchange(request, content: content, progress: progress, timeout: nil)
+    }
+
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
+    ) async throws -> (HTTPResponse, Data) {
+        try await exchange(request, content: content, progress: progress, timeout: timeout)
+    }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         try await send(request, content: body.map(HTTPRequestBody.data), progress: nil)
@@ -72,12 +105,12 @@ extension WrappingTransport {
 struct CookieTransport: WrappingTransport {
     let base: any HTTPTransport
 
-    func send(
+    func exchange(
         _ request: HTTPRequest, content body: HTTPRequestBody?,
-        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
         guard let jar = ExchangeContext.current?.cookies else {
-            return try await base.send(request, content: body, progress: progress)
+            return try await base.send(request, content: body, progress: progress, within: timeout)
         }
         let scheme = request.scheme ?? "http"
         let host = request.authority ?? ""
@@ -88,7 +121,7 @@ struct CookieTransport: WrappingTransport {
             // which HTTP/1.1 forbids (RFC 6265 §5.4) and servers join with commas.
             request.headerFields.append(HTTPField(name: .cookie, value: cookies))
         }
-        let (response, data) = try await base.send(request, content: body, progress: progress)
+        let (response, data) = try await base.send(request, content: body, progress: progress, within: timeout)
         let set = response.headerFields[values: .setCookie]
         if !set.isEmpty { jar.store(setCookie: set, scheme: scheme, host: host, path: path) }
         return (response, data)
@@ -104,15 +137,15 @@ struct ObservedTransport<C: Clock>: WrappingTransport where C.Duration == Durati
     let label: String?
     let observe: @Sendable (HTTPExchange) -> Void
 
-    func send(
+    func exchange(
         _ request: HTTPRequest, content body: HTTPRequestBody?,
-        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
         let start = clock.now
         var exchange = HTTPExchange(
             label: label ?? ExchangeContext.current?.label ?? "request", request: request, body: body, duration: .zero)
         do {
-            let (response, data) = try await base.send(request, content: body, progress: progress)
+            let (response, data) = try await base.send(request, content: body, progress: progress, within: timeout)
             exchange.duration = start.duration(to: clock.now)
             exchange.response = response
             exchange.responseBody = data

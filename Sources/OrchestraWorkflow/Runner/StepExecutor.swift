@@ -220,9 +220,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             willSend: intent(for: step, id: id, item: item, url: rendered.url)
         )
         do {
-            let result = try await WorkflowRequestContext.$timeout.withValue(step.timeout) {
-                try await coordinator.data(for: rendered.request, content: rendered.body, options: options)
-            }
+            let result = try await coordinator.data(for: rendered.request, content: rendered.body, options: options)
             update(id) { report in
                 report.redirects = result.redirects
                 report.attempts = Self.attempts(sends: report.attempts, followedRedirects: result.redirects.count)
