@@ -26,7 +26,7 @@ struct GraphBlueprint: Sendable {
 
     func id(of node: Int) -> String { nodes.ids[node] }
     func cost(of node: Int) -> Double { nodes.costs[node] }
-    func priority(of node: Int) -> Int { nodes.priorities[node] }
+    func priority(of node: Int) -> Int { nodes.priority(of: node) }
     func runsAfterAnyOutcome(_ node: Int) -> Bool { nodes.runsAfterAnyOutcome[node] }
     func dependencies(of node: Int) -> [Int32] { nodes.dependencies[node] }
     func indexIfPresent(of id: String) -> Int? { nodes.index(of: id) }

@@ -112,7 +112,7 @@ struct GraphRunnerState: Sendable {
             record(node, .succeeded(value), ended: ended)
             outcome = .succeeded
         case .failure(let error):
-            let policy = nodes.extras[node]?.retry ?? .never
+            let policy = nodes.extras(of: node)?.retry ?? .never
             let attempts = outcomes[node].attempts
             if error is CancellationError, runCancelled || machine.isHalted || cancelRequested.contains(node) {
                 record(node, .cancelled, ended: ended)
@@ -268,7 +268,7 @@ struct GraphRunnerState: Sendable {
             cancellation = event
         }
         return GraphLaunch(
-            node: node, body: bodies[node], timeout: nodes.extras[node]?.timeout, cancellation: cancellation)
+            node: node, body: bodies[node], timeout: nodes.extras(of: node)?.timeout, cancellation: cancellation)
     }
 
     private static let released: TaskGraph.Body = { _ in

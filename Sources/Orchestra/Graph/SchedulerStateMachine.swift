@@ -31,8 +31,10 @@ struct SchedulerStateMachine: Sendable {
         case readyOrder
     }
 
+    /// Eight bytes (payloads are `Int32`, as node indices are): a run reads the state of every
+    /// dependent of every node that ends, so the array's density matters at 100k nodes and more.
     enum NodeState: Equatable, Sendable {
-        case waiting(remaining: Int)
+        case waiting(remaining: Int32)
         case ready
         case running
         case backingOff
@@ -40,7 +42,7 @@ struct SchedulerStateMachine: Sendable {
         case failed
         case cancelled
         /// Never ran because `cause` failed, was cancelled or was skipped itself.
-        case skipped(cause: Int)
+        case skipped(cause: Int32)
 
         var isTerminal: Bool {
             switch self {
@@ -106,7 +108,7 @@ struct SchedulerStateMachine: Sendable {
         self.order = order
         self.failurePolicy = failurePolicy
         self.limit = limit
-        self.states = blueprint.nodes.dependencies.map { .waiting(remaining: $0.count) }
+        self.states = blueprint.nodes.dependencies.map { .waiting(remaining: Int32($0.count)) }
         self.resourceInUse = Array(repeating: 0, count: blueprint.resourceNames.count)
         self.parked = Array(repeating: [], count: blueprint.resourceNames.count)
     }
@@ -206,13 +208,13 @@ struct SchedulerStateMachine: Sendable {
         _ node: NodeSpec, extras: NodeExtras? = nil
     ) throws(TaskGraphError) -> (index: Int, transition: Transition) {
         let index = try blueprint.append(node, extras: extras)
-        var remaining = 0
+        var remaining: Int32 = 0
         var failedCause: Int?
         for dependency in blueprint.dependencies(of: index).map(Int.init) {
             switch states[dependency] {
             case .succeeded: break
             case .failed, .cancelled: failedCause = failedCause ?? dependency
-            case .skipped(let cause): failedCause = failedCause ?? cause
+            case .skipped(let cause): failedCause = failedCause ?? Int(cause)
             case .waiting, .ready, .running, .backingOff: remaining += 1
             }
         }
@@ -222,12 +224,12 @@ struct SchedulerStateMachine: Sendable {
             states[index] = .cancelled
             terminalCount += 1
         } else if let failedCause, !blueprint.runsAfterAnyOutcome(index) {
-            settle(index, as: .skipped(cause: failedCause), into: &transition)
+            settle(index, as: .skipped(cause: Int32(failedCause)), into: &transition)
             transition.skipped.append(Skip(node: index, cause: failedCause))
         } else if blueprint.runsAfterAnyOutcome(index) {
             // Dependencies that already ended, however, count as done.
             let open = blueprint.dependencies(of: index).filter { !states[Int($0)].isTerminal }.count
-            if open == 0 { makeReady(index) } else { states[index] = .waiting(remaining: open) }
+            if open == 0 { makeReady(index) } else { states[index] = .waiting(remaining: Int32(open)) }
         } else if remaining == 0 {
             makeReady(index)
         }
@@ -285,7 +287,7 @@ struct SchedulerStateMachine: Sendable {
             terminalCount += 1
             let cause: Int
             switch currentState {
-            case .skipped(let root): cause = root
+            case .skipped(let root): cause = Int(root)
             default: cause = current
             }
             func visit(_ dependent: Int) {
@@ -298,9 +300,9 @@ struct SchedulerStateMachine: Sendable {
                     }
                 } else {
                     // Mark now so a second failed dependency does not skip it twice.
-                    states[dependent] = .skipped(cause: cause)
+                    states[dependent] = .skipped(cause: Int32(cause))
                     transition.skipped.append(Skip(node: dependent, cause: cause))
-                    pending.append((dependent, .skipped(cause: cause)))
+                    pending.append((dependent, .skipped(cause: Int32(cause))))
                 }
             }
             // The slices keep their own reference to the arrays, so `visit` may change `self`.
@@ -322,7 +324,7 @@ struct SchedulerStateMachine: Sendable {
             case .waiting, .ready, .backingOff:
                 terminalCount += 1
                 if let cause {
-                    states[node] = .skipped(cause: cause)
+                    states[node] = .skipped(cause: Int32(cause))
                     transition.skipped.append(Skip(node: node, cause: cause))
                 } else {
                     states[node] = .cancelled
