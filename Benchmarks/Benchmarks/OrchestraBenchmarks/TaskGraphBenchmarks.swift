@@ -122,6 +122,43 @@ enum GraphWorkload {
         }
     }
 
+    /// The bare scheduler holding what any graph runner holds per node: a closure of the
+    /// node's own (made before the measurement, as a graph's are) that it calls, and the result
+    /// it keeps. A control for how the cost per node grows with the graph: these closures and
+    /// results are memory the bare scheduler does not touch and a graph runner must.
+    static func bareScheduler(
+        _ graph: Graph, bodies: [@Sendable () -> Int], limit: Int
+    ) async -> [Int] {
+        var remaining = graph.dependencies.map(\.count)
+        var dependents = [[Int]](repeating: [], count: graph.count)
+        for (node, dependencies) in graph.dependencies.enumerated() {
+            for dependency in dependencies { dependents[dependency].append(node) }
+        }
+        var results = [Int](repeating: -1, count: graph.count)
+        var ready = (0..<graph.count).filter { remaining[$0] == 0 }
+        var head = 0
+        await withTaskGroup(of: (Int, Int).self) { group in
+            var running = 0
+            while head < ready.count || running > 0 {
+                while running < limit, head < ready.count {
+                    let node = ready[head]
+                    let body = bodies[node]
+                    head += 1
+                    running += 1
+                    group.addTask { (node, body()) }
+                }
+                guard let (finished, result) = await group.next() else { break }
+                running -= 1
+                results[finished] = result
+                for dependent in dependents[finished] {
+                    remaining[dependent] -= 1
+                    if remaining[dependent] == 0 { ready.append(dependent) }
+                }
+            }
+        }
+        return results
+    }
+
     /// `TaskGraph.run(limit: 8)` of `graph`, built with `add(id:dependsOn:)` in the iteration,
     /// before the measurement starts.
     static func registerRun(
@@ -172,6 +209,17 @@ func registerTaskGraphBenchmarks() {
                 let graph = graph()
                 benchmark.startMeasurement()
                 await GraphWorkload.bareScheduler(graph, limit: limit)
+            }, setup: setup)
+
+        Benchmark(
+            "Graph \(label)/bare scheduler with bodies and results (control)", configuration: configuration,
+            closure: { benchmark in
+                let graph = graph()
+                let bodies = (0..<graph.count).map { node -> @Sendable () -> Int in { node } }
+                benchmark.startMeasurement()
+                let results = await GraphWorkload.bareScheduler(graph, bodies: bodies, limit: limit)
+                benchmark.stopMeasurement()
+                precondition(results.last == graph.count - 1, "bare scheduler: the last node did not run")
             }, setup: setup)
 
         GraphWorkload.registerRun("Graph \(label)/TaskGraph run", configuration: configuration, graph: graph)
