@@ -7,14 +7,14 @@
 public struct GraphResult: Sendable {
     /// The graph's ids and index, shared with it: a result copies nothing but the outcomes.
     private let nodes: GraphNodes
-    private let outcomes: [OutcomeRecord]
+    private let outcomes: OutcomeTable
     /// From the run's start to its last node's end, on the run's clock.
     public let duration: Duration
 
     /// The node ids in insertion order.
     public var nodeIDs: [String] { nodes.ids }
 
-    init(nodes: GraphNodes, outcomes: [OutcomeRecord], duration: Duration) {
+    init(nodes: GraphNodes, outcomes: OutcomeTable, duration: Duration) {
         self.nodes = nodes
         self.outcomes = outcomes
         self.duration = duration
@@ -57,11 +57,11 @@ public struct GraphResult: Sendable {
 
     /// Whether every node succeeded.
     public var allSucceeded: Bool {
-        outcomes.allSatisfy(\.succeeded)
+        outcomes.allSucceeded
     }
 
     /// The ids of the nodes that did not succeed, with how they ended.
     public var problems: [(id: String, state: NodeOutcome<any Sendable>.State)] {
-        zip(nodeIDs, outcomes).filter { !$0.1.succeeded }.map { ($0.0, $0.1.state) }
+        nodeIDs.indices.filter { !outcomes[$0].succeeded }.map { (nodeIDs[$0], outcomes[$0].state) }
     }
 }

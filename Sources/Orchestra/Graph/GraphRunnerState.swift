@@ -42,7 +42,7 @@ struct GraphRunnerState: Sendable {
     private var bodies: [TaskGraph.Body]
     /// Every node's outcome so far. A node never started reads as cancelled, as it is if the
     /// run stops.
-    private(set) var outcomes: [OutcomeRecord]
+    private(set) var outcomes: OutcomeTable
     private weak var graph: TaskGraph?
     /// Nodes from this index on were added while the graph runs.
     private let addedFrom: Int
@@ -64,7 +64,7 @@ struct GraphRunnerState: Sendable {
     init(machine: SchedulerStateMachine, bodies: [TaskGraph.Body], graph: TaskGraph, observed: Bool) {
         self.machine = machine
         self.bodies = bodies
-        self.outcomes = Array(repeating: OutcomeRecord(), count: bodies.count)
+        self.outcomes = OutcomeTable(count: bodies.count)
         self.graph = graph
         self.addedFrom = bodies.count
         self.observed = observed
@@ -104,8 +104,11 @@ struct GraphRunnerState: Sendable {
     ) -> GraphLaunch? {
         if workerCancelled { cancelRun(now: ended, into: &effects) }
         if observed { nodeCancellations[node] = nil }
-        outcomes[node].attempts += 1
-        if !outcomes[node].hasStarted { outcomes[node].started = started }
+        let attempts = outcomes.update(node) { record in
+            record.attempts += 1
+            if !record.hasStarted { record.started = started }
+            return record.attempts
+        }
         let outcome: SchedulerStateMachine.Outcome
         switch result {
         case .success(let value):
@@ -113,7 +116,6 @@ struct GraphRunnerState: Sendable {
             outcome = .succeeded
         case .failure(let error):
             let policy = nodes.extras(of: node)?.retry ?? .never
-            let attempts = outcomes[node].attempts
             if error is CancellationError, runCancelled || machine.isHalted || cancelRequested.contains(node) {
                 record(node, .cancelled, ended: ended)
                 outcome = .cancelled
@@ -192,7 +194,7 @@ struct GraphRunnerState: Sendable {
     mutating func add(_ definition: TaskGraph.Definition, now: Duration) throws(TaskGraphError) -> Effects {
         var (index, transition) = try machine.add(definition.spec, extras: definition.extras)
         bodies.append(definition.body)
-        outcomes.append(OutcomeRecord())
+        outcomes.append()
         precondition(index == bodies.count - 1, "GraphRunner: node indices out of step")
         var effects = Effects()
         emit(index, .added, at: now)
@@ -276,8 +278,10 @@ struct GraphRunnerState: Sendable {
     }
 
     private mutating func record(_ node: Int, _ state: NodeOutcome<any Sendable>.State, ended: Duration) {
-        outcomes[node].state = state
-        outcomes[node].ended = ended
+        outcomes.update(node) { record in
+            record.state = state
+            record.ended = ended
+        }
         // The node has ended: the run no longer needs its closure (the graph may still hold it).
         if node >= addedFrom || graph == nil { bodies[node] = Self.released }
         guard observed else { return }

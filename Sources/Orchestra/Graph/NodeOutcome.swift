@@ -124,3 +124,53 @@ struct OutcomeRecord: Sendable {
         return max(duration.saturatingNanoseconds, none + 1)
     }
 }
+
+/// Every node's ``OutcomeRecord`` in a run: records in the order nodes first needed one (a
+/// node ends, or its first attempt ends), and, per node, where its record is.
+///
+/// In a graph too large for the cache, nodes end in an order unrelated to their indices, so a
+/// record per node index written as each node ends is a cache miss per node (a 56-byte write
+/// anywhere in the array). Here it is a 4-byte write into a quarter-size index and an append
+/// at the records' end; and nothing is written before the run, where an array of empty
+/// records for every node would touch all of its memory once more.
+struct OutcomeTable: Sendable {
+    private static let noRecord: Int32 = -1
+
+    /// Per node, the index of its record, or `noRecord`.
+    private var slots: [Int32]
+    private var records: [OutcomeRecord] = []
+
+    init(count: Int) {
+        slots = Array(repeating: Self.noRecord, count: count)
+        records.reserveCapacity(count)
+    }
+
+    var count: Int { slots.count }
+
+    /// The record of `node`; a node without one reads as never started (cancelled, no attempt).
+    subscript(node: Int) -> OutcomeRecord {
+        let slot = slots[node]
+        return slot == Self.noRecord ? OutcomeRecord() : records[Int(slot)]
+    }
+
+    /// Room for a node added while the graph runs.
+    mutating func append() {
+        slots.append(Self.noRecord)
+    }
+
+    /// Changes the record of `node`, made (empty) if it has none.
+    mutating func update<R>(_ node: Int, _ change: (inout OutcomeRecord) -> R) -> R {
+        var slot = slots[node]
+        if slot == Self.noRecord {
+            slot = Int32(records.count)
+            slots[node] = slot
+            records.append(OutcomeRecord())
+        }
+        return change(&records[Int(slot)])
+    }
+
+    /// Whether every node has a record that says it succeeded.
+    var allSucceeded: Bool {
+        records.count == slots.count && records.allSatisfy(\.succeeded)
+    }
+}
