@@ -130,9 +130,9 @@ struct OutcomeRecord: Sendable {
 ///
 /// In a graph too large for the cache, nodes end in an order unrelated to their indices, so a
 /// record per node index written as each node ends is a cache miss per node (a 56-byte write
-/// anywhere in the array). Here it is a 4-byte write into a quarter-size index and an append
-/// at the records' end; and nothing is written before the run, where an array of empty
-/// records for every node would touch all of its memory once more.
+/// anywhere in the array). Here it is a 4-byte write into the per-node index, a fourteenth of
+/// the records' size, and an append at the records' end; and nothing is written before the
+/// run, where an array of empty records for every node would touch all of its memory once more.
 struct OutcomeTable: Sendable {
     private static let noRecord: Int32 = -1
 

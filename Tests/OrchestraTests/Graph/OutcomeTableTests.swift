@@ -4,6 +4,13 @@ import Testing
 
 @Suite("Outcome table", .timeLimit(.minutes(1)))
 struct OutcomeTableTests {
+    /// What a run keeps per node, as the types' documentation states it: a record of 56 bytes
+    /// and a scheduling state of 8.
+    @Test func perNodeRecordsKeepTheirDocumentedSizes() {
+        #expect(MemoryLayout<OutcomeRecord>.stride == 56)
+        #expect(MemoryLayout<SchedulerStateMachine.NodeState>.stride == 8)
+    }
+
     @Test func aNodeWithoutARecordReadsAsNeverStarted() {
         let table = OutcomeTable(count: 3)
         let record = table[1]
