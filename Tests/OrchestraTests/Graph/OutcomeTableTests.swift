@@ -28,10 +28,14 @@ struct OutcomeTableTests {
         // Nodes end in an order unrelated to their indices, and a node's record changes twice.
         table.update(2) { $0.state = .succeeded(20) }
         table.update(0) { $0.attempts = 2 }
-        table.update(0) { $0.state = .failed(TimeoutError(timeout: .seconds(1))) }
+        table.update(0) { $0.state = .timedOut(TimeoutError(timeout: .seconds(1))) }
         #expect(table[2].outcome.value as? Int == 20)
         #expect(table[0].attempts == 2)
-        #expect(table[0].outcome.error is TimeoutError)
+        guard case .timedOut(let error) = table[0].state else {
+            Issue.record("node 0 reads as \(table[0].state), not timed out")
+            return
+        }
+        #expect(error.timeout == .seconds(1))
         #expect(table[1].attempts == 0, "node 1 has no record")
         #expect(!table.allSucceeded)
     }
