@@ -28,7 +28,7 @@ struct GraphBlueprint: Sendable {
     func cost(of node: Int) -> Double { nodes.costs[node] }
     func priority(of node: Int) -> Int { nodes.priority(of: node) }
     func runsAfterAnyOutcome(_ node: Int) -> Bool { nodes.runsAfterAnyOutcome[node] }
-    func dependencies(of node: Int) -> [Int32] { nodes.dependencies[node] }
+    func dependencies(of node: Int) -> ArraySlice<Int32> { nodes.dependencies(of: node) }
     func indexIfPresent(of id: String) -> Int? { nodes.index(of: id) }
 
     func resources(of node: Int) -> [Int32] {
@@ -65,13 +65,16 @@ struct GraphBlueprint: Sendable {
                 message: "resource \"\(name)\" has limit \(limits[name]!); a limit must be at least 1")
         }
         try nodes.resolve()
+        assert(nodes.dependenciesAreFlat, "GraphBlueprint: resolved dependencies are not flat")
 
         // Dependents by counting: one pass for the counts, one to fill. Self-dependencies are
-        // found on the way.
+        // found on the way. Resolved, the dependencies lie flat, node after node.
         let count = nodes.count
+        let dependencyStart = nodes.dependencyStart
+        let dependencyList = nodes.dependencyList
         var start = [Int32](repeating: 0, count: count + 1)
         for node in 0..<count {
-            for dependency in nodes.dependencies[node] {
+            for dependency in dependencyList[Int(dependencyStart[node])..<Int(dependencyStart[node + 1])] {
                 guard Int(dependency) != node else {
                     let id = nodes.ids[node]
                     throw TaskGraphError(code: .selfDependency, message: "node \"\(id)\" depends on itself", path: [id])
@@ -84,7 +87,7 @@ struct GraphBlueprint: Sendable {
         for node in 0..<count { start[node + 1] += start[node] }
         var list = [Int32](repeating: 0, count: Int(start[count]))
         for node in (0..<count).reversed() {
-            for dependency in nodes.dependencies[node] {
+            for dependency in dependencyList[Int(dependencyStart[node])..<Int(dependencyStart[node + 1])] {
                 start[Int(dependency)] -= 1
                 list[Int(start[Int(dependency)])] = Int32(node)
             }
@@ -131,7 +134,7 @@ struct GraphBlueprint: Sendable {
             done += 1
             let level = levels[node] + nodes.costs[node]
             levels[node] = level
-            for dependency in nodes.dependencies[node] {
+            for dependency in nodes.dependencies(of: node) {
                 let target = Int(dependency)
                 if levels[target] < level { levels[target] = level }
                 open[target] -= 1
@@ -198,7 +201,7 @@ struct GraphBlueprint: Sendable {
             let level = nodes.costs[ancestor] + below
             guard level > bottomLevels[ancestor] else { continue }
             bottomLevels[ancestor] = level
-            raise += nodes.dependencies[ancestor].map { (Int($0), level) }
+            raise += nodes.dependencies(of: ancestor).map { (Int($0), level) }
         }
         return position
     }

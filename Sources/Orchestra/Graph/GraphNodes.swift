@@ -35,13 +35,23 @@ final class NodeExtras: Sendable {
 /// graph hashes no id again: an entry `>= 0` is a node index; an entry `< 0` is `~k`, a name in
 /// ``unresolvedNames`` that no node had when the dependency was declared (a graph built from
 /// data may name a node before adding it), resolved by ``GraphBlueprint``.
+///
+/// Every node's entries lie in one flat array, node after node (no array, so no allocation,
+/// per node; a pass over the graph reads them in order). A dependency added to or removed from
+/// a node other than the last moves that node's entries to ``editedDependencies``;
+/// ``resolve()`` lays them flat again.
 struct GraphNodes: Sendable {
     private(set) var ids: [String] = []
     /// The first node with each id.
     private(set) var indexByID: [String: Int32] = [:]
     /// Nodes whose id an earlier node already had, in insertion order.
     private(set) var duplicates: [Int32] = []
-    private(set) var dependencies: [[Int32]] = []
+    /// The entries of node `n` are `dependencyList[dependencyStart[n] ..< dependencyStart[n + 1]]`,
+    /// unless ``editedDependencies`` has them.
+    private(set) var dependencyStart: [Int32] = [0]
+    private(set) var dependencyList: [Int32] = []
+    /// Entries of nodes changed after a later node was added; empty once resolved.
+    private var editedDependencies: [Int32: [Int32]] = [:]
     private(set) var unresolvedNames: [String] = []
     /// How many dependency entries are unresolved names.
     private(set) var unresolvedCount = 0
@@ -63,7 +73,7 @@ struct GraphNodes: Sendable {
     mutating func reserveCapacity(_ capacity: Int) {
         ids.reserveCapacity(capacity)
         indexByID.reserveCapacity(capacity)
-        dependencies.reserveCapacity(capacity)
+        dependencyStart.reserveCapacity(capacity + 1)
         costs.reserveCapacity(capacity)
         priorities.reserveCapacity(capacity)
         runsAfterAnyOutcome.reserveCapacity(capacity)
@@ -99,9 +109,25 @@ struct GraphNodes: Sendable {
         usesExtras ? extras[node] : nil
     }
 
+    /// The entries of `node`: node indices once resolved.
+    func dependencies(of node: Int) -> ArraySlice<Int32> {
+        if !editedDependencies.isEmpty, let edited = editedDependencies[Int32(node)] { return edited[...] }
+        return dependencyList[Int(dependencyStart[node])..<Int(dependencyStart[node + 1])]
+    }
+
+    /// How many entries `node` has.
+    func dependencyCount(of node: Int) -> Int {
+        if !editedDependencies.isEmpty, let edited = editedDependencies[Int32(node)] { return edited.count }
+        return Int(dependencyStart[node + 1] - dependencyStart[node])
+    }
+
+    /// Whether the entries are laid flat (nothing edited): then ``dependencyStart`` and
+    /// ``dependencyList`` hold every node's. True after ``resolve()``.
+    var dependenciesAreFlat: Bool { editedDependencies.isEmpty }
+
     /// The ids of `node`'s dependencies, as declared (each once).
     func dependencyIDs(of node: Int) -> [String] {
-        dependencies[node].map(name(of:))
+        dependencies(of: node).map(name(of:))
     }
 
     private func name(of entry: Int32) -> String {
@@ -130,13 +156,16 @@ struct GraphNodes: Sendable {
     ) -> Int {
         let node = ids.count
         checkArgument(node < Int(Int32.max), "TaskGraph: more than \(Int32.max) nodes")
+        checkArgument(
+            dependencyList.count + entries.count < Int(Int32.max), "TaskGraph: more than \(Int32.max) dependencies")
         ids.append(id)
         if indexByID[id] == nil {
             indexByID[id] = Int32(node)
         } else {
             duplicates.append(Int32(node))
         }
-        dependencies.append(entries)
+        dependencyList.append(contentsOf: entries)
+        dependencyStart.append(Int32(dependencyList.count))
         costs.append(cost)
         priorities.append(priority)
         self.runsAfterAnyOutcome.append(runsAfterAnyOutcome)
@@ -151,17 +180,28 @@ struct GraphNodes: Sendable {
 
     /// Makes `node` depend on the node named `name`, if it does not already.
     mutating func addDependency(_ node: Int, on name: String) {
-        var entries = dependencies[node]
-        dependencies[node] = []  // so `entries` is the only reference and grows in place
+        if node == count - 1, editedDependencies[Int32(node)] == nil {
+            // The last node's entries end the flat array: it grows in place.
+            var entries = Array(dependencies(of: node))
+            let before = entries.count
+            addEntry(for: name, to: &entries)
+            guard entries.count > before else { return }
+            dependencyList.append(entries[before])
+            dependencyStart[node + 1] += 1
+            return
+        }
+        var entries = Array(dependencies(of: node))
         addEntry(for: name, to: &entries)
-        dependencies[node] = entries
+        editedDependencies[Int32(node)] = entries
     }
 
     /// Removes `node`'s dependency on `name`, if it has one.
     mutating func removeDependency(_ node: Int, on name: String) {
-        guard let position = dependencies[node].firstIndex(where: { self.name(of: $0) == name }) else { return }
-        if dependencies[node][position] < 0 { unresolvedCount -= 1 }
-        dependencies[node].remove(at: position)
+        var entries = Array(dependencies(of: node))
+        guard let position = entries.firstIndex(where: { self.name(of: $0) == name }) else { return }
+        if entries[position] < 0 { unresolvedCount -= 1 }
+        entries.remove(at: position)
+        editedDependencies[Int32(node)] = entries
     }
 
     private mutating func addEntry(for name: String, to entries: inout [Int32]) {
@@ -175,30 +215,42 @@ struct GraphNodes: Sendable {
         }
     }
 
-    /// Replaces every unresolved entry by the node it names now.
+    /// Replaces every unresolved entry by the node it names now, and lays edited entries flat.
     ///
     /// - Throws: ``TaskGraphError`` for a name no node has.
     mutating func resolve() throws(TaskGraphError) {
-        guard unresolvedCount > 0 else { return }
-        for node in dependencies.indices where dependencies[node].contains(where: { $0 < 0 }) {
-            var resolved: [Int32] = []
-            for entry in dependencies[node] {
-                var target = entry
-                if entry < 0 {
-                    let name = unresolvedNames[Int(~entry)]
-                    guard let found = indexByID[name] else {
-                        throw TaskGraphError(
-                            code: .unknownDependency,
-                            message: "node \"\(ids[node])\" depends on \"\(name)\", which is not in the graph",
-                            path: [ids[node], name]
-                        )
+        guard unresolvedCount > 0 || !editedDependencies.isEmpty else { return }
+        var start: [Int32] = [0]
+        start.reserveCapacity(count + 1)
+        var list: [Int32] = []
+        list.reserveCapacity(dependencyList.count)
+        for node in 0..<count {
+            let entries = dependencies(of: node)
+            if unresolvedCount == 0 || !entries.contains(where: { $0 < 0 }) {
+                list.append(contentsOf: entries)
+            } else {
+                let first = list.count
+                for entry in entries {
+                    var target = entry
+                    if entry < 0 {
+                        let name = unresolvedNames[Int(~entry)]
+                        guard let found = indexByID[name] else {
+                            throw TaskGraphError(
+                                code: .unknownDependency,
+                                message: "node \"\(ids[node])\" depends on \"\(name)\", which is not in the graph",
+                                path: [ids[node], name]
+                            )
+                        }
+                        target = found
                     }
-                    target = found
+                    if !list[first...].contains(target) { list.append(target) }
                 }
-                if !resolved.contains(target) { resolved.append(target) }
             }
-            dependencies[node] = resolved
+            start.append(Int32(list.count))
         }
+        dependencyStart = start
+        dependencyList = list
+        editedDependencies = [:]
         unresolvedNames = []
         unresolvedCount = 0
     }

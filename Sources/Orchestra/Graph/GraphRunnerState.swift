@@ -74,7 +74,7 @@ struct GraphRunnerState: Sendable {
 
     /// The outcome of the dependency of `node` named `id`, if it has one.
     func outcome(ofDependency id: String, of node: Int) -> NodeOutcome<any Sendable>? {
-        for dependency in nodes.dependencies[node] where nodes.ids[Int(dependency)] == id {
+        for dependency in nodes.dependencies(of: node) where nodes.ids[Int(dependency)] == id {
             return outcomes[Int(dependency)].outcome
         }
         return nil

@@ -108,7 +108,7 @@ struct SchedulerStateMachine: Sendable {
         self.order = order
         self.failurePolicy = failurePolicy
         self.limit = limit
-        self.states = blueprint.nodes.dependencies.map { .waiting(remaining: Int32($0.count)) }
+        self.states = (0..<blueprint.count).map { .waiting(remaining: Int32(blueprint.nodes.dependencyCount(of: $0))) }
         self.resourceInUse = Array(repeating: 0, count: blueprint.resourceNames.count)
         self.parked = Array(repeating: [], count: blueprint.resourceNames.count)
     }
