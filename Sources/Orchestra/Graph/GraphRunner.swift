@@ -14,7 +14,6 @@
 final class GraphRunner: NodeInputSource {
     /// Everything a run starts from, validated before the run's task starts.
     struct Prepared: Sendable {
-        let graph: TaskGraph
         let bodies: [TaskGraph.Body]
         let machine: SchedulerStateMachine
         let clock: RunClock
@@ -31,8 +30,7 @@ final class GraphRunner: NodeInputSource {
     init(_ prepared: Prepared) {
         state = Locked(
             GraphRunnerState(
-                machine: prepared.machine, bodies: prepared.bodies, graph: prepared.graph,
-                observed: prepared.observer != nil))
+                machine: prepared.machine, bodies: prepared.bodies, observed: prepared.observer != nil))
         clock = prepared.clock
         observer = prepared.observer
         inbox = prepared.observer?.inbox ?? GraphRunInbox()

@@ -43,7 +43,6 @@ struct GraphRunnerState: Sendable {
     /// Every node's outcome so far. A node never started reads as cancelled, as it is if the
     /// run stops.
     private(set) var outcomes: OutcomeTable
-    private weak var graph: TaskGraph?
     /// Nodes from this index on were added while the graph runs.
     private let addedFrom: Int
     private let observed: Bool
@@ -61,11 +60,10 @@ struct GraphRunnerState: Sendable {
     private var events: [GraphEvent] = []
     private var publishing = false
 
-    init(machine: SchedulerStateMachine, bodies: [TaskGraph.Body], graph: TaskGraph, observed: Bool) {
+    init(machine: SchedulerStateMachine, bodies: [TaskGraph.Body], observed: Bool) {
         self.machine = machine
         self.bodies = bodies
         self.outcomes = OutcomeTable(count: bodies.count)
-        self.graph = graph
         self.addedFrom = bodies.count
         self.observed = observed
     }
@@ -282,8 +280,10 @@ struct GraphRunnerState: Sendable {
             record.state = state
             record.ended = ended
         }
-        // The node has ended: the run no longer needs its closure (the graph may still hold it).
-        if node >= addedFrom || graph == nil { bodies[node] = Self.released }
+        // A node added while the graph runs has ended: the run no longer needs its closure, and
+        // only the run holds it. The graph holds the others' for as long as it runs (a run is
+        // a call on the graph), so releasing them here would free nothing.
+        if node >= addedFrom { bodies[node] = Self.released }
         guard observed else { return }
         let kind: GraphEvent.Kind =
             switch state {

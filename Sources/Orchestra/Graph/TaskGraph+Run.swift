@@ -104,7 +104,6 @@ extension TaskGraph {
     ) throws(TaskGraphError) -> GraphRunner.Prepared where C.Duration == Duration {
         let (bodies, blueprint) = try blueprint(resourceLimits: resourceLimits)
         return GraphRunner.Prepared(
-            graph: self,
             bodies: bodies,
             machine: SchedulerStateMachine(blueprint, limit: limit, failurePolicy: failurePolicy),
             clock: RunClock(clock),
