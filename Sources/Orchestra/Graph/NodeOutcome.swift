@@ -77,7 +77,7 @@ public struct NodeOutcome<Value: Sendable>: Sendable, CustomStringConvertible {
     }
 }
 
-/// A node's outcome as a run records it: 56 bytes instead of a `NodeOutcome`'s 96, because a
+/// A node's outcome as a run records it: 56 bytes instead of a `NodeOutcome`'s 120, because a
 /// run keeps one per node and reads its dependencies' for every node it starts. Times are
 /// whole nanoseconds from the run's start (a run's clock does not measure finer), and a
 /// timeout's error is kept boxed: inline, its 56 bytes made every record 80.

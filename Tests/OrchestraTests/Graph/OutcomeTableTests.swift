@@ -5,9 +5,10 @@ import Testing
 @Suite("Outcome table", .timeLimit(.minutes(1)))
 struct OutcomeTableTests {
     /// What a run keeps per node, as the types' documentation states it: a record of 56 bytes
-    /// and a scheduling state of 8.
+    /// (where a `NodeOutcome` takes 120) and a scheduling state of 8.
     @Test func perNodeRecordsKeepTheirDocumentedSizes() {
         #expect(MemoryLayout<OutcomeRecord>.stride == 56)
+        #expect(MemoryLayout<NodeOutcome<any Sendable>>.stride == 120)
         #expect(MemoryLayout<SchedulerStateMachine.NodeState>.stride == 8)
     }
 
