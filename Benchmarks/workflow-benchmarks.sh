@@ -21,10 +21,17 @@ port=${PORT:-8199}
 base=http://127.0.0.1:$port
 workflows=$PWD/Benchmarks/Workflows
 
+# Another server on the port (a demo server left running, an older build) would answer in
+# this one's place, and every figure would be that server's: refuse to start.
+if curl -s -o /dev/null "$base/"; then
+    echo "port $port already answers; stop that server or set PORT" >&2
+    exit 1
+fi
 "$bin" demo --serve --port "$port" > /dev/null &
 server=$!
 trap 'kill $server 2> /dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf "$base/status/200" > /dev/null && break; sleep 0.1; done
+kill -0 "$server" 2> /dev/null || { echo "the demo server did not start on port $port" >&2; exit 1; }
 
 what=${1:-all}
 if [[ $what == all || $what == validate ]]; then
