@@ -69,9 +69,11 @@ struct DistributedRunTests {
             """)
     }
 
-    /// A worker on `schema`: at most 4 requests at once, 2-second leases.
-    static func worker(_ schema: String) throws -> RunningOrchestra {
-        try OrchestraExecutable.start(["worker", "--state", url, "--schema", schema, "--limit", "4", "--lease", "2"])
+    /// A worker on `schema`: at most 4 requests at once, 2-second leases unless told otherwise.
+    static func worker(_ schema: String, lease: Int = 2) throws -> RunningOrchestra {
+        try OrchestraExecutable.start([
+            "worker", "--state", url, "--schema", schema, "--limit", "4", "--lease", "\(lease)",
+        ])
     }
 
     /// `orchestra run file` as the coordinator of run `runID` on `schema`.
@@ -181,7 +183,11 @@ struct DistributedRunTests {
         try await Self.withServerAndSchema { server, schema in
             let count = 400
             let file = try Self.workflow(base: server.baseURL, count: count, hostLimit: 4, latency: 5)
-            let workers = try [Self.worker(schema)]
+            // No worker dies here, so none of its requests may be claimed again: a lease long
+            // enough that a starved machine cannot let one lapse. With 2-second leases (renewed
+            // every second) one CI run, 4.6 times slower than a quiet machine, saw one request
+            // sent twice; a lapsed lease is the way at-least-once delivery allows that.
+            let workers = try [Self.worker(schema, lease: 60)]
             let arguments = Self.coordinator(file, schema: schema, runID: "resumed")
             let first = try OrchestraExecutable.start(arguments)
             try await withHangGuard(.seconds(120)) { try await server.requests(reaching: 150) }
