@@ -98,6 +98,16 @@ extension HTTPTransport {
         return try await send(request, body: body)
     }
 
+    /// ``send(_:content:progress:timeout:)`` when there is a `timeout`, else
+    /// ``send(_:content:progress:)``.
+    package func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, within timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        if let timeout { return try await send(request, content: content, progress: progress, timeout: timeout) }
+        return try await send(request, content: content, progress: progress)
+    }
+
     /// Races ``send(_:content:progress:)`` against `timeout` on `ContinuousClock`.
     public func send(
         _ request: HTTPRequest, content: HTTPRequestBody?,

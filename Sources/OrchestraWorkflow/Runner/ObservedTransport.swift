@@ -58,18 +58,6 @@ protocol WrappingTransport: HTTPTransport {
     ) async throws -> (HTTPResponse, Data)
 }
 
-extension HTTPTransport {
-    /// ``HTTPTransport/send(_:content:progress:timeout:)`` when there is a `timeout`, else
-    /// ``HTTPTransport/send(_:content:progress:)``.
-    func send(
-        _ request: HTTPRequest, content: HTTPRequestBody?,
-        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, within timeout: Duration?
-    ) async throws -> (HTTPResponse, Data) {
-        if let timeout { return try await send(request, content: content, progress: progress, timeout: timeout) }
-        return try await send(request, content: content, progress: progress)
-    }
-}
-
 extension WrappingTransport {
     var maximumConnectionsPerHost: Int { base.maximumConnectionsPerHost }
 
