@@ -180,19 +180,17 @@ struct GraphNodes: Sendable {
 
     /// Makes `node` depend on the node named `name`, if it does not already.
     mutating func addDependency(_ node: Int, on name: String) {
+        var entries = Array(dependencies(of: node))
+        let before = entries.count
+        addEntry(for: name, to: &entries)
+        guard entries.count > before else { return }
         if node == count - 1, editedDependencies[Int32(node)] == nil {
             // The last node's entries end the flat array: it grows in place.
-            var entries = Array(dependencies(of: node))
-            let before = entries.count
-            addEntry(for: name, to: &entries)
-            guard entries.count > before else { return }
             dependencyList.append(entries[before])
             dependencyStart[node + 1] += 1
-            return
+        } else {
+            editedDependencies[Int32(node)] = entries
         }
-        var entries = Array(dependencies(of: node))
-        addEntry(for: name, to: &entries)
-        editedDependencies[Int32(node)] = entries
     }
 
     /// Removes `node`'s dependency on `name`, if it has one.
