@@ -75,7 +75,7 @@ let package = Package(
             name: "OrchestraAsyncHTTPClient",
             dependencies: [
                 "OrchestraHTTP",
-                // The project's one lock, for the response collector.
+                // The project's one lock (the response collector), its shared timer and TimeoutError.
                 "Orchestra",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

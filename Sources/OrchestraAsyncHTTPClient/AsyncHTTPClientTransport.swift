@@ -4,6 +4,7 @@ public import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Orchestra
 public import OrchestraHTTP
 import Tracing
 
@@ -133,6 +134,35 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
     ) async throws -> (HTTPResponse, Data) {
+        try await send(request, content: content, progress: progress, within: nil)
+    }
+
+    /// Sends `request` like ``send(_:content:progress:)``, stopping it once `timeout` has
+    /// passed.
+    ///
+    /// A body in memory (or none) is timed by the process's shared timer, which fails the
+    /// client's request at the deadline: the request runs in the calling task, with no second
+    /// task racing it, which is most of what a timeout would cost per request. A file upload
+    /// is raced against the deadline by `withTimeout`.
+    ///
+    /// - Throws: `TimeoutError` with `timeout` when the time ran out first (unless the task was
+    ///   cancelled: then `CancellationError`); otherwise as ``send(_:content:progress:)``.
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
+    ) async throws -> (HTTPResponse, Data) {
+        if case .file = content {
+            return try await withTimeout(timeout) {
+                try await self.send(request, content: content, progress: progress, within: nil)
+            }
+        }
+        return try await send(request, content: content, progress: progress, within: timeout)
+    }
+
+    private func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, within timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
         let progress = progress ?? { _, _ in }
         let authority = request.authority
         let (url, headers) = try Self.target(of: request)
@@ -147,16 +177,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             let body: HTTPClient.Body? =
                 if case .data(let data) = content { .byteBuffer(ByteBuffer(bytes: data)) } else { nil }
             return try await collected(
-                url: url, request.method, headers, body: body, authority: authority, progress: progress)
+                url: url, request.method, headers, body: body, authority: authority, timeout: timeout,
+                progress: progress)
         }
     }
 
     /// Sends a request whose body is in memory through AsyncHTTPClient's delegate API, which
-    /// completes one future per request: the cheapest way through the client (no deadline timer,
-    /// no async body stream; the coordinator has its own timeout).
+    /// completes one future per request: the cheapest way through the client (no deadline timer
+    /// on the event loop, no async body stream). With a `timeout`, the process's shared timer
+    /// fails the request with `TimeoutError` at the deadline.
     private func collected(
         url: String, _ method: HTTPRequest.Method, _ headers: HTTPHeaders, body: HTTPClient.Body?,
-        authority: String?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
+        authority: String?, timeout: Duration?,
+        progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
         try await Self.mappingErrors(authority: authority) {
             let outgoing = try HTTPClient.Request(
@@ -164,6 +197,13 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             let collector = ResponseCollector(
                 maximumBodySize: maximumBodySize, authority: authority, progress: progress)
             let task = client.execute(request: outgoing, delegate: collector, eventLoop: .indifferent, logger: nil)
+            // A response already there when the timer fires is kept: failing a finished task
+            // changes nothing.
+            let timer = SharedTimer.continuous
+            let deadline = timeout.map { timeout in
+                timer.schedule(at: .now.advanced(by: timeout)) { task.fail(reason: TimeoutError(timeout: timeout)) }
+            }
+            defer { if let deadline { timer.cancel(deadline) } }
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
             } onCancel: {
@@ -192,7 +232,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     /// Runs `body`, turning the client's errors into `CancellationError` (the task was cancelled)
-    /// or an `HTTPTransportError` naming `authority`; one of ours passes as it is.
+    /// or an `HTTPTransportError` naming `authority`; one of ours (or the `TimeoutError` of a
+    /// request whose time ran out) passes as it is.
     private static func mappingErrors<T>(
         authority: String?, _ body: () async throws -> T
     ) async throws -> T {
@@ -202,6 +243,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             throw error
         } catch {
             try Task.checkCancellation()
+            if error is TimeoutError { throw error }
             throw mapped(error, authority: authority)
         }
     }

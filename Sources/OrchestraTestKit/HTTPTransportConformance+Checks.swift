@@ -217,4 +217,32 @@ extension HTTPTransportConformance {
             throw failure(.connectionRefusedIsTransient, actual: "\(type(of: error)): \(error)")
         }
     }
+
+    func checkTimedSend() async throws {
+        let check = Check.timedSendThrowsTimeoutError
+        let transport = self.transport
+        let (answered, _) = try await catching(check, expected: "GET /status/200 to return 200 within 60 s") {
+            try await transport.send(request(.get, "/status/200"), content: nil, progress: nil, timeout: .seconds(60))
+        }
+        try require(
+            check, answered.status.code == 200, expected: "GET /status/200 to return 200 within 60 s",
+            actual: "\(answered.status.code)")
+        // Waits for 256 arrivals (the demo server's largest barrier): only this one comes.
+        let held = request(.get, "/barrier/timeout-\(UUID().uuidString)?count=256")
+        let timeout = Duration.milliseconds(200)
+        do {
+            let (response, _) = try await transport.send(held, content: nil, progress: nil, timeout: timeout)
+            throw failure(check, actual: "a \(response.status.code) response")
+        } catch let error as TimeoutError {
+            try require(
+                check, error.timeout == timeout, expected: check.expectation,
+                actual: "TimeoutError with timeout \(error.timeout.map { "\($0)" } ?? "nil")")
+        } catch let error as CancellationError where Task.isCancelled {
+            throw error
+        } catch let error as HTTPTransportConformanceFailure {
+            throw error
+        } catch {
+            throw failure(check, actual: "\(type(of: error)): \(error)")
+        }
+    }
 }

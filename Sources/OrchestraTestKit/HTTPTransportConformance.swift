@@ -54,11 +54,16 @@ public struct HTTPTransportConformance: Sendable {
         /// A refused connection throws an `HTTPTransportError` with code `.connectionRefused`,
         /// which is transient.
         case connectionRefusedIsTransient
+        /// `send(_:content:progress:timeout:)` returns a response that comes in time, and ends a
+        /// request the server holds with `TimeoutError` carrying the timeout given (0.2 s real
+        /// time). Needs the demo server (`/barrier`).
+        case timedSendThrowsTimeoutError
 
         /// Whether the check needs a route only the demo server has (`/barrier`); the others
         /// use only httpbin's routes.
         public var needsDemoServer: Bool {
             self == .cancellationThrowsCancellationError || self == .manyRequestsInFlightToOneHost
+                || self == .timedSendThrowsTimeoutError
         }
 
         /// The check's name: `redirectsAreReturned`.
@@ -122,6 +127,7 @@ public struct HTTPTransportConformance: Sendable {
         case .manyRequestsInFlightToOneHost: try await checkManyInFlight()
         case .nonASCIIHeaderValues: try await checkNonASCIIHeaders()
         case .connectionRefusedIsTransient: try await checkConnectionRefused()
+        case .timedSendThrowsTimeoutError: try await checkTimedSend()
         }
     }
 }
@@ -160,6 +166,8 @@ extension HTTPTransportConformance.Check {
         case .manyRequestsInFlightToOneHost: "the requests all in flight at once to one host"
         case .nonASCIIHeaderValues: "a non-ASCII header value as its UTF-8 bytes, or refused naming the header"
         case .connectionRefusedIsTransient: "HTTPTransportError with code connectionRefused, transient"
+        case .timedSendThrowsTimeoutError:
+            "TimeoutError with the timeout given, for a request still held at its deadline"
         }
     }
 }

@@ -21,8 +21,22 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
 
     private typealias Continuation = CheckedContinuation<Wake, any Error>
 
+    /// A task suspended in ``sleep(until:onSuspend:)``, or an action ``schedule(at:_:)`` runs.
+    private enum Sleeper: Sendable {
+        case task(Continuation)
+        case action(@Sendable () -> Void)
+
+        /// Ends it at its deadline.
+        func expire() {
+            switch self {
+            case .task(let continuation): continuation.resume(returning: .deadline)
+            case .action(let action): action()
+            }
+        }
+    }
+
     private let clock: C
-    private let state = Locked(SharedTimerStateMachine<C.Instant, Continuation>())
+    private let state = Locked(SharedTimerStateMachine<C.Instant, Sleeper>())
 
     package init(clock: C) {
         self.clock = clock
@@ -64,7 +78,8 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
                 // section sees the flag.
                 let action = state.withLock {
                     $0.suspend(
-                        id: id, until: deadline, waiter: continuation, isCancelled: Task.isCancelled, now: clock.now)
+                        id: id, until: deadline, waiter: .task(continuation), isCancelled: Task.isCancelled,
+                        now: clock.now)
                 }
                 onSuspend(id)
                 switch action {
@@ -74,16 +89,48 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
                 }
             }
         } onCancel: {
-            state.withLock { $0.withdraw(id: id) }?.resume(throwing: CancellationError())
+            if case .task(let continuation)? = state.withLock({ $0.withdraw(id: id) }) {
+                continuation.resume(throwing: CancellationError())
+            }
         }
     }
 
     /// Ends the sleep `id` at once, if it is still waiting: it returns ``Wake/early``.
     package func wake(_ id: UInt64) {
-        state.withLock { $0.withdraw(id: id) }?.resume(returning: .early)
+        if case .task(let continuation)? = state.withLock({ $0.withdraw(id: id) }) {
+            continuation.resume(returning: .early)
+        }
     }
 
-    private func start(_ arm: SharedTimerStateMachine<C.Instant, Continuation>.Arm) {
+    /// Calls `action` once `deadline` has passed, unless ``cancel(_:)`` comes first; no task
+    /// waits for it. For a callback-based client that stops its own request when the time is
+    /// up: the request runs in the caller's task, with no second task to race it.
+    ///
+    /// `action` runs on the timer's driver task, outside the timer's lock, or at once on the
+    /// calling thread if `deadline` has already passed.
+    ///
+    /// - Returns: The id ``cancel(_:)`` takes.
+    package func schedule(at deadline: C.Instant, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, outcome) = state.withLock {
+            let id = $0.reserve()
+            return (
+                id, $0.suspend(id: id, until: deadline, waiter: .action(action), isCancelled: false, now: clock.now)
+            )
+        }
+        switch outcome {
+        case .resumeExpired, .resumeCancelled: action()
+        case .suspended(let arm): if let arm { start(arm) }
+        }
+        return id
+    }
+
+    /// Forgets the action ``schedule(at:_:)`` returned `id` for, if it has not run: it never
+    /// will. An action already running or run is not waited for.
+    package func cancel(_ id: UInt64) {
+        _ = state.withLock { $0.withdraw(id: id) }
+    }
+
+    private func start(_ arm: SharedTimerStateMachine<C.Instant, Sleeper>.Arm) {
         // Unstructured: the driver serves every sleeper of this timer, so it cannot be the
         // child of any one of them. It is never cancelled; one that an earlier deadline
         // superseded wakes at its own deadline and finds nothing to do.
@@ -91,7 +138,7 @@ package final class SharedTimer<C: Clock>: Sendable where C.Duration == Duration
             try? await clock.sleep(until: arm.deadline, tolerance: nil)
             let (expired, next) = state.withLock { $0.fire(generation: arm.generation, now: clock.now) }
             if let next { start(next) }
-            for continuation in expired { continuation.resume(returning: .deadline) }
+            for sleeper in expired { sleeper.expire() }
         }
     }
 }

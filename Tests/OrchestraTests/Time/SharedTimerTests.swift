@@ -168,4 +168,43 @@ struct SharedTimerTests {
         timer.wake(2)
         #expect(timer.counts.waiting == 0)
     }
+
+    /// `schedule(at:_:)`, which times a callback-based client's request with no task waiting:
+    /// an action runs once its deadline has passed, a cancelled one never runs, and neither
+    /// leaves anything in the timer.
+    @Test func aScheduledActionRunsAtItsDeadlineAndACancelledOneNever() async throws {
+        let clock = ManualClock()
+        let timer = SharedTimer(clock: clock)
+        let ran = Locked<[String]>([])
+        let (fired, firedContinuation) = AsyncStream.makeStream(of: Void.self)
+        _ = timer.schedule(at: clock.now.advanced(by: .seconds(2))) {
+            ran.withLock { $0.append("late") }
+            firedContinuation.yield()
+        }
+        let cancelled = timer.schedule(at: clock.now.advanced(by: .seconds(1))) {
+            ran.withLock { $0.append("cancelled") }
+        }
+        try await clock.waitForSleepers(2)  // drivers for t+2 and, superseding it, t+1
+        timer.cancel(cancelled)
+        #expect(timer.counts.waiting == 1)
+        clock.advance(by: .seconds(1))
+        // The driver for t+1 finds nothing due and arms one for t+2, beside the superseded one.
+        try await clock.waitForSleepers(2)
+        #expect(ran.withLock { $0 }.isEmpty, "nothing is due at t+1")
+        clock.advance(by: .seconds(1))
+        var events = fired.makeAsyncIterator()
+        _ = await events.next()
+        #expect(ran.withLock { $0 } == ["late"])
+        #expect(timer.counts.waiting == 0)
+        timer.cancel(cancelled)  // an id no longer there changes nothing
+    }
+
+    @Test func anActionWhoseDeadlineHasPassedRunsAtOnce() {
+        let clock = ManualClock()
+        let timer = SharedTimer(clock: clock)
+        let ran = Locked(0)
+        _ = timer.schedule(at: clock.now) { ran.withLock { $0 += 1 } }
+        #expect(ran.withLock { $0 } == 1)
+        #expect(timer.counts.waiting == 0 && timer.counts.entries == 0)
+    }
 }
