@@ -199,11 +199,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             let task = client.execute(request: outgoing, delegate: collector, eventLoop: .indifferent, logger: nil)
             // A response already there when the timer fires is kept: failing a finished task
             // changes nothing.
-            let timer = SharedTimer.continuous
             let deadline = timeout.map { timeout in
-                timer.schedule(at: .now.advanced(by: timeout)) { task.fail(reason: TimeoutError(timeout: timeout)) }
+                SharedTimer.schedule(at: .now.advanced(by: timeout)) {
+                    task.fail(reason: TimeoutError(timeout: timeout))
+                }
             }
-            defer { if let deadline { timer.cancel(deadline) } }
+            defer { if let deadline { SharedTimer.cancel(deadline) } }
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()
             } onCancel: {
