@@ -48,11 +48,13 @@ let package = Package(
         .target(
             name: "Orchestra",
             dependencies: [
+                "OrchestraPrefetch",
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        .target(name: "OrchestraPrefetch"),
         // Asynchronous Operations for OperationQueue codebases: Orchestra plus Foundation.
         .target(
             name: "OrchestraOperations",

@@ -36,6 +36,18 @@ struct GraphBlueprint: Sendable {
     }
 
     /// The dependents `node` had when the blueprint was built.
+    /// Hints the processor to fetch where the dependents of `node` are listed, for a node that
+    /// just became ready: they are read when it ends.
+    func prefetchDependentRange(of node: Int) {
+        dependentStart.prefetch(node)
+    }
+
+    /// Hints the processor to fetch the list of the dependents of `node`, for a node that just
+    /// started.
+    func prefetchDependents(of node: Int) {
+        dependentList.prefetch(Int(dependentStart[node]))
+    }
+
     func directDependents(of node: Int) -> ArraySlice<Int32> {
         dependentList[Int(dependentStart[node])..<Int(dependentStart[node + 1])]
     }

@@ -138,6 +138,7 @@ struct GraphRunnerState: Sendable {
         self.transition = SchedulerStateMachine.Transition()
         transition.launch.removeAll(keepingCapacity: true)
         transition.skipped.removeAll(keepingCapacity: true)
+        transition.madeReady.removeAll(keepingCapacity: true)
         transition.cancelRunning.removeAll(keepingCapacity: true)
         machine.finish(node, outcome, into: &transition)
         let next = dispatch(&transition, now: ended, keepOne: true, into: &effects)
@@ -245,6 +246,11 @@ struct GraphRunnerState: Sendable {
             }
         }
         if keepOne, own == nil { own = pending.popFirst() }
+        // On a graph larger than the caches, the closures of the nodes to start next would
+        // be cold when they start (a miss for the array's slot, another for the context),
+        // under the lock. Deep random DAG of 100k nodes: 1.00 -> 0.75-0.82 µs per node.
+        for node in transition.madeReady { bodies.prefetch(node) }
+        if let next = machine.nextReady { TaskGraph.prefetchContext(of: bodies[next]) }
         for node in transition.cancelRunning {
             cancelRequested.insert(node)
             if let cancellation = nodeCancellations[node] { effects.cancelNodes.append(cancellation) }

@@ -66,6 +66,9 @@ struct SchedulerStateMachine: Sendable {
         var skipped: [Skip] = []
         /// Running nodes to cancel (fail-fast).
         var cancelRunning: [Int] = []
+        /// Nodes a node's end made ready, so that the runner can prefetch what starting them
+        /// reads (see ``SchedulerStateMachine/nextReady``).
+        var madeReady: [Int] = []
     }
 
     struct Skip: Equatable, Sendable {
@@ -239,8 +242,13 @@ struct SchedulerStateMachine: Sendable {
 
     // MARK: - Internals
 
+    /// The ready node that starts next unless another becomes ready first: the runner
+    /// prefetches its closure.
+    var nextReady: Int? { ready.max?.node }
+
     private mutating func makeReady(_ node: Int) {
         states[node] = .ready
+        blueprint.prefetchDependentRange(of: node)
         readySequence += 1
         let level = order == .criticalPath ? blueprint.bottomLevels[node] : 0
         let sequence = order == .criticalPath ? node : readySequence
@@ -257,6 +265,7 @@ struct SchedulerStateMachine: Sendable {
             }
             for resource in resources { resourceInUse[Int(resource)] += 1 }
             states[entry.node] = .running
+            blueprint.prefetchDependents(of: entry.node)
             running += 1
             transition.launch.append(entry.node)
         }
@@ -295,6 +304,7 @@ struct SchedulerStateMachine: Sendable {
                 if currentState == .succeeded || blueprint.runsAfterAnyOutcome(dependent) {
                     if remaining == 1, !stopped {
                         makeReady(dependent)
+                        transition.madeReady.append(dependent)
                     } else {
                         states[dependent] = .waiting(remaining: remaining - 1)
                     }

@@ -31,6 +31,25 @@ struct SchedulerStateMachineTests {
         #expect(machine.isFinished)
     }
 
+    /// What the runner prefetches: the nodes a node's end made ready (started or not), and the
+    /// ready node that starts next.
+    @Test func aNodesEndNamesTheNodesItMadeReadyAndTheNextToStart() throws {
+        // a → b, a → c, a → d (d also waits for e); limit 1, so only one of b, c starts.
+        let graph = try blueprint([
+            node("a"), node("b", "a", cost: 3), node("c", "a", cost: 2), node("e"), node("d", "a", "e"),
+        ])
+        var machine = Machine(graph, limit: 1)
+        #expect(machine.start().launch.map { graph.ids[$0] } == ["a"])
+        #expect(machine.nextReady.map { graph.ids[$0] } == "e")
+        let ended = machine.finish(0, .succeeded)
+        #expect(ended.launch.map { graph.ids[$0] } == ["b"], "the longest path starts")
+        #expect(ended.madeReady.map { graph.ids[$0] }.sorted() == ["b", "c"], "d still waits for e")
+        #expect(machine.nextReady.map { graph.ids[$0] } == "c")
+        #expect(machine.finish(1, .succeeded).launch.map { graph.ids[$0] } == ["c"])
+        #expect(machine.finish(2, .succeeded).madeReady.isEmpty)
+        #expect(machine.nextReady.map { graph.ids[$0] } == nil)
+    }
+
     @Test func theLongestRemainingPathStartsFirstThenInsertionOrder() throws {
         // short(1) → end; long(1) → mid(5) → end; other(1) alone. Limit 1.
         let graph = try blueprint([

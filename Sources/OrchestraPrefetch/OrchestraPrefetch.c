@@ -1,0 +1,1 @@
+// The prefetch hint is inline, in include/OrchestraPrefetch.h.
