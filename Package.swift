@@ -54,6 +54,8 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        // One C function, the processor's prefetch hint, for the task graph's hot path (Swift
+        // has none); no product of its own.
         .target(name: "OrchestraPrefetch"),
         // Asynchronous Operations for OperationQueue codebases: Orchestra plus Foundation.
         .target(
