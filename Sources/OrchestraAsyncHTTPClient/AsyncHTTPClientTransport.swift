@@ -134,7 +134,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
     ) async throws -> (HTTPResponse, Data) {
-        try await send(request, content: content, progress: progress, within: nil)
+        try await exchange(request, content: content, progress: progress, timeout: nil)
     }
 
     /// Sends `request` like ``send(_:content:progress:)``, stopping it once `timeout` has
@@ -153,15 +153,17 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ) async throws -> (HTTPResponse, Data) {
         if case .file = content {
             return try await withTimeout(timeout) {
-                try await self.send(request, content: content, progress: progress, within: nil)
+                try await self.exchange(request, content: content, progress: progress, timeout: nil)
             }
         }
-        return try await send(request, content: content, progress: progress, within: timeout)
+        return try await exchange(request, content: content, progress: progress, timeout: timeout)
     }
 
-    private func send(
+    /// Sends `request`, a file as a stream, a body in memory through the delegate API (timed by
+    /// the shared timer when there is a `timeout`).
+    private func exchange(
         _ request: HTTPRequest, content: HTTPRequestBody?,
-        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, within timeout: Duration?
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
         let progress = progress ?? { _, _ in }
         let authority = request.authority

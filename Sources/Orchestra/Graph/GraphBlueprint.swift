@@ -35,7 +35,6 @@ struct GraphBlueprint: Sendable {
         resourceUse.isEmpty ? [] : resourceUse[node]
     }
 
-    /// The dependents `node` had when the blueprint was built.
     /// Hints the processor to fetch where the dependents of `node` are listed, for a node that
     /// just became ready: they are read when it ends.
     func prefetchDependentRange(of node: Int) {
@@ -48,6 +47,7 @@ struct GraphBlueprint: Sendable {
         dependentList.prefetch(Int(dependentStart[node]))
     }
 
+    /// The dependents `node` had when the blueprint was built.
     func directDependents(of node: Int) -> ArraySlice<Int32> {
         dependentList[Int(dependentStart[node])..<Int(dependentStart[node + 1])]
     }
