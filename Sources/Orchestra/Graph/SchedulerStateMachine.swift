@@ -244,7 +244,7 @@ struct SchedulerStateMachine: Sendable {
 
     /// The ready node that starts next unless another becomes ready first: the runner
     /// prefetches its closure.
-    var nextReady: Int? { ready.max?.node }
+    @inline(__always) var nextReady: Int? { ready.max?.node }
 
     private mutating func makeReady(_ node: Int) {
         states[node] = .ready
