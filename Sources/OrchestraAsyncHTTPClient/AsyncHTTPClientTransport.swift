@@ -151,16 +151,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
     ) async throws -> (HTTPResponse, Data) {
-        if case .file = content {
-            return try await withTimeout(timeout) {
-                try await self.exchange(request, content: content, progress: progress, timeout: nil)
-            }
-        }
-        return try await exchange(request, content: content, progress: progress, timeout: timeout)
+        try await exchange(request, content: content, progress: progress, timeout: timeout)
     }
 
-    /// Sends `request`, a file as a stream, a body in memory through the delegate API (timed by
-    /// the shared timer when there is a `timeout`).
+    /// Sends `request`: a file as a stream (raced against `timeout` by `withTimeout`), a body in
+    /// memory through the delegate API (timed by the shared timer).
     private func exchange(
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
@@ -174,7 +169,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
             outgoing.headers = headers
             outgoing.body = try Self.fileBody(file, authority: authority)
-            return try await streamed(outgoing, authority: authority, progress: progress)
+            guard let timeout else { return try await streamed(outgoing, authority: authority, progress: progress) }
+            return try await withTimeout(timeout) { [outgoing] in
+                try await self.streamed(outgoing, authority: authority, progress: progress)
+            }
         case .data, nil:
             let body: HTTPClient.Body? =
                 if case .data(let data) = content { .byteBuffer(ByteBuffer(bytes: data)) } else { nil }
