@@ -1,5 +1,3 @@
-import HeapModule
-
 /// What happens to the dependents of a node that failed.
 public enum FailurePolicy: Sendable, Hashable {
     /// Dependents of a failed node are skipped, naming the failure; independent branches go on.
@@ -76,19 +74,6 @@ struct SchedulerStateMachine: Sendable {
         var cause: Int
     }
 
-    private struct ReadyEntry: Comparable, Sendable {
-        var priority: Int
-        var level: Double
-        var sequence: Int
-        var node: Int
-
-        static func < (lhs: ReadyEntry, rhs: ReadyEntry) -> Bool {
-            if lhs.priority != rhs.priority { return lhs.priority < rhs.priority }
-            if lhs.level != rhs.level { return lhs.level < rhs.level }
-            return lhs.sequence > rhs.sequence
-        }
-    }
-
     private(set) var blueprint: GraphBlueprint
     let order: Order
     let failurePolicy: FailurePolicy
@@ -96,11 +81,11 @@ struct SchedulerStateMachine: Sendable {
     private(set) var states: [NodeState]
     private(set) var running = 0
     private(set) var terminalCount = 0
-    private var ready = Heap<ReadyEntry>()
+    private var ready = ReadyQueue()
     private var readySequence = 0
     private var resourceInUse: [Int]
     /// Per resource, ready nodes that found it full.
-    private var parked: [[ReadyEntry]]
+    private var parked: [[ReadyQueue.Entry]]
     private var stopped = false
 
     init(
@@ -244,20 +229,21 @@ struct SchedulerStateMachine: Sendable {
 
     /// The ready node that starts next unless another becomes ready first: the runner
     /// prefetches its closure.
-    @inline(__always) var nextReady: Int? { ready.max?.node }
+    @inline(__always) var nextReady: Int? { ready.best }
 
     private mutating func makeReady(_ node: Int) {
         states[node] = .ready
         blueprint.prefetchDependentRange(of: node)
         readySequence += 1
-        let level = order == .criticalPath ? blueprint.bottomLevels[node] : 0
-        let sequence = order == .criticalPath ? node : readySequence
-        ready.insert(ReadyEntry(priority: blueprint.priority(of: node), level: level, sequence: sequence, node: node))
+        // The longest remaining path first, or the earliest to become ready (exact as a
+        // `Double` up to 2^53 insertions); ties go to the lowest node index.
+        let key = order == .criticalPath ? blueprint.bottomLevels[node] : -Double(readySequence)
+        ready.insert(ReadyQueue.Entry(node: node, priority: blueprint.priority(of: node), key: key))
     }
 
     /// Starts the best ready nodes while slots are free; parks nodes whose resources are full.
     private mutating func fillSlots(into transition: inout Transition) {
-        while running < limit, !stopped, let entry = ready.popMax() {
+        while running < limit, !stopped, let entry = ready.popBest() {
             let resources = blueprint.resources(of: entry.node)
             if let full = resources.first(where: { resourceInUse[Int($0)] >= blueprint.resourceLimits[Int($0)] }) {
                 parked[Int(full)].append(entry)
@@ -283,8 +269,7 @@ struct SchedulerStateMachine: Sendable {
 
     private mutating func removeFromQueues(_ node: Int) {
         guard states[node] == .ready else { return }
-        // Rare (cancelling a single ready node): rebuild without it.
-        ready = Heap(ready.unordered.filter { $0.node != node })
+        ready.remove(node)
         for resource in parked.indices { parked[resource].removeAll { $0.node == node } }
     }
 
@@ -343,7 +328,7 @@ struct SchedulerStateMachine: Sendable {
                 break
             }
         }
-        ready = Heap()
+        ready.removeAll()
         for resource in parked.indices { parked[resource].removeAll() }
     }
 }
