@@ -221,16 +221,24 @@ public final class TaskGraph: Sendable {
 
     /// Adds `ids.count` nodes at once whose dependencies are positions in `ids`, for bridges
     /// from another dependency system (`TaskGraph(operations:)`): no dependency is looked up by
-    /// name. Node `i` runs `body(i)`. Duplicate ids, cycles and self-dependencies are reported
-    /// by validation as for any node.
+    /// name. Node `i` runs `body(i)`; its dependencies are
+    /// `dependencyList[dependencyStart[i] ..< dependencyStart[i + 1]]` (flat, so that a bridge
+    /// of 10,000 operations allocates two arrays, not one per operation). Duplicate ids, cycles
+    /// and self-dependencies are reported by validation as for any node.
     ///
-    /// - Precondition: every position in `dependencies` is in `ids.indices`.
+    /// - Precondition: `dependencyStart` has `ids.count + 1` nondecreasing offsets into
+    ///   `dependencyList`, starting at 0, and every position in `dependencyList` is in
+    ///   `ids.indices`.
     package func addNodes(
         ids: [String],
-        dependencies: [[Int]],
+        dependencyStart: [Int],
+        dependencyList: [Int],
         body: @escaping @Sendable (Int) async throws -> any Sendable
     ) {
-        precondition(ids.count == dependencies.count, "TaskGraph.addNodes: one dependency list per id")
+        precondition(
+            dependencyStart.count == ids.count + 1 && dependencyStart.first == 0
+                && dependencyStart.last == dependencyList.count,
+            "TaskGraph.addNodes: dependencyStart must hold ids.count + 1 offsets from 0 to dependencyList.count")
         storage.withLock { storage in
             storage.validated = nil
             let base = storage.nodes.ids.count
@@ -239,10 +247,10 @@ public final class TaskGraph: Sendable {
             // One closure for every node: a node's inputs carry its index, so no closure per
             // node is allocated (and none is touched, cold, when the node starts).
             let shared: Body = { inputs in try await body(inputs.node - base) }
+            var entries: [Int32] = []
             for (position, id) in ids.enumerated() {
-                var entries: [Int32] = []
-                entries.reserveCapacity(dependencies[position].count)
-                for dependency in dependencies[position] {
+                entries.removeAll(keepingCapacity: true)
+                for dependency in dependencyList[dependencyStart[position]..<dependencyStart[position + 1]] {
                     precondition(
                         ids.indices.contains(dependency), "TaskGraph.addNodes: dependency \(dependency) out of range")
                     let entry = Int32(base + dependency)

@@ -48,14 +48,13 @@ extension TaskGraph {
         for (position, operation) in operations.enumerated() where index[ObjectIdentifier(operation)] == nil {
             index[ObjectIdentifier(operation)] = position
         }
-        // Check every dependency first, so a failure adds nothing.
-        var dependencies: [[Int]] = []
-        dependencies.reserveCapacity(operations.count)
+        // Check every dependency first, so a failure adds nothing. Operation `i`'s dependencies
+        // are `dependencyList[dependencyStart[i] ..< dependencyStart[i + 1]]`.
+        var dependencyStart: [Int] = [0]
+        dependencyStart.reserveCapacity(operations.count + 1)
+        var dependencyList: [Int] = []
         for (position, operation) in operations.enumerated() {
-            let declared = operation.dependencies
-            var positions: [Int] = []
-            positions.reserveCapacity(declared.count)
-            for dependency in declared {
+            for dependency in operation.dependencies {
                 guard let target = index[ObjectIdentifier(dependency)] else {
                     let name = Self.nodeID(of: dependency)
                     throw TaskGraphError(
@@ -65,12 +64,12 @@ extension TaskGraph {
                         path: [ids[position], name]
                     )
                 }
-                positions.append(target)
+                dependencyList.append(target)
             }
-            dependencies.append(positions)
+            dependencyStart.append(dependencyList.count)
         }
         let box = OperationBatch.OperationsBox(operations)
-        addNodes(ids: ids, dependencies: dependencies) { position in
+        addNodes(ids: ids, dependencyStart: dependencyStart, dependencyList: dependencyList) { position in
             try await OperationNode.run(box, position)
         }
     }
