@@ -196,7 +196,20 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     /// `value` percent-encoded as a URL component: everything but the unreserved characters of
     /// RFC 3986 (`A–Z a–z 0–9 - . _ ~`).
     package static func percentEncoded(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
+        // Most values (ids, numbers, slugs) need nothing encoded: one pass over the bytes says
+        // so, without Foundation's encoder.
+        if value.utf8.allSatisfy(isUnreserved) { return value }
+        return value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
+            true
+        default: false
+        }
     }
 
     private static let unreserved = CharacterSet(

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Simulation) import Orchestra
 import OrchestraWorkflow
 import Testing
 
@@ -146,5 +147,27 @@ struct TemplateTests {
         #expect(try value("$.m.*") == .array([.integer(1), .integer(2)]))
         #expect(try value("$.items[0].id[*]") == nil, "a wildcard on a number")
         #expect(try CapturePath(parsing: "$.items[*]").hasWildcard)
+    }
+
+    /// Values that need nothing encoded skip Foundation's encoder: the result is the same as
+    /// the encoder's for any value, random ones from unreserved, reserved and non-ASCII
+    /// characters.
+    @Test func percentEncodingAgreesWithFoundationsEncoder() {
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        let pieces = [
+            "a", "Z", "7", "-", ".", "_", "~", "/", "?", "&", "=", "%", "%20", " ", "+", "é", "😀", ":", "@", "#",
+        ]
+        var generator = SplitMix64(seed: 29)
+        var untouched = 0
+        for _ in 0..<5_000 {
+            let value = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }.joined()
+            let expected = value.addingPercentEncoding(withAllowedCharacters: unreserved)
+            #expect(Template.percentEncoded(value) == expected, "'\(value)'")
+            if expected == value { untouched += 1 }
+        }
+        #expect(untouched > 100, "the sample reaches the fast path")
     }
 }
