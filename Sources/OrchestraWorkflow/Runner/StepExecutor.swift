@@ -108,7 +108,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
 
     func update(_ id: String, _ change: (inout StepReport) -> Void) {
         records.withLock { records in
-            if records[id] != nil { change(&records[id]!) }
+            // One lookup, and the report changed in place: `records[id] != nil` copied it.
+            guard let index = records.index(forKey: id) else { return }
+            change(&records.values[index])
         }
     }
 
