@@ -23,7 +23,6 @@ import Darwin
     ),
     .timeLimit(.minutes(10)))
 struct PostgresFaultTests {
-    static let url = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] ?? ""
     static let jobCount = 20_000
     static let workers = 4
     static let hostLimit = 4
@@ -59,6 +58,12 @@ struct PostgresFaultTests {
 
     @Test(.enabled(if: ExitTests.areEnabled))
     func everyOutcomeIsRecordedOnceAndTheLimitHeldThroughKillsAndARestartOfTheServer() async throws {
+        // A cluster of the test's own: a restart of the shared one refuses the connections of
+        // every other test's processes starting at that moment.
+        try await PostgresCluster.withOwnCluster { cluster in try await Self.killsAndARestart(cluster) }
+    }
+
+    static func killsAndARestart(_ cluster: PostgresCluster) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-pg-fault-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -68,7 +73,7 @@ struct PostgresFaultTests {
         var environment = ProcessInfo.processInfo.environment
         environment["DURABLE_SCHEMA"] = schema
         environment["DURABLE_HOST_LIMIT"] = "\(Self.hostLimit)"
-        let arguments = [Self.url, log.path, "\(Self.jobCount)", "\(seed)"]
+        let arguments = [cluster.url, log.path, "\(Self.jobCount)", "\(seed)"]
 
         func start(killing: Bool) throws -> ChildProcess {
             // A kill after an eighth to a quarter of a worker's share of the attempts.
@@ -102,7 +107,7 @@ struct PostgresFaultTests {
                 kills.append((pid, Int64(Date().timeIntervalSince1970 * 1e9)))
                 if kills.count == 5, !restarted {
                     // PostgreSQL restarted (immediate mode: like a crash) while the other workers run.
-                    let (restartStatus, restartErrors) = try await PostgresCluster.restart()
+                    let (restartStatus, restartErrors) = try await cluster.restart()
                     #expect(restartStatus == 0, "seed \(seed): the server's restart: \(restartErrors)")
                     restarted = true
                 }
@@ -120,7 +125,7 @@ struct PostgresFaultTests {
         #expect(kills.count >= 10, "seed \(seed): \(kills.count) kills")
         #expect(restarted)
 
-        try await PostgresJobStore.withStore(url: Self.url, schema: schema) { store in
+        try await PostgresJobStore.withStore(url: cluster.url, schema: schema) { store in
             let queue = DurableQueue(store: store)
             #expect(try await queue.run("crash-\(seed)").state == .succeeded, "seed \(seed)")
             let jobs = try await queue.jobs(of: "crash-\(seed)")

@@ -1,19 +1,74 @@
 import Foundation
 
-/// The throwaway PostgreSQL of `Scripts/postgres.sh` the tests run against.
-enum PostgresCluster {
-    /// Its cluster folder (`ORCHESTRA_POSTGRES_DIR`), when the tests have one of their own.
+/// The throwaway PostgreSQL clusters of `Scripts/postgres.sh`.
+///
+/// The tests share one cluster (`ORCHESTRA_POSTGRES_URL`). A test that restarts PostgreSQL
+/// starts a cluster of its own for it (``withOwnCluster(_:)``): a restart of the shared one
+/// refused the connections of every other test's processes starting at that moment (a worker
+/// of another test exited "cannot be reached", once).
+struct PostgresCluster: Sendable {
+    /// The shared cluster's folder (`ORCHESTRA_POSTGRES_DIR`), when the tests have a cluster of
+    /// their own (then `Scripts/postgres.sh` can start more).
     static let directory = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_DIR"]
 
-    /// Restarts it in immediate mode (like a crash) with `Scripts/postgres.sh restart`, and
-    /// returns the script's exit status (`nil` if it did not end within 2 minutes) and its
+    /// `postgres://…` of this cluster.
+    let url: String
+    /// Its folder.
+    let folder: String
+
+    /// Runs `body` with a new cluster, stopped and removed afterwards, whether `body` throws
+    /// or not.
+    static func withOwnCluster<T>(_ body: (PostgresCluster) async throws -> T) async throws -> T {
+        let (status, output, errors) = try await script("start", environment: [:])
+        let exports = Dictionary(
+            output.split(separator: "\n").compactMap { line -> (String, String)? in
+                guard line.hasPrefix("export "), let equals = line.firstIndex(of: "=") else { return nil }
+                return (
+                    String(line[line.index(line.startIndex, offsetBy: 7)..<equals]),
+                    String(line[line.index(after: equals)...])
+                )
+            },
+            uniquingKeysWith: { _, last in last })
+        guard status == 0, let url = exports["ORCHESTRA_POSTGRES_URL"], let folder = exports["ORCHESTRA_POSTGRES_DIR"]
+        else {
+            throw ClusterError(
+                description: "Scripts/postgres.sh start: status \(String(describing: status)): \(errors)")
+        }
+        let cluster = PostgresCluster(url: url, folder: folder)
+        do {
+            let result = try await body(cluster)
+            _ = try await script("stop", environment: ["ORCHESTRA_POSTGRES_DIR": folder])
+            return result
+        } catch {
+            _ = try? await script("stop", environment: ["ORCHESTRA_POSTGRES_DIR": folder])
+            throw error
+        }
+    }
+
+    /// Restarts the cluster in immediate mode (like a crash) with `Scripts/postgres.sh restart`,
+    /// and returns the script's exit status (`nil` if it did not end within 2 minutes) and its
     /// standard error.
-    static func restart() async throws -> (status: Int32?, errors: String) {
-        let restart = try ChildProcess(
+    func restart() async throws -> (status: Int32?, errors: String) {
+        let (status, _, errors) = try await Self.script("restart", environment: ["ORCHESTRA_POSTGRES_DIR": folder])
+        return (status, errors)
+    }
+
+    struct ClusterError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Runs `Scripts/postgres.sh command` with `environment` over this process's, for at most
+    /// 2 minutes.
+    private static func script(
+        _ command: String, environment: [String: String]
+    ) async throws -> (status: Int32?, output: String, errors: String) {
+        let child = try ChildProcess(
             executable: URL(fileURLWithPath: "/bin/sh"),
-            arguments: ["-c", "exec \"$0\" restart", OrchestraExecutable.packageRoot.path + "/Scripts/postgres.sh"],
-            environment: ProcessInfo.processInfo.environment)
-        let status = await restart.exitStatus(within: .seconds(120))
-        return (status, await restart.standardError.all())
+            arguments: [
+                "-c", "exec \"$0\" \"$1\"", OrchestraExecutable.packageRoot.path + "/Scripts/postgres.sh", command,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new })
+        let status = await child.exitStatus(within: .seconds(120))
+        return (status, await child.standardOutput.all(), await child.standardError.all())
     }
 }
