@@ -130,10 +130,13 @@ extension URLCheck {
 
     private static let schemeCharacters = ASCIISet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-.")
     /// RFC 3986 unreserved characters: what every component allows.
-    private static let unreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+    static let unreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
     /// RFC 3986 sub-delims.
     private static let subDelimiters = "!$&'()*+,;="
-    private static let portCharacters = ASCIISet(unreserved)
+    /// The unreserved characters alone: what a port allows, and a template value needs no
+    /// encoding if it has only these (``Template/percentEncoded(_:)``).
+    static let unreservedCharacters = ASCIISet(unreserved)
+    private static let portCharacters = unreservedCharacters
     private static let userInfoCharacters = ASCIISet(unreserved + subDelimiters + ":")
     private static let pathCharacters = ASCIISet(unreserved + subDelimiters + ":@/")
     /// Also the fragment's.

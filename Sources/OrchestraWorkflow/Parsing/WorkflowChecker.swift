@@ -321,6 +321,21 @@ enum URLCheck {
         isPlainlyValid(text) ? nil : fullCheck(text)
     }
 
+    /// `text` as it is sent, or why it cannot be sent (the reason ``problem(with:)`` gives).
+    /// A URL that passes the one-pass check is sent as written: escaping would not change it
+    /// (`URLEscapingTests` checks both on random URLs), so neither the full check nor
+    /// ``escaped(_:)`` runs for it, on every request a step sends.
+    static func sendable(_ text: String) -> Result<String, Refusal> {
+        if isPlainlyValid(text) { return .success(text) }
+        if let problem = fullCheck(text) { return .failure(Refusal(reason: problem)) }
+        return .success(escaped(text))
+    }
+
+    /// Why a URL cannot be sent.
+    struct Refusal: Error {
+        let reason: String
+    }
+
     /// ``problem(with:)`` without the fast path: the text escaped, then read by
     /// `URLComponents`.
     static func fullCheck(_ text: String) -> String? {

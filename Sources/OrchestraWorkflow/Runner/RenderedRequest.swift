@@ -28,17 +28,11 @@ struct RenderedRequest: Sendable {
         } catch {
             throw StepFailure("\(error)")
         }
-        // Most URLs pass the one-pass check, and escaping leaves such a URL as it is
-        // (`URLEscapingTests` checks both on random URLs): neither the full check nor the escaping
-        // runs for them.
         let url: String
-        if URLCheck.isPlainlyValid(written) {
-            url = written
-        } else {
-            if let problem = URLCheck.fullCheck(written) {
-                throw StepFailure("the URL '\(short: written)' \(short: problem)", url: written)
-            }
-            url = URLCheck.escaped(written)
+        switch URLCheck.sendable(written) {
+        case .success(let sendable): url = sendable
+        case .failure(let refusal):
+            throw StepFailure("the URL '\(short: written)' \(short: refusal.reason)", url: written)
         }
         let (scheme, authority, path) = Self.split(url)
         var request = HTTPRequest(method: template.method, scheme: scheme, authority: authority, path: path)

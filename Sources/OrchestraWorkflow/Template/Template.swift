@@ -198,22 +198,11 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     package static func percentEncoded(_ value: String) -> String {
         // Most values (ids, numbers, slugs) need nothing encoded: one pass over the bytes says
         // so, without Foundation's encoder.
-        if value.utf8.allSatisfy(isUnreserved) { return value }
+        if value.utf8.allSatisfy(URLCheck.unreservedCharacters.contains) { return value }
         return value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-            UInt8(ascii: "~"):
-            true
-        default: false
-        }
-    }
-
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    private static let unreserved = CharacterSet(charactersIn: URLCheck.unreserved)
 
     private static func reference(_ inner: String, in source: String) throws(TemplateSyntaxError) -> Reference {
         var parts = inner.split(separator: "|", omittingEmptySubsequences: false).map {
