@@ -6,6 +6,9 @@ public struct RetryEvent: Sendable {
     public var error: any Error
     /// How long the next attempt waits.
     public var delay: Duration
+    /// Whether ``delay`` is the one the failure asked for (``RetryPolicy/serverDelay``, an
+    /// HTTP `Retry-After`) rather than the policy's backoff.
+    public var isServerDelay: Bool
 }
 
 /// Runs `body`, trying again after failures as `policy` says.
@@ -17,6 +20,13 @@ public struct RetryEvent: Sendable {
 /// `body` runs in the caller's task and isolation, one attempt at a time. Between attempts the
 /// call sleeps on `clock`. When the attempts are used up, or an error is not retryable, the
 /// last error is thrown unchanged.
+///
+/// A failure that asks for a delay (``RetryPolicy/serverDelay``) longer than
+/// ``RetryPolicy/maximumServerDelay`` ends the call at once, without sleeping, with a
+/// ``RetryError`` (``RetryError/Code/serverDelayTooLong``) that carries the delay asked for,
+/// the limit and the failure. A negative delay counts as zero. Whatever the policy says, one
+/// sleep lasts at most 2³² s (about 136 years), so that no delay overflows the clock's
+/// deadline arithmetic.
 ///
 /// Cancellation stops it at once: a cancellation during a backoff throws `CancellationError`
 /// without another attempt, and an attempt that fails while the task is cancelled is not
@@ -41,10 +51,15 @@ public func withRetry<Value, C: Clock>(
             return try await body()
         } catch {
             guard !Task.isCancelled, policy.shouldRetry(after: error, attempt: attempt) else { throw error }
-            let delay = policy.delay(afterAttempt: attempt, error: error)
-            onRetry?(RetryEvent(attempt: attempt, error: error, delay: delay))
-            try await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil)
+            let (delay, refusal, isServerDelay) = policy.decision(afterAttempt: attempt, error: error)
+            if let refusal { throw refusal }
+            onRetry?(RetryEvent(attempt: attempt, error: error, delay: delay, isServerDelay: isServerDelay))
+            try await clock.sleep(until: clock.now.advanced(by: min(delay, longestRetrySleep)), tolerance: nil)
             attempt += 1
         }
     }
 }
+
+/// The longest sleep between two attempts, whatever the policy says: 2³² s (about 136 years).
+/// A `ContinuousClock` deadline beyond about 2⁶³ ns (292 years) traps.
+let longestRetrySleep: Duration = .seconds(1 << 32)

@@ -83,7 +83,8 @@ struct RetryTests {
         let clock = ManualClock()
         let flaky = Flaky(failures: 1, error: RateLimited(retryAfter: .seconds(42)))
         let policy = RetryPolicy(
-            maxAttempts: 2, initialDelay: .milliseconds(100), serverDelay: { ($0 as? RateLimited)?.retryAfter })
+            maxAttempts: 2, initialDelay: .milliseconds(100), maximumServerDelay: .seconds(60),
+            serverDelay: { ($0 as? RateLimited)?.retryAfter })
         let work = Task { try await withRetry(policy, clock: clock) { try flaky.call() } }
         try await clock.waitForSleepers(1)
         #expect(clock.pendingSleepers == [.init(offset: .seconds(42))])
