@@ -23,8 +23,9 @@ package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// `text` if it is a JSON number (RFC 8259: an optional `-`, an integer part without
     /// leading zeros, an optional fraction, an optional exponent), or `nil`.
     package init?(_ text: String) {
-        let bytes = Array(text.utf8)
-        guard (try? JSONNumber.scan(bytes, from: 0)) == bytes.count else { return nil }
+        var text = text
+        let isNumber = text.withUTF8 { bytes in (try? JSONNumber.scan(bytes, from: 0)) == bytes.count }
+        guard isNumber else { return nil }
         self.text = text
     }
 
@@ -68,7 +69,7 @@ package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// stops; the caller checks what follows).
     ///
     /// - Throws: ``JSONSyntaxError`` naming what is wrong, with its byte offset.
-    static func scan(_ bytes: [UInt8], from start: Int) throws(JSONSyntaxError) -> Int {
+    static func scan(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) throws(JSONSyntaxError) -> Int {
         var position = start
         func isDigit(_ index: Int) -> Bool {
             index < bytes.count && bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9")

@@ -14,8 +14,13 @@ extension JSONValue {
     ///   whitespace around it), is not UTF-8, has a lone surrogate escape such as `"\ud800"`,
     ///   or nests deeper than ``maxDepth``; the message says what and at which byte.
     package init(parsing data: Data) throws(JSONSyntaxError) {
-        var parser = JSONParser(bytes: [UInt8](data))
-        self = try parser.document()
+        let result = data.withUnsafeBytes { raw in
+            Result { () throws(JSONSyntaxError) -> JSONValue in
+                var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+                return try parser.document(of: data)
+            }
+        }
+        self = try result.get()
     }
 }
 
@@ -35,27 +40,46 @@ package struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertib
     package var description: String { "\(reason) at byte \(offset)" }
 }
 
-/// A JSON parser over bytes with an explicit stack of open arrays and objects.
+/// A JSON parser over bytes with an explicit stack of open arrays and objects. It checks the
+/// whole text and writes the entries of a ``JSONDocument``; values are decoded from the
+/// document when they are read.
 struct JSONParser {
-    private let bytes: [UInt8]
-    private var position = 0
+    /// The text; valid while the parser is used (inside `withUnsafeBytes`).
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private(set) var position = 0
+    /// Decoded bytes of the string being checked (escapes), reused.
+    private var scratch: [UInt8] = []
 
     /// An array or object being read.
     private struct Container {
         var isObject: Bool
-        var elements: [JSONValue] = []
-        var members: [JSONValue.Member] = []
-        /// The key of the member whose value is being read.
-        var key = ""
+        /// Where its entries start in `entries`.
+        var start: Int
     }
 
-    init(bytes: [UInt8]) {
+    init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
-    /// The one value of the whole text.
-    mutating func document() throws(JSONSyntaxError) -> JSONValue {
+    /// A parser that decodes the value at `position` of checked text.
+    init(checked bytes: UnsafeBufferPointer<UInt8>, at position: Int) {
+        self.bytes = bytes
+        self.position = position
+    }
+
+    /// The one value of the whole text, whose bytes `data` holds (the document keeps it).
+    mutating func document(of data: Data) throws(JSONSyntaxError) -> JSONValue {
+        guard bytes.count <= JSONDocument.maximumSize else {
+            throw JSONSyntaxError(
+                "the text is larger than \(JSONDocument.maximumSize) bytes, the most a JSON value may have", offset: 0)
+        }
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
+        var tape: [UInt32] = []
+        // Sized once: growing by doubling would hold up to twice the index, and a copy.
+        tape.reserveCapacity(Self.tapeBound(bytes))
+        // The entries of the open containers, the innermost last: each closed container moves
+        // its own into one block of `tape`.
+        var entries: [UInt32] = []
         var stack: [Container] = []
         while true {
             // Read a value, or open a container and go on with its first key or element.
@@ -64,7 +88,7 @@ struct JSONParser {
                 throw JSONSyntaxError(
                     stack.isEmpty ? "no JSON value" : "the text ends inside \(Self.describe(stack))", offset: position)
             }
-            var value: JSONValue
+            var entry = UInt32(position)
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 guard stack.count < JSONValue.maxDepth else {
@@ -75,60 +99,54 @@ struct JSONParser {
                 position += 1
                 skipWhitespace()
                 if peek() == UInt8(ascii: isObject ? "}" : "]") {
+                    // An empty container is an entry like a scalar's: the offset of its bracket.
                     position += 1
-                    value = isObject ? .object([]) : .array([])
                 } else {
-                    var container = Container(isObject: isObject)
-                    if isObject { container.key = try key() }
-                    stack.append(container)
+                    stack.append(Container(isObject: isObject, start: entries.count))
+                    if isObject { entries.append(try key()) }
                     continue
                 }
             case UInt8(ascii: "\""):
-                value = .string(try string())
+                try checkString()
             case UInt8(ascii: "t"):
                 try literal("true")
-                value = .bool(true)
             case UInt8(ascii: "f"):
                 try literal("false")
-                value = .bool(false)
             case UInt8(ascii: "n"):
                 try literal("null")
-                value = .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                let end = try JSONNumber.scan(bytes, from: position)
-                let text = String(decoding: bytes[position..<end], as: UTF8.self)
-                position = end
-                value = JSONValue(JSONNumber(validated: text))
+                position = try JSONNumber.scan(bytes, from: position)
             default:
                 throw JSONSyntaxError("unexpected \(Self.describe(byte)); expected a JSON value", offset: position)
             }
-            // Put the value into its container; close every container that ends with it.
-            while let top = stack.indices.last {
-                if stack[top].isObject {
-                    stack[top].members.append(JSONValue.Member(stack[top].key, value))
-                } else {
-                    stack[top].elements.append(value)
-                }
+            // Put the entry into its container; close every container that ends with it.
+            while let top = stack.last {
+                entries.append(entry)
                 skipWhitespace()
-                let isObject = stack[top].isObject
                 guard let next = peek() else {
                     throw JSONSyntaxError("the text ends inside \(Self.describe(stack))", offset: position)
                 }
                 position += 1
                 if next == UInt8(ascii: ",") {
-                    if isObject {
+                    if top.isObject {
                         skipWhitespace()
-                        stack[top].key = try key()
+                        entries.append(try key())
                     }
                     break
                 }
-                guard next == UInt8(ascii: isObject ? "}" : "]") else {
-                    let expected = isObject ? "',' or '}' after an object member" : "',' or ']' after an array element"
+                guard next == UInt8(ascii: top.isObject ? "}" : "]") else {
+                    let expected =
+                        top.isObject ? "',' or '}' after an object member" : "',' or ']' after an array element"
                     throw JSONSyntaxError(
                         "unexpected \(Self.describe(next)); expected \(expected)", offset: position - 1)
                 }
-                let closed = stack.removeLast()
-                value = closed.isObject ? .object(closed.members) : .array(closed.elements)
+                stack.removeLast()
+                let block = tape.count
+                let count = (entries.count - top.start) / (top.isObject ? 2 : 1)
+                tape.append(UInt32(count))
+                tape.append(contentsOf: entries[top.start...])
+                entries.removeSubrange(top.start...)
+                entry = JSONDocument.containerFlag | (top.isObject ? JSONDocument.objectFlag : 0) | UInt32(block)
             }
             if stack.isEmpty {
                 skipWhitespace()
@@ -136,9 +154,37 @@ struct JSONParser {
                     throw JSONSyntaxError(
                         "unexpected \(Self.describe(bytes[position])) after the JSON value", offset: position)
                 }
-                return value
+                return JSONDocument(data: data, tape: tape).value(of: entry)
             }
         }
+    }
+
+    /// At least the number of entries the tape of `bytes` takes: one per `,` and `:` and two
+    /// per `[` and `{` outside strings (an element or member after a comma, a key, and a
+    /// container's count and first element or member). Linear, one quick pass.
+    private static func tapeBound(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = 0
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: ","), UInt8(ascii: ":"): count += 1
+            case UInt8(ascii: "["), UInt8(ascii: "{"): count += 2
+            default: break
+            }
+        }
+        return count
     }
 
     private func peek() -> UInt8? {
@@ -159,24 +205,71 @@ struct JSONParser {
         position += expected.count
     }
 
-    /// An object key and the ':' after it.
-    private mutating func key() throws(JSONSyntaxError) -> String {
+    /// An object key and the ':' after it: the entry of the key (its offset).
+    private mutating func key() throws(JSONSyntaxError) -> UInt32 {
         guard peek() == UInt8(ascii: "\"") else {
             throw JSONSyntaxError(
                 peek().map { "unexpected \(Self.describe($0)); expected an object key in double quotes" }
                     ?? "the text ends inside an object", offset: position)
         }
-        let key = try string()
+        let start = position
+        try checkString()
         skipWhitespace()
         guard peek() == UInt8(ascii: ":") else {
+            var reader = JSONParser(checked: bytes, at: start)
+            let key = (try? reader.string()) ?? ""
             throw JSONSyntaxError("expected ':' after the object key \(jsonQuoted(key))", offset: position)
         }
         position += 1
-        return key
+        return UInt32(start)
+    }
+
+    /// Checks a string, from its opening quote to after its closing one, without making it:
+    /// its escapes, its control characters, and that it is UTF-8.
+    private mutating func checkString() throws(JSONSyntaxError) {
+        let start = position
+        position += 1
+        var isASCII = true
+        while true {
+            guard let byte = peek() else { throw JSONSyntaxError("a string is not closed", offset: start) }
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                guard isASCII || Self.isUTF8(bytes[(start + 1)..<(position - 1)]) else {
+                    throw JSONSyntaxError("the string is not valid UTF-8", offset: start)
+                }
+                return
+            case UInt8(ascii: "\\"):
+                var decoded = scratch
+                scratch = []
+                decoded.removeAll(keepingCapacity: true)
+                try escape(into: &decoded)
+                scratch = decoded
+            case 0..<0x20:
+                throw JSONSyntaxError(
+                    "a control character (U+\(Self.hex(UInt32(byte)))) must be escaped in a string", offset: position)
+            default:
+                if byte >= 0x80 { isASCII = false }
+                position += 1
+            }
+        }
+    }
+
+    /// Whether `bytes` are UTF-8 (escapes are ASCII: they do not change the answer).
+    private static func isUTF8(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 
     /// A string, from its opening quote to after its closing one.
-    private mutating func string() throws(JSONSyntaxError) -> String {
+    mutating func string() throws(JSONSyntaxError) -> String {
         let start = position
         position += 1
         var decoded: [UInt8] = []

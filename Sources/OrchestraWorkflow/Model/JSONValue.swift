@@ -23,8 +23,11 @@ package enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     /// `12345678901234567890`.
     case number(JSONNumber)
     case string(String)
-    case array([JSONValue])
-    case object([Member])
+    /// A list: of values (`.array([.integer(1)])`), or a view of a parsed document
+    /// (``init(parsing:)``), which costs about twice its text instead of a tree of values.
+    case array(JSONArray)
+    /// The members of an object, in order; a list or a view of a parsed document, like `array`.
+    case object(JSONObject)
 
     /// One member of an object.
     package struct Member: Sendable, Hashable {
@@ -41,6 +44,16 @@ package enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     /// accept. Why: values are compared, copied and freed level by level, so a limit keeps a
     /// hostile response from exhausting the stack; beyond it, parsing fails with a message.
     package static let maxDepth = 512
+
+    /// The array of `elements`.
+    package static func array(_ elements: [JSONValue]) -> JSONValue {
+        .array(JSONArray(elements))
+    }
+
+    /// The object of `members`, in that order.
+    package static func object(_ members: [Member]) -> JSONValue {
+        .object(JSONObject(members))
+    }
 
     /// An object from `(key, value)` pairs, in that order.
     package static func object(_ pairs: KeyValuePairs<String, JSONValue>) -> JSONValue {
@@ -73,7 +86,7 @@ package enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     /// The member `key` of an object (the first one, if the key is repeated), or `nil`.
     package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        return members.first { $0.key == key }?.value
+        return members[key]
     }
 
     /// The element at `index` of an array, or `nil`.
@@ -104,11 +117,15 @@ package enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     package var description: String { text }
 }
 
-/// Writes JSON text with an explicit stack: no recursion over the value's nesting.
+/// Writes JSON text with an explicit stack: no recursion over the value's nesting, and one
+/// task per open array or object (its elements are read as they are written).
 private enum JSONWriter {
     private enum Task {
         case value(JSONValue, level: Int)
-        case text(String)
+        /// The elements of an array from `next` on, then its closing bracket.
+        case elements(JSONArray, next: Int, level: Int)
+        /// The members of an object from `next` on, then its closing brace.
+        case members(JSONObject, next: Int, level: Int)
     }
 
     static func text(of root: JSONValue, indent: String?) -> String {
@@ -116,8 +133,6 @@ private enum JSONWriter {
         var tasks: [Task] = [.value(root, level: 0)]
         while let task = tasks.popLast() {
             switch task {
-            case .text(let text):
-                output += text
             case .value(let value, let level):
                 switch value {
                 case .null: output += "null"
@@ -127,28 +142,31 @@ private enum JSONWriter {
                 case .string(let value): output += jsonQuoted(value)
                 case .array(let elements):
                     output += "["
-                    guard !elements.isEmpty else {
-                        output += "]"
-                        continue
-                    }
-                    tasks.append(.text(closing(level: level, indent: indent) + "]"))
-                    for (offset, element) in elements.enumerated().reversed() {
-                        tasks.append(.value(element, level: level + 1))
-                        tasks.append(.text(separator(first: offset == 0, level: level + 1, indent: indent)))
-                    }
+                    tasks.append(.elements(elements, next: 0, level: level))
                 case .object(let members):
                     output += "{"
-                    guard !members.isEmpty else {
-                        output += "}"
-                        continue
-                    }
-                    tasks.append(.text(closing(level: level, indent: indent) + "}"))
-                    for (offset, member) in members.enumerated().reversed() {
-                        tasks.append(.value(member.value, level: level + 1))
-                        let key = jsonQuoted(member.key) + (indent == nil ? ":" : ": ")
-                        tasks.append(.text(separator(first: offset == 0, level: level + 1, indent: indent) + key))
-                    }
+                    tasks.append(.members(members, next: 0, level: level))
                 }
+            case .elements(let elements, let next, let level):
+                guard next < elements.count else {
+                    if next > 0 { output += closing(level: level, indent: indent) }
+                    output += "]"
+                    continue
+                }
+                output += separator(first: next == 0, level: level + 1, indent: indent)
+                tasks.append(.elements(elements, next: next + 1, level: level))
+                tasks.append(.value(elements[next], level: level + 1))
+            case .members(let members, let next, let level):
+                guard next < members.count else {
+                    if next > 0 { output += closing(level: level, indent: indent) }
+                    output += "}"
+                    continue
+                }
+                let member = members[next]
+                output += separator(first: next == 0, level: level + 1, indent: indent)
+                output += jsonQuoted(member.key) + (indent == nil ? ":" : ": ")
+                tasks.append(.members(members, next: next + 1, level: level))
+                tasks.append(.value(member.value, level: level + 1))
             }
         }
         return output

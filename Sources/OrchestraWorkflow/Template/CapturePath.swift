@@ -130,7 +130,7 @@ package struct CapturePath: Sendable, Hashable, CustomStringConvertible {
             case .wildcard:
                 let children: [JSONValue]
                 switch current {
-                case .array(let elements): children = elements
+                case .array(let elements): children = Array(elements)
                 case .object(let members): children = members.map(\.value)
                 default: return nil
                 }
@@ -138,7 +138,7 @@ package struct CapturePath: Sendable, Hashable, CustomStringConvertible {
                 let found = children.compactMap { evaluate(rest, in: $0) }
                 // A wildcard further on gives a list per element: one flat list, as JSONPath gives.
                 guard rest.contains(.wildcard) else { return .array(found) }
-                return .array(found.flatMap { if case .array(let inner) = $0 { inner } else { [$0] } })
+                return .array(found.flatMap { if case .array(let inner) = $0 { Array(inner) } else { [$0] } })
             }
         }
         return current
