@@ -24,10 +24,13 @@ import Orchestra
 /// - **Timeouts:** each attempt is limited to ``Configuration/requestTimeout`` from when it
 ///   gets its slot; it then ends with a `TimeoutError`.
 /// - **Retries:** transient failures of idempotent requests (see ``Configuration/retry``);
-///   a request can carry its own rules (``HTTPRequestOptions``).
+///   a request can carry its own rules (``HTTPRequestOptions``). A `Retry-After` longer than
+///   the policy's ``RetryPolicy/maximumServerDelay`` fails the request at once with a
+///   ``RetryError``.
 /// - **Redirects:** followed by the coordinator itself, each hop within the limits, with
 ///   307/308 re-sending the method and body (see ``HTTPRedirectPolicy``); the hops are in
-///   ``HTTPResult/redirects``.
+///   ``HTTPResult/redirects``. No credential the request carries, the token included,
+///   follows a hop to another origin.
 /// - **Authentication:** each request is signed with the current token; when the server
 ///   refuses it, the request waits for the one shared refresh and is re-sent (see
 ///   ``TokenRefresher``).
@@ -40,7 +43,9 @@ public final class HTTPCoordinator: Sendable {
     private let admission: Locked<RequestAdmission>
     /// The clock, type-erased: `withRetry` and `withTimeout` on the caller's clock.
     private let retrying:
-        @Sendable (RetryPolicy, @escaping @Sendable () async throws -> HTTPResult) async throws -> HTTPResult
+        @Sendable (
+            RetryPolicy, (@Sendable (RetryEvent) -> Void)?, @escaping @Sendable () async throws -> HTTPResult
+        ) async throws -> HTTPResult
     let timing: @Sendable (Duration, @escaping @Sendable () async throws -> any Sendable) async throws -> any Sendable
     /// The clock is the real one: a timed request goes through the transport's
     /// ``HTTPTransport/send(_:content:progress:timeout:)``, which knows its time limit, instead
@@ -76,7 +81,7 @@ public final class HTTPCoordinator: Sendable {
                 perHostLimit: configuration.maxConcurrentRequestsPerHost,
                 groupLimits: Self.groupLimits(configuration.hostLimits)
             ))
-        self.retrying = { policy, body in try await withRetry(policy, clock: clock, body) }
+        self.retrying = { policy, onRetry, body in try await withRetry(policy, clock: clock, onRetry: onRetry, body) }
         self.timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
         self.transportTimesRequests = C.self == ContinuousClock.self
     }
@@ -94,7 +99,10 @@ public final class HTTPCoordinator: Sendable {
     /// - Throws: `CancellationError`; `TimeoutError` when the last attempt timed out; the
     ///   transport's error when the last attempt could not be made; ``AuthenticationError``
     ///   when no valid token could be had; ``HTTPRedirectError`` when a redirect could not be
-    ///   followed.
+    ///   followed; ``RetryError`` (``RetryError/Code/serverDelayTooLong``) when a retried
+    ///   status asked, with `Retry-After`, to wait longer than the policy's
+    ///   ``RetryPolicy/maximumServerDelay`` (its ``RetryError/underlying`` error is the
+    ///   ``HTTPStatusError`` with the response).
     public func data(
         for request: HTTPRequest, body: Data? = nil, priority: Int = 0,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil
@@ -133,7 +141,8 @@ public final class HTTPCoordinator: Sendable {
             priority: options.priority, retry: options.retry ?? HTTPRetry(policy: configuration.retry),
             timeout: options.timeout ?? configuration.requestTimeout,
             redirects: options.redirects ?? configuration.redirects,
-            onAttempt: options.onAttempt, willSend: options.willSend, progress: progress
+            onAttempt: options.onAttempt, willSend: options.willSend, onRetry: options.onRetry,
+            credentialFields: options.credentialFields, progress: progress
         )
         guard options.isAuthenticated, let authentication = configuration.authentication else {
             return try await sendFollowingRedirects(request, body: body, plan, attemptsBefore: 0)
@@ -144,9 +153,16 @@ public final class HTTPCoordinator: Sendable {
         while true {
             var signed = request
             authentication.sign(&signed, token)
-            var result = try await sendFollowingRedirects(signed, body: body, plan, attemptsBefore: attempts)
+            // The token goes to this origin only: whatever fields `sign` set are dropped on a
+            // redirect to another one, like Authorization.
+            var signedPlan = plan
+            signedPlan.credentialFields.formUnion(Self.fieldsChanged(from: request, to: signed))
+            var result = try await sendFollowingRedirects(signed, body: body, signedPlan, attemptsBefore: attempts)
             attempts = result.attempts
+            // A refusal from another origin (reached by a redirect, without the token) says
+            // nothing of the token: it is returned, not answered with a refresh.
             guard authentication.isAuthenticationFailure(result.response, result.body),
+                !RedirectRule.leftOrigin(of: signed, through: result.redirects),
                 resends < authentication.maxResends
             else {
                 result.attempts = attempts
@@ -205,7 +221,20 @@ public final class HTTPCoordinator: Sendable {
         var redirects: HTTPRedirectPolicy
         var onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)?
         var willSend: (@Sendable (HTTPRequest) async throws -> Void)?
+        var onRetry: (@Sendable (HTTPRetryEvent) -> Void)?
+        /// Fields dropped on a hop to another origin, besides ``RedirectRule``'s own.
+        var credentialFields: Set<HTTPField.Name>
         var progress: (@Sendable (Int, Int?) -> Void)?
+    }
+
+    /// The names of the fields `signed` sets or changes from `request`.
+    private static func fieldsChanged(from request: HTTPRequest, to signed: HTTPRequest) -> Set<HTTPField.Name> {
+        var changed: Set<HTTPField.Name> = []
+        for field in signed.headerFields
+        where request.headerFields[values: field.name] != signed.headerFields[values: field.name] {
+            changed.insert(field.name)
+        }
+        return changed
     }
 
     /// Sends `request`, then each request a redirect leads to, as the plan's policy allows.
@@ -221,7 +250,9 @@ public final class HTTPCoordinator: Sendable {
             guard plan.redirects.maxHops > 0 else { return result }
             let next: (request: HTTPRequest, body: HTTPRequestBody?, location: String)?
             do {
-                next = try RedirectRule.next(after: current.request, body: current.body, response: result.response)
+                next = try RedirectRule.next(
+                    after: current.request, body: current.body, response: result.response,
+                    credentials: plan.credentialFields)
             } catch {
                 var error = error
                 error.hops = hops
@@ -258,8 +289,17 @@ public final class HTTPCoordinator: Sendable {
         policy.isRetryable = { error in retryable && Self.isTransient(error) && userRetryable(error) }
         policy.serverDelay = { error in (error as? HTTPStatusError)?.retryAfter }
         let attempts = Locked(attemptsBefore)
+        var onRetry: (@Sendable (RetryEvent) -> Void)?
+        if let report = plan.onRetry {
+            onRetry = { @Sendable (event: RetryEvent) in
+                report(
+                    HTTPRetryEvent(
+                        request: request, attempt: event.attempt, failure: event.error, delay: event.delay,
+                        isRetryAfter: event.isServerDelay))
+            }
+        }
         do {
-            return try await retrying(policy) {
+            return try await retrying(policy, onRetry) {
                 let attempt = attempts.withLock {
                     $0 += 1
                     return $0
@@ -390,15 +430,25 @@ public final class HTTPCoordinator: Sendable {
     }
 
     /// `Retry-After` as seconds or as an HTTP date (then the time from `now` until that date;
-    /// zero if it has passed). `nil` if the header is missing or neither form.
+    /// zero if it has passed). `nil` if the header is missing or neither form (a negative
+    /// number is neither). The value is the server's: it is saturated, not trusted — a number
+    /// of seconds beyond `Int64.max`, or a date further away than that, gives `Int64.max`
+    /// seconds — and the retry policy compares it with its
+    /// ``RetryPolicy/maximumServerDelay`` before any arithmetic.
     package static func retryAfter(_ response: HTTPResponse, now: Date = Date()) -> Duration? {
         guard let value = response.headerFields[.retryAfter]?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
+        if !value.isEmpty, value.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            return .seconds(Int64(value) ?? .max)
+        }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1_000)))
+        let seconds = date.timeIntervalSince(now)
+        guard seconds > 0 else { return .zero }
+        // In whole milliseconds while an Int64 holds them (≈ 292 million years), else saturated.
+        guard seconds < 9e15 else { return .seconds(Int64.max) }
+        return .milliseconds(Int64((seconds * 1_000).rounded(.up)))
     }
 }

@@ -20,8 +20,10 @@ extension HTTPCoordinator {
         public var requestTimeout: Duration?
         /// Retries of transient failures: statuses 408, 429, 500, 502, 503 and 504, timeouts
         /// and transport errors, for idempotent requests only (GET, HEAD, OPTIONS, PUT, DELETE,
-        /// TRACE, or any request with an `Idempotency-Key` header). `Retry-After` is honoured.
-        /// Three attempts with jittered exponential backoff by default.
+        /// TRACE, or any request with an `Idempotency-Key` header). `Retry-After` is honoured
+        /// up to the policy's ``RetryPolicy/maximumServerDelay`` (30 s by default); a server
+        /// that asks for more fails the request at once with a ``RetryError``. Three attempts
+        /// with jittered exponential backoff by default.
         public var retry: RetryPolicy
         /// How requests are signed and what counts as an authentication failure; none by
         /// default.
@@ -108,14 +110,29 @@ public struct HTTPResult: Sendable {
     public var status: HTTPResponse.Status { response.status }
 }
 
-/// An attempt ended with a status worth retrying: thrown inside the retry loop so the policy
-/// sees it, and turned back into its response after the last attempt.
-struct HTTPStatusError: Error, Sendable, CustomStringConvertible {
-    var result: HTTPResult
-    /// The server's `Retry-After`, if it sent one.
-    var retryAfter: Duration?
+/// An attempt that ended with a status worth retrying (``HTTPRetry/statuses``).
+///
+/// The coordinator throws it inside its retry loop, so that the policy sees it, and returns
+/// its ``result`` after the last attempt. It reaches you as the
+/// ``RetryError/underlying`` error of a ``RetryError`` when the server asked, with
+/// `Retry-After`, to wait longer than ``RetryPolicy/maximumServerDelay``, and as the
+/// ``HTTPRetryEvent/failure`` of a retry.
+public struct HTTPStatusError: Error, Sendable, CustomStringConvertible {
+    /// The response, with its body.
+    public var result: HTTPResult
+    /// The server's `Retry-After`, if it sent a valid one: seconds, or the time until an
+    /// HTTP date (zero for a date past); a number too large for an `Int64` counts as
+    /// `Int64.max` seconds.
+    public var retryAfter: Duration?
 
-    var description: String {
+    /// An attempt that ended with `result`, whose `Retry-After` asked for `retryAfter`.
+    public init(result: HTTPResult, retryAfter: Duration? = nil) {
+        self.result = result
+        self.retryAfter = retryAfter
+    }
+
+    /// `HTTP 503 Service Unavailable`.
+    public var description: String {
         "HTTP \(result.response.status.code) \(result.response.status.reasonPhrase)"
     }
 }

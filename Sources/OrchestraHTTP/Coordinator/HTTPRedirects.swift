@@ -10,8 +10,12 @@ import Orchestra
 /// - **307, 308:** the same method and body are sent to the new location.
 /// - **303:** any method but GET and HEAD becomes a GET without a body.
 /// - **301, 302:** a POST becomes a GET without a body; other methods are kept.
-/// - A hop to another origin (scheme, host or port) drops `Authorization`,
-///   `Proxy-Authorization` and `Cookie`, so credentials never leak to another server.
+/// - A hop to another origin (scheme, host or port) drops every credential the request
+///   carries, so none leaks to another server: `Authorization`, `Proxy-Authorization`,
+///   `Cookie`, the field the configuration's ``HTTPCoordinator/Authentication`` signs with
+///   (whatever its name, `X-Api-Token` say), and the request's
+///   ``HTTPRequestOptions/credentialFields``. The hop is not signed again, and a refusal
+///   from the other origin (a 401) does not refresh the token: it is returned as it is.
 /// - A 3xx without a `Location` (a 304, say) is a response like any other.
 public struct HTTPRedirectPolicy: Sendable, Hashable, CustomStringConvertible {
     /// The most redirects followed for one request; 0 follows none (the 3xx is returned).
@@ -95,12 +99,14 @@ enum RedirectRule {
     ]
 
     /// The request to send after `response` redirected `request`, with its body and the absolute
-    /// location; `nil` if `response` is not a redirect to follow.
+    /// location; `nil` if `response` is not a redirect to follow. On a hop to another origin,
+    /// `Authorization`, `Proxy-Authorization`, `Cookie` and the fields named in `credentials`
+    /// are dropped.
     ///
     /// - Throws: ``HTTPRedirectError`` with ``HTTPRedirectError/Code/invalidLocation`` when the
     ///   `Location` is not an http or https URL (`hops` is left empty for the caller to fill).
     static func next<Body>(
-        after request: HTTPRequest, body: Body?, response: HTTPResponse
+        after request: HTTPRequest, body: Body?, response: HTTPResponse, credentials: Set<HTTPField.Name> = []
     ) throws(HTTPRedirectError) -> (request: HTTPRequest, body: Body?, location: String)? {
         let status = response.status.code
         guard followed.contains(status), let location = response.headerFields[.location] else { return nil }
@@ -133,9 +139,27 @@ enum RedirectRule {
             nextBody = nil
             for name in contentFields { next.headerFields[name] = nil }
         }
-        if scheme != request.scheme?.lowercased() || authority.lowercased() != request.authority?.lowercased() {
+        if !isSameOrigin(scheme: scheme, authority: authority, as: request) {
+            for name in Self.credentials { next.headerFields[name] = nil }
             for name in credentials { next.headerFields[name] = nil }
         }
         return (next, nextBody, target.absoluteString)
+    }
+
+    /// Whether `scheme://authority` is `request`'s origin (in any case).
+    private static func isSameOrigin(scheme: String, authority: String, as request: HTTPRequest) -> Bool {
+        scheme.lowercased() == request.scheme?.lowercased() && authority.lowercased() == request.authority?.lowercased()
+    }
+
+    /// Whether one of `hops` (absolute locations) led away from `request`'s origin: its
+    /// credentials were dropped there, for the rest of the chain.
+    static func leftOrigin(of request: HTTPRequest, through hops: [HTTPRedirect]) -> Bool {
+        hops.contains { hop in
+            guard let components = URLComponents(string: hop.location), let scheme = components.scheme,
+                let host = components.percentEncodedHost
+            else { return true }
+            let authority = components.port.map { "\(host):\($0)" } ?? host
+            return !isSameOrigin(scheme: scheme, authority: authority, as: request)
+        }
     }
 }

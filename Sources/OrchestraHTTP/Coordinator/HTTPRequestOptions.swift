@@ -39,13 +39,25 @@ public struct HTTPRequestOptions: Sendable {
     /// request is about to go out. It holds the slot while it runs. An error it throws ends
     /// the request unsent, and is not retried. Cancellation: the caller's.
     public var willSend: (@Sendable (HTTPRequest) async throws -> Void)?
+    /// Called when a failed attempt is about to be retried, before the wait: how long, and
+    /// whether the server asked for it (`Retry-After`). For logging; called on the task that
+    /// sends the request, holding no slot. Keep it short.
+    public var onRetry: (@Sendable (HTTPRetryEvent) -> Void)?
+    /// Header fields of the request that carry credentials, besides `Authorization`,
+    /// `Proxy-Authorization`, `Cookie` and the one the configuration's
+    /// ``HTTPCoordinator/Authentication`` signs with: each is dropped, like those, when a
+    /// redirect leads to another origin (see ``HTTPRedirectPolicy``). Empty by default.
+    public var credentialFields: Set<HTTPField.Name>
 
     /// Options; each parameter is described by the property of the same name (`nil`: the coordinator's configuration).
     public init(
         priority: Int = 0, retry: HTTPRetry? = nil, timeout: Duration? = nil, redirects: HTTPRedirectPolicy? = nil,
         isAuthenticated: Bool = true, onAttempt: (@Sendable (HTTPAttemptEvent) -> Void)? = nil,
-        willSend: (@Sendable (HTTPRequest) async throws -> Void)? = nil
+        willSend: (@Sendable (HTTPRequest) async throws -> Void)? = nil,
+        onRetry: (@Sendable (HTTPRetryEvent) -> Void)? = nil, credentialFields: Set<HTTPField.Name> = []
     ) {
+        self.onRetry = onRetry
+        self.credentialFields = credentialFields
         self.willSend = willSend
         self.priority = priority
         self.retry = retry
@@ -58,7 +70,10 @@ public struct HTTPRequestOptions: Sendable {
 
 /// Which failed attempts of a request are sent again: transient statuses, timeouts and
 /// transient transport errors, for the methods it names, with the backoff of its
-/// ``policy``. A `Retry-After` from the server replaces the backoff.
+/// ``policy``. A `Retry-After` from the server replaces the backoff, up to the policy's
+/// ``RetryPolicy/maximumServerDelay``: a server that asks for more fails the request at once
+/// with a ``RetryError`` (``RetryError/Code/serverDelayTooLong``) whose
+/// ``RetryError/underlying`` error is the ``HTTPStatusError`` with the response.
 public struct HTTPRetry: Sendable {
     /// Which requests may be sent twice.
     public enum Methods: Sendable, Hashable {
@@ -107,4 +122,25 @@ public enum HTTPAttemptEvent: Sendable {
     /// The attempt ended, with a response or an error (a timeout, the transport's error,
     /// `CancellationError`); its slot is released just after.
     case ended(HTTPRequest, Result<HTTPResponse, any Error>)
+}
+
+/// A failed attempt of a request that is about to be retried, as
+/// ``HTTPRequestOptions/onRetry`` sees it.
+public struct HTTPRetryEvent: Sendable {
+    /// The request that is sent again (signed, after any redirect).
+    public var request: HTTPRequest
+    /// The number of the attempt that failed, among the attempts at this request and hop
+    /// (1-based).
+    public var attempt: Int
+    /// Why it failed: an ``HTTPStatusError`` for a transient status, else a `TimeoutError`
+    /// or the transport's error.
+    public var failure: any Error
+    /// How long the next attempt waits.
+    public var delay: Duration
+    /// Whether ``delay`` is the server's `Retry-After` (at most the policy's
+    /// ``RetryPolicy/maximumServerDelay``) rather than the policy's backoff.
+    public var isRetryAfter: Bool
+
+    /// The response of the failed attempt, if it ended with a transient status.
+    public var response: HTTPResponse? { (failure as? HTTPStatusError)?.result.response }
 }
