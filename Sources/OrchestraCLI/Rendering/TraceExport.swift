@@ -73,8 +73,10 @@ struct TraceExport: Sendable {
         let total = max(spans.map(\.end).max() ?? .zero, .milliseconds(1))
         let categories = Array(Set(spans.map(\.category))).sorted()
         var rows: [String] = []
-        for lane in lanes {
-            let bars = spans.filter { $0.lane == lane }.map { span in
+        // Each lane's spans, gathered in one pass: filtering every span per lane was quadratic
+        // (a `for_each` step has a lane per element: 40,000 elements took 28 s).
+        for (lane, laneSpans) in spansByLane() {
+            let bars = laneSpans.map { span in
                 let left = percent(span.start, of: total)
                 let width = max(percent(span.end - span.start, of: total), 0.15)
                 let details =
@@ -95,7 +97,7 @@ struct TraceExport: Sendable {
                 return "<div class=\"bar c\(colour % 6)\(failed ? " bad" : "")\" "
                     + "style=\"left:\(format(left))%;width:\(format(width))%\" title=\"\(Self.escaped(details))\">\(waits.joined())</div>"
             }
-            let notes = spans.filter { $0.lane == lane }.compactMap { span -> String? in
+            let notes = laneSpans.compactMap { span -> String? in
                 guard let outcome = span.args.first(where: { $0.key == "outcome" })?.value, outcome != "succeeded"
                 else { return nil }
                 return span.args.first { $0.key == "detail" || $0.key == "error" }?.value ?? outcome
@@ -119,6 +121,21 @@ struct TraceExport: Sendable {
             \(rows.joined(separator: "\n"))
             <p class="legend">\(legend.joined()) <span><i class="bad"></i>failed</span> <span><i style="background:#cfdceb"></i>waiting (pale part of a bar)</span></p>
             """
+    }
+
+    /// Every lane (in the order its first span appears) with its spans, in their order.
+    func spansByLane() -> [(lane: String, spans: [TraceSpan])] {
+        var position: [String: Int] = [:]
+        var groups: [(lane: String, spans: [TraceSpan])] = []
+        for span in spans {
+            if let index = position[span.lane] {
+                groups[index].spans.append(span)
+            } else {
+                position[span.lane] = groups.count
+                groups.append((span.lane, [span]))
+            }
+        }
+        return groups
     }
 
     /// Checks a `--trace DIR` before anything runs, creating the folder if it does not exist,
@@ -158,15 +175,17 @@ struct TraceExport: Sendable {
         ["\(baseName).trace.json", "\(baseName).html"]
     }
 
-    /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`.
+    /// Creates `directory` if needed and writes `baseName.trace.json` and `baseName.html`, each
+    /// with ``OutputFile`` (a new file renamed into place: a symlink planted there is replaced,
+    /// never followed).
     @discardableResult
     func write(to directory: URL, baseName: String) throws -> [URL] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let names = Self.fileNames(baseName: baseName)
         let json = directory.appendingPathComponent(names[0])
         let page = directory.appendingPathComponent(names[1])
-        try Data(chromeJSON().utf8).write(to: json)
-        try Data(html().utf8).write(to: page)
+        try OutputFile.write(chromeJSON(), to: json.path)
+        try OutputFile.write(html(), to: page.path)
         return [json, page]
     }
 

@@ -106,22 +106,34 @@ struct RunPrinter: Sendable {
         return text
     }
 
-    /// `1000 rows: 998 succeeded, 2 failed · 3.2 s · auth: 1 login, 0 refreshes`
+    /// `1000 rows × 3 steps: 998 succeeded, 2 failed · 3.2 s · auth: 1 login, 0 refreshes`;
+    /// after a Ctrl-C, `…: 10 succeeded, 2 cancelled, 988 not run`: a row that never started
+    /// is not a failure.
     func summary(of report: DataRunReport) {
-        let failed = report.rows.count - report.succeededRows
+        console.line(console.paint(summaryLine(of: report), report.allSucceeded ? .green : .red))
+    }
+
+    /// The line the summary of a `--data` run prints.
+    func summaryLine(of report: DataRunReport) -> String {
         var line =
             "\(Format.count(report.rows.count, "row")) × \(Format.count(report.rows.first?.report.steps.count ?? 0, "step")): \(report.succeededRows) succeeded"
-        if failed > 0 { line += ", \(failed) failed" }
+        for (count, what) in [
+            (report.failedRows, "failed"), (report.cancelledRows, "cancelled"), (report.notStartedRows, "not run"),
+        ] where count > 0 {
+            line += ", \(count) \(what)"
+        }
         line += " · \(Format.wallTime(report.duration))"
         if report.logins + report.refreshes > 0 {
             line +=
                 " · auth: \(Format.count(report.logins, "login")), \(Format.count(report.refreshes, "refresh", plural: "refreshes"))"
         }
-        console.line(console.paint(line, report.allSucceeded ? .green : .red))
+        return line
     }
 
     /// A `--data` run as one JSON document: `{"workflow", "file", "data", "rows": [{"row",
-    /// "data", "started_ms", "duration_ms", "ok", "steps"}], "summary": {…}}`.
+    /// "data", "started_ms", "duration_ms", "ok", "steps"}], "summary": {…}}`. The summary
+    /// counts rows `succeeded`, `failed`, `cancelled` (started, then stopped by Ctrl-C) and
+    /// `not_run` (never started).
     static func json(of report: DataRunReport, workflow: String?, file: String, dataFile: String) -> JSONValue {
         .object([
             "workflow": workflow.map(JSONValue.string) ?? .null,
@@ -142,7 +154,9 @@ struct RunPrinter: Sendable {
             "summary": .object([
                 "rows": .integer(report.rows.count),
                 "succeeded": .integer(report.succeededRows),
-                "failed": .integer(report.rows.count - report.succeededRows),
+                "failed": .integer(report.failedRows),
+                "cancelled": .integer(report.cancelledRows),
+                "not_run": .integer(report.notStartedRows),
                 "duration_ms": milliseconds(report.duration),
                 "logins": .integer(report.logins),
                 "refreshes": .integer(report.refreshes),

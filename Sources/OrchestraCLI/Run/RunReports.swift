@@ -13,6 +13,12 @@ struct RunReports {
         var report: WorkflowReport
         /// When it started, from the start of the whole run.
         var offset: Duration = .zero
+
+        /// Whether none of its steps started: a row of a `--data` run that a Ctrl-C kept
+        /// from starting (its steps are cancelled, never run).
+        var neverStarted: Bool {
+            !report.steps.isEmpty && report.steps.allSatisfy { $0.state == .cancelled && $0.started == nil }
+        }
     }
 
     var title: String
@@ -107,14 +113,22 @@ struct RunReports {
     /// assertions and failure. No script, no network.
     func html(duration: Duration) -> String {
         let steps = suites.flatMap(\.report.steps)
-        let failed = suites.count { !$0.report.allSucceeded }
+        let succeeded = suites.count { $0.report.allSucceeded }
+        // A row never started (Ctrl-C first) is not run, not failed; one stopped is cancelled.
+        let failed = suites.count { $0.report.count(.failed) > 0 }
+        let notRun = suites.count(where: \.neverStarted)
+        let cancelled = suites.count - succeeded - failed - notRun
+        var rowCounts = "\(succeeded) succeeded"
+        for (count, what) in [(failed, "failed"), (cancelled, "cancelled"), (notRun, "not run")] where count > 0 {
+            rowCounts += ", \(count) \(what)"
+        }
         let spans = suites.flatMap { suite in
             RunTrace.spans(of: suite.report, lane: suite.name.map { "\($0) · " } ?? "", offset: suite.offset)
         }
         let timeline = TraceExport(title: title, spans: spans)
         let outcome =
             suites.count > 1
-            ? "\(Format.count(suites.count, "row")): \(suites.count - failed) succeeded, \(failed) failed"
+            ? "\(Format.count(suites.count, "row")): \(rowCounts)"
             : "\(Format.count(steps.count, "step")): \(steps.count { $0.state == .succeeded }) succeeded, \(steps.count { $0.state != .succeeded }) did not"
         var page = """
             <!DOCTYPE html>
@@ -126,7 +140,7 @@ struct RunReports {
             ul{margin:2px 0;padding-left:16px}h2{font-size:15px;margin:18px 0 4px}
             </style></head><body>
             <h1>\(e(title))</h1>
-            <div class="meta \(failed == 0 ? "ok" : "fail")">\(e(outcome)) · \(Format.milliseconds(duration)) · \(e(file))</div>
+            <div class="meta \(succeeded == suites.count ? "ok" : "fail")">\(e(outcome)) · \(Format.milliseconds(duration)) · \(e(file))</div>
             \(timeline.timeline())
 
             """

@@ -74,7 +74,8 @@ package struct StepReport: Sendable, Hashable {
     /// `STEP[1]`… (empty if the list was empty or never read); `nil` for other steps. The
     /// step's ``attempts`` is then their sum, its ``firstSent`` the earliest, its ``status``
     /// `nil`. A runner that does not keep item reports lists only the elements that did not
-    /// succeed (``itemCounts`` has the totals either way).
+    /// succeed (``itemCounts`` has the totals either way). Elements a cancellation kept from
+    /// starting are never listed: ``itemCounts`` counts them cancelled.
     package var items: [StepReport]?
     /// For a `for_each` step whose list was read: how its elements ended.
     package var itemCounts: ItemCounts?
@@ -171,6 +172,13 @@ package struct DataRunReport: Sendable {
         package var started: Duration?
         /// Its steps (times from the row's start).
         package var report: WorkflowReport
+
+        package init(index: Int, data: [String: String], started: Duration?, report: WorkflowReport) {
+            self.index = index
+            self.data = data
+            self.started = started
+            self.report = report
+        }
     }
 
     package var rows: [Row]
@@ -180,9 +188,29 @@ package struct DataRunReport: Sendable {
     package var logins: Int
     package var refreshes: Int
 
+    package init(rows: [Row], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
+        self.rows = rows
+        self.duration = duration
+        self.logins = logins
+        self.refreshes = refreshes
+    }
+
     /// Whether every step of every row succeeded.
     package var allSucceeded: Bool { rows.allSatisfy(\.report.allSucceeded) }
 
     /// How many rows had every step succeed.
     package var succeededRows: Int { rows.count { $0.report.allSucceeded } }
+
+    /// How many rows had a step fail (a failed request, status or assertion).
+    package var failedRows: Int { rows.count { $0.started != nil && $0.report.count(.failed) > 0 } }
+
+    /// How many rows started and were cancelled (Ctrl-C) before every step succeeded, none
+    /// of their steps having failed.
+    package var cancelledRows: Int {
+        rows.count { $0.started != nil && !$0.report.allSucceeded && $0.report.count(.failed) == 0 }
+    }
+
+    /// How many rows never started: the run was cancelled first. They are neither failed nor
+    /// cancelled: nothing of theirs ran.
+    package var notStartedRows: Int { rows.count { $0.started == nil } }
 }
