@@ -279,6 +279,9 @@ struct WorkflowChecker {
             values.placeholders = true
             guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
             if let problem = URLCheck.problem(with: rendered) {
+                // The source has its user information masked already (a credential is never
+                // quoted); so has the URL as rendered.
+                let rendered = URLCheck.maskingUserInfo(rendered)
                 let shown =
                     rendered == request.url.source
                     ? "'\(short: rendered)'" : "'\(short: request.url.source)' (= '\(short: rendered)')"

@@ -7,7 +7,8 @@ struct RenderedRequest: Sendable {
     var request: HTTPRequest
     /// Bytes, or the file of `body_file:` (read as it is sent).
     var body: HTTPRequestBody?
-    /// The URL as sent: ASCII only (``URLCheck/escaped(_:)``).
+    /// The URL as shown: as sent (ASCII only, ``URLCheck/escaped(_:)``), with its user
+    /// information, if it had any, shown as ``URLCheck/maskedUserInfo`` (`http://***@host/`).
     var url: String
     /// `host:port` as written in the URL.
     var authority: String
@@ -19,8 +20,17 @@ struct RenderedRequest: Sendable {
     /// non-ASCII URL would escape those escapes again: `São%20Paulo` → `S%C3%A3o%2520Paulo`).
     /// A JSON body is its value's text, numbers as written: nothing is lost or replaced.
     ///
-    /// - Throws: ``StepFailure`` for a URL that cannot be sent (a capture made it invalid) or a
-    ///   header value with a line break.
+    /// A user information in the URL (`http://user:password@host/`, written or brought by a
+    /// value) is sent as `Authorization: Basic base64(user:password)`, percent-decoded, as curl
+    /// does, unless the step has an `Authorization` header or its own `basic_auth:` (those
+    /// win; the URL's wins over the workflow's `basic_auth:`). It is never in the request
+    /// line, nor shown: ``url`` has `***` in its place, and its password (its user when it has
+    /// no password) is a secret of the run (``Redactor/learn(_:)``), so an echo of it, or of
+    /// the `Authorization` it makes, is masked too. Like every `Authorization`, it is dropped
+    /// on a redirect to another origin.
+    ///
+    /// - Throws: ``StepFailure`` for a URL that cannot be sent (a capture made it invalid),
+    ///   user information that basic auth cannot send, or a header value with a line break.
     init(_ template: RequestTemplate, values: TemplateValues, basicAuth: BasicAuth? = nil) throws(StepFailure) {
         let written: String
         do {
@@ -28,13 +38,26 @@ struct RenderedRequest: Sendable {
         } catch {
             throw StepFailure("\(error)")
         }
-        let url: String
+        let sendable: String
         switch URLCheck.sendable(written) {
-        case .success(let sendable): url = sendable
+        case .success(let url): sendable = url
         case .failure(let refusal):
-            throw StepFailure("the URL '\(short: written)' \(short: refusal.reason)", url: written)
+            let shown = URLCheck.maskingUserInfo(written)
+            throw StepFailure("the URL '\(short: shown)' \(short: refusal.reason)", url: shown)
         }
-        let (scheme, authority, path) = Self.split(url)
+        let credentials: URLCheck.Credentials?
+        switch URLCheck.splittingCredentials(sendable) {
+        case .success(let split): credentials = split.credentials
+        case .failure(let refusal):
+            let shown = URLCheck.maskingUserInfo(sendable)
+            throw StepFailure("the URL '\(short: shown)' \(short: refusal.reason)", url: shown)
+        }
+        let url = credentials == nil ? sendable : URLCheck.maskingUserInfo(sendable)
+        if let credentials {
+            // The password is the secret; an API key given as the user has none.
+            Redactor.current?.learn(credentials.password.isEmpty ? credentials.user : credentials.password)
+        }
+        let (scheme, authority, path) = Self.split(sendable)
         var request = HTTPRequest(method: template.method, scheme: scheme, authority: authority, path: path)
         var hasContentType = false
         for (name, valueTemplate) in template.headers {
@@ -55,8 +78,14 @@ struct RenderedRequest: Sendable {
             request.headerFields.append(HTTPField(name: field, value: value))
             if field == .contentType { hasContentType = true }
         }
-        if let basic = template.basicAuth ?? basicAuth, request.headerFields[.authorization] == nil {
-            request.headerFields[.authorization] = try Self.basicCredentials(basic, values: values, url: url)
+        if request.headerFields[.authorization] == nil {
+            if let basic = template.basicAuth {
+                request.headerFields[.authorization] = try Self.basicCredentials(basic, values: values, url: url)
+            } else if let credentials {
+                request.headerFields[.authorization] = Self.basicCredentials(credentials)
+            } else if let basic = basicAuth {
+                request.headerFields[.authorization] = try Self.basicCredentials(basic, values: values, url: url)
+            }
         }
         switch template.body {
         case nil:
@@ -207,7 +236,12 @@ struct RenderedRequest: Sendable {
         guard !(user + password).contains(where: \.isNewline) else {
             throw StepFailure("basic_auth: the user or password contains a line break; refusing to send it", url: url)
         }
-        return "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        return basicCredentials(URLCheck.Credentials(user: user, password: password))
+    }
+
+    /// `Basic base64(user:password)` of credentials already checked.
+    static func basicCredentials(_ credentials: URLCheck.Credentials) -> String {
+        "Basic " + Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
     }
 
     /// `http://host:8080/a/b?c#frag` → (`http`, `host:8080`, `/a/b?c`). The URL was checked

@@ -90,6 +90,9 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
     package static let indexNamespace = "index"
 
+    /// The text as written, with the user information of a URL in it masked
+    /// (`http://***@host/`, ``URLCheck/maskingUserInfo(_:)``): what reports and messages show
+    /// of the template. What is sent is rendered from ``segments``.
     package let source: String
     package let segments: [Segment]
 
@@ -101,14 +104,15 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         segments = []
     }
 
-    /// Parses `source`.
+    /// Parses `text`.
     ///
     /// - Throws: ``TemplateSyntaxError`` for a `{{` without `}}`, an empty reference, a
     ///   reference that is not `namespace.name`, or an unknown filter.
-    package init(parsing source: String) throws(TemplateSyntaxError) {
+    package init(parsing text: String) throws(TemplateSyntaxError) {
+        let source = URLCheck.maskingUserInfo(text)
         self.source = source
         var segments: [Segment] = []
-        var rest = Substring(source)
+        var rest = Substring(text)
         while let open = Self.range(of: UInt8(ascii: "{"), in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.literal(String(rest[..<open.lowerBound]))) }
             guard let close = Self.range(of: UInt8(ascii: "}"), in: rest[open.upperBound...]) else {
@@ -161,7 +165,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     /// left as written: how the URL of a `for_each` step, sent once per element, reads in
     /// reports (`http://127.0.0.1:8080{{item.path | raw}}`).
     package func substitutingVariables(_ variables: [String: String], for context: Context) -> String {
-        rendered(for: context) { reference in reference.isVariable ? variables[reference.name] : nil }
+        let text = rendered(for: context) { reference in reference.isVariable ? variables[reference.name] : nil }
+        return context == .url ? URLCheck.maskingUserInfo(text) : text
     }
 
     /// The text with each reference replaced by `value(reference)`, escaped for `context`, or
@@ -187,10 +192,22 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     private static func inserted(
         _ value: String, for reference: Reference, at index: Int, in context: Context
     ) -> String {
+        if context == .text || reference.isRaw || index == 0 { return value }
         // A value whose last filter is `urlencode` is encoded already: encoding it again would
         // send `%2520` for a space.
-        context == .text || reference.isRaw || index == 0 || reference.filters.last == .urlencode
-            ? value : percentEncoded(value)
+        return withDotsEncoded(reference.filters.last == .urlencode ? value : percentEncoded(value))
+    }
+
+    /// `value`, inserted into a URL, with its dots encoded (`%2E`) if it is made only of dots:
+    /// `..` or `.` between two `/` is a dot segment, which a client or server resolves
+    /// (`/users/../admin` is `/admin`), so a value would change the URL's structure. Encoded,
+    /// it is sent as written, by both transports (`GET /users/%2E%2E/delete`), and reaches the
+    /// server as a value. A value with other characters cannot form one (its `/` is encoded),
+    /// and a dot segment needs every value in it to be only dots, so this rule covers
+    /// `{{a}}{{b}}` too. In a query, where dots mean nothing, the encoded form means the same.
+    static func withDotsEncoded(_ value: String) -> String {
+        guard !value.isEmpty, value.utf8.allSatisfy({ $0 == UInt8(ascii: ".") }) else { return value }
+        return String(repeating: "%2E", count: value.utf8.count)
     }
 
     /// `value` percent-encoded as a URL component: everything but the unreserved characters of
