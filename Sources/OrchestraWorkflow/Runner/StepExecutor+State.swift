@@ -36,22 +36,39 @@ extension StepExecutor {
     /// Queues the outcome of request `item` of `step` (reported as `id`) in the `--state`
     /// file: succeeded with `captures`, or failed. A request reused or reported "may have been
     /// sent" keeps its record; a cancelled one keeps its "sending" record only if it was sent.
+    ///
+    /// The file holds what the run shows, no more: the URL and the error with the secrets
+    /// masked (the URL's user information is masked already), and only the captures a resume
+    /// may send that hold no secret (``storedCaptures(_:)``).
     func recordOutcome(_ step: WorkflowStep, id: String, item: Int, captures: [String: JSONValue]?) {
         guard let state, let report = records.withLock({ $0[id] }), !report.recorded, !report.maybeSent else {
             return
         }
+        let redactor = workflow.redactor
         var record = StateRecord(
-            state: .failed, status: report.status, attempts: report.attempts, url: report.url, error: report.error,
-            run: state.run)
+            state: .failed, status: report.status, attempts: report.attempts, url: redactor.redact(report.url),
+            error: report.error.map(redactor.redact), run: state.run)
         if let captures {
             record.state = .succeeded
-            record.captures = captures
+            record.captures = storedCaptures(captures)
         } else if report.state == .cancelled {
             // Sent, or about to be: its "sending" record stays. Never sent: nothing to keep.
             guard report.intentRecorded, report.attempts == 0 else { return }
             record.error = "cancelled before it was sent"
         }
         state.record(step: step.id, item: item, record)
+    }
+
+    /// The captures of a succeeded request as the `--state` file keeps them: those whose value
+    /// holds a secret of the run (a `secrets:` value, a token or password the run learned, in
+    /// any form the redactor finds) are left out. A resume needs a capture's value to send the
+    /// steps that use it, and a masked value would send `***`; so a record without one of its
+    /// step's captures is not reused (``decision(_:record:)``): the step is sent again to read
+    /// it, as it was on the first run.
+    func storedCaptures(_ captures: [String: JSONValue]) -> [String: JSONValue] {
+        let redactor = workflow.redactor
+        guard !redactor.isEmpty else { return captures }
+        return captures.filter { !redactor.containsSecret(in: $0.value.text) }
     }
 
     /// With a `--state` file and a request that is not safe to send twice: what records it as
@@ -64,7 +81,7 @@ extension StepExecutor {
         return { _ in
             guard records.withLock({ $0[id].map { !$0.intentRecorded } ?? true }) else { return }
             do {
-                try await state.intent(step: step.id, item: item, url: url)
+                try await state.intent(step: step.id, item: item, url: workflow.redactor.redact(url))
             } catch let error as WorkflowStateError {
                 throw StepFailure("--state: \(error); not sent")
             }
