@@ -14,6 +14,12 @@ import Orchestra
 /// attribute is honoured when the host is within it (the public-suffix list is not consulted:
 /// a server could set a cookie for a whole top-level domain, which only its own requests
 /// would then send). Reads and writes the Netscape cookie file format that curl and Hurl use.
+///
+/// What a server sends is bounded as browsers and curl bound it (RFC 6265 §6.1): a cookie of
+/// more than ``maximumCookieBytes`` is ignored, so is one with a control character; a domain
+/// keeps at most ``maximumCookiesPerDomain`` cookies and the jar ``maximumCookies``, the least
+/// recently used going first; a response sets at most ``maximumCookiesPerResponse``; and a
+/// `Cookie` header holds at most ``maximumHeaderBytes``.
 package final class CookieJar: Sendable {
     /// One cookie.
     package struct Cookie: Sendable, Hashable {
@@ -42,17 +48,90 @@ package final class CookieJar: Sendable {
             self.secure = secure
             self.httpOnly = httpOnly
         }
+
+        /// Its size as the limit ``CookieJar/maximumCookieBytes`` counts it: the UTF-8 bytes
+        /// of its name, value, domain and path.
+        package var byteCount: Int {
+            name.utf8.count + value.utf8.count + domain.utf8.count + path.utf8.count
+        }
     }
+
+    // MARK: - Limits
+
+    /// The largest cookie kept, in bytes: its `Set-Cookie` text (name, value and attributes),
+    /// and its name, value, domain and path as stored (``Cookie/byteCount``). A larger one is
+    /// ignored, as browsers ignore it (RFC 6265 §6.1 asks for at least 4,096).
+    package static let maximumCookieBytes = 4_096
+    /// The most cookies a domain keeps (RFC 6265 §6.1's 50): a new one evicts the domain's
+    /// least recently used (set or sent).
+    package static let maximumCookiesPerDomain = 50
+    /// The most cookies the jar keeps (RFC 6265 §6.1's 3,000): a new one evicts the least
+    /// recently used (set or sent) of all.
+    package static let maximumCookies = 3_000
+    /// The longest a cookie lives: a later `Expires` or a longer `Max-Age` is cut to 400 days
+    /// from when it was set, as browsers cut it (RFC 6265bis §5.6.1), which also keeps a huge
+    /// `Max-Age` out of date arithmetic.
+    package static let maximumLifetime: TimeInterval = 400 * 24 * 3600
+    /// The most cookies one response sets (curl's limit): the `Set-Cookie` fields after the
+    /// 50th cookie are ignored.
+    package static let maximumCookiesPerResponse = 50
+    /// The longest `Cookie` header sent, in bytes (curl's limit, and Apache's for a header
+    /// field): the cookies that would make it longer are left out of that request.
+    package static let maximumHeaderBytes = 8_190
 
     private struct Stored {
         var cookie: Cookie
         /// Order of creation: among cookies of equal paths, the older is sent first.
         var created: Int
+        /// When it was last set or sent (the jar's tick): the least recent goes first.
+        var used: Int
     }
 
     private struct State {
         var cookies: [Stored] = []
         var created = 0
+        var tick = 0
+
+        /// Adds `cookie` (replacing one of the same name, domain and path, or evicting the
+        /// least recently used of its domain or of the jar when one is full). Linear in the
+        /// jar's size, which ``CookieJar/maximumCookies`` bounds.
+        mutating func add(_ cookie: Cookie, now: Date) {
+            tick += 1
+            let expired = CookieJar.isExpired(cookie, at: now)
+            if let index = cookies.firstIndex(where: {
+                $0.cookie.name == cookie.name && $0.cookie.domain == cookie.domain && $0.cookie.path == cookie.path
+            }) {
+                if expired {
+                    cookies.remove(at: index)
+                } else {
+                    cookies[index].cookie = cookie
+                    cookies[index].used = tick
+                }
+                return
+            }
+            guard !expired else { return }
+            var sameDomain = cookies.count { $0.cookie.domain == cookie.domain }
+            if sameDomain >= CookieJar.maximumCookiesPerDomain || cookies.count >= CookieJar.maximumCookies {
+                cookies.removeAll { CookieJar.isExpired($0.cookie, at: now) }
+                sameDomain = cookies.count { $0.cookie.domain == cookie.domain }
+            }
+            if sameDomain >= CookieJar.maximumCookiesPerDomain {
+                evictLeastRecentlyUsed { $0.cookie.domain == cookie.domain }
+            }
+            if cookies.count >= CookieJar.maximumCookies {
+                evictLeastRecentlyUsed { _ in true }
+            }
+            created += 1
+            cookies.append(Stored(cookie: cookie, created: created, used: tick))
+        }
+
+        private mutating func evictLeastRecentlyUsed(among included: (Stored) -> Bool) {
+            var victim: Int?
+            for index in cookies.indices where included(cookies[index]) {
+                if victim.map({ cookies[index].used < cookies[$0].used }) ?? true { victim = index }
+            }
+            if let victim { cookies.remove(at: victim) }
+        }
     }
 
     private let state = Locked(State())
@@ -69,60 +148,91 @@ package final class CookieJar: Sendable {
         return state.withLock { $0.cookies.map(\.cookie).filter { !Self.isExpired($0, at: now) } }
     }
 
-    /// Adds `cookie`, replacing one of the same name, domain and path.
+    /// Adds `cookie`, replacing one of the same name, domain and path; ignores it if
+    /// ``problem(with:)`` finds one. When its domain or the jar is full, the least recently
+    /// used cookie (of the domain, then of the jar) is dropped to make room.
     package func add(_ cookie: Cookie) {
+        guard Self.problem(with: cookie) == nil else { return }
         let now = now()
-        state.withLock { state in
-            if let index = state.cookies.firstIndex(where: {
-                $0.cookie.name == cookie.name && $0.cookie.domain == cookie.domain && $0.cookie.path == cookie.path
-            }) {
-                if Self.isExpired(cookie, at: now) {
-                    state.cookies.remove(at: index)
-                } else {
-                    state.cookies[index].cookie = cookie
-                }
-                return
-            }
-            guard !Self.isExpired(cookie, at: now) else { return }
-            state.created += 1
-            state.cookies.append(Stored(cookie: cookie, created: state.created))
+        state.withLock { $0.add(cookie, now: now) }
+    }
+
+    /// Why `cookie` cannot be kept, if it cannot: it is larger than ``maximumCookieBytes``,
+    /// or its name, value, domain or path holds a control character (U+0000–U+001F, U+007F:
+    /// RFC 6265's cookie octets exclude them, and a tab or a line break would forge fields
+    /// of the Netscape file).
+    package static func problem(with cookie: Cookie) -> String? {
+        let size = cookie.byteCount
+        if size > maximumCookieBytes {
+            return "the cookie is \(size) bytes, more than \(maximumCookieBytes) (name, value, domain and path)"
         }
+        for (field, text) in [
+            ("name", cookie.name), ("value", cookie.value), ("domain", cookie.domain), ("path", cookie.path),
+        ] where text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "the cookie's \(field) holds a control character"
+        }
+        return nil
     }
 
     /// Stores the cookies of a response's `Set-Cookie` fields, for the request to `host` and
-    /// `path` (its query is ignored). Fields that cannot be read, or whose `Domain` does not
-    /// cover `host`, are ignored, as browsers ignore them. A field that holds several cookies
-    /// joined with commas (Foundation's `URLSession` on Linux joins repeated `Set-Cookie`
-    /// lines) is split first.
+    /// `path` (its query is ignored). Fields that cannot be read, whose `Domain` does not
+    /// cover `host`, or that ``problem(with:)`` refuses are ignored, as browsers ignore them,
+    /// and so is any `Set-Cookie` text longer than ``maximumCookieBytes`` and every cookie after
+    /// the first ``maximumCookiesPerResponse``. A field that holds several cookies joined with
+    /// commas (Foundation's `URLSession` on Linux joins repeated `Set-Cookie` lines) is split
+    /// first.
     package func store(setCookie fields: [String], scheme: String, host: String, path: String) {
         let now = now()
         let host = Self.normalized(host: host)
-        for field in fields.flatMap(Self.splitJoined) {
-            if let cookie = Self.parse(setCookie: field, host: host, path: Self.pathOnly(path), now: now) {
+        let path = Self.pathOnly(path)
+        var remaining = Self.maximumCookiesPerResponse
+        for field in fields {
+            guard remaining > 0 else { break }
+            for text in Self.splitJoined(field, limit: remaining) {
+                remaining -= 1
+                guard text.utf8.count <= Self.maximumCookieBytes,
+                    let cookie = Self.parse(setCookie: text, host: host, path: path, now: now)
+                else { continue }
                 add(cookie)
             }
         }
     }
 
     /// The `Cookie` header for a request: every cookie whose domain, path and `Secure` match,
-    /// longest path first; `nil` when none does.
+    /// longest path first (then oldest first); `nil` when none does. A cookie that would make
+    /// the header longer than ``maximumHeaderBytes`` is left out (the next ones are still
+    /// tried), as curl leaves it out. The cookies sent count as used (see ``maximumCookies``).
     package func header(scheme: String, host: String, path: String) -> String? {
         let now = now()
         let host = Self.normalized(host: host)
         let path = Self.pathOnly(path)
         let secure = scheme.lowercased() == "https"
-        let matching = state.withLock { state in
-            state.cookies.filter { stored in
-                let cookie = stored.cookie
+        return state.withLock { state -> String? in
+            let matching = state.cookies.indices.filter { index in
+                let cookie = state.cookies[index].cookie
                 return !Self.isExpired(cookie, at: now) && (secure || !cookie.secure)
                     && Self.domainMatches(host: host, cookie: cookie) && Self.pathMatches(path, cookiePath: cookie.path)
             }
+            guard !matching.isEmpty else { return nil }
+            let ordered = matching.sorted {
+                let (a, b) = (state.cookies[$0], state.cookies[$1])
+                let (pathA, pathB) = (a.cookie.path.utf8.count, b.cookie.path.utf8.count)
+                return pathA != pathB ? pathA > pathB : a.created < b.created
+            }
+            state.tick += 1
+            var header = ""
+            var length = 0
+            for index in ordered {
+                let cookie = state.cookies[index].cookie
+                let added = (length == 0 ? 0 : 2) + cookie.name.utf8.count + 1 + cookie.value.utf8.count
+                guard length + added <= Self.maximumHeaderBytes else { continue }
+                if length > 0 { header += "; " }
+                header += cookie.name + "=" + cookie.value
+                length += added
+                state.cookies[index].used = state.tick
+            }
+            return header.isEmpty ? nil : header
         }
-        guard !matching.isEmpty else { return nil }
-        return matching.sorted {
-            $0.cookie.path.count != $1.cookie.path.count
-                ? $0.cookie.path.count > $1.cookie.path.count : $0.created < $1.created
-        }.map { "\($0.cookie.name)=\($0.cookie.value)" }.joined(separator: "; ")
     }
 
     /// The value of the most recently set unexpired cookie named `name` (`{{cookies.NAME}}`).
@@ -130,227 +240,7 @@ package final class CookieJar: Sendable {
         cookies.last { $0.name == name }?.value
     }
 
-    // MARK: - Netscape format
-
-    /// The jar in the Netscape cookie file format (as curl's `-c` writes it): a line per
-    /// cookie, `DOMAIN  SUBDOMAINS  PATH  SECURE  EXPIRES  NAME  VALUE`, tab-separated;
-    /// `#HttpOnly_` before the domain of an HttpOnly cookie; `0` expires a session cookie.
-    package func netscapeText() -> String {
-        var text = "# Netscape HTTP Cookie File\n# Written by orchestra run --cookie-jar.\n\n"
-        for cookie in cookies {
-            let domain = (cookie.httpOnly ? "#HttpOnly_" : "") + (cookie.hostOnly ? "" : ".") + cookie.domain
-            let expires = cookie.expires.map { String(Int64($0.timeIntervalSince1970.rounded(.up))) } ?? "0"
-            let fields = [
-                domain, cookie.hostOnly ? "FALSE" : "TRUE", cookie.path, cookie.secure ? "TRUE" : "FALSE", expires,
-                cookie.name, cookie.value,
-            ]
-            text += fields.joined(separator: "\t") + "\n"
-        }
-        return text
-    }
-
-    /// A line of a Netscape cookie file that cannot be read.
-    package struct FormatError: Error, Sendable, CustomStringConvertible {
-        /// 1-based.
-        package var line: Int
-        package var message: String
-        package var description: String { "line \(line): \(message)" }
-    }
-
-    /// Adds the cookies of a Netscape cookie file (comments, blank lines and expired cookies
-    /// are skipped).
-    ///
-    /// - Throws: ``FormatError`` for the first line that is not 7 tab-separated fields with a
-    ///   `TRUE`/`FALSE` flag and a whole number of seconds.
-    package func load(netscape text: String) throws(FormatError) {
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
-            var httpOnly = false
-            if line.hasPrefix("#HttpOnly_") {
-                httpOnly = true
-                line = line.dropFirst("#HttpOnly_".count)
-            } else if line.hasPrefix("#") || line.allSatisfy(\.isWhitespace) {
-                continue
-            }
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 7 else {
-                throw FormatError(
-                    line: index + 1,
-                    message:
-                        "expected 7 tab-separated fields (domain, subdomains, path, secure, expires, name, value), got \(fields.count)"
-                )
-            }
-            let flags = [fields[1], fields[3]].map { $0.uppercased() }
-            guard flags.allSatisfy({ $0 == "TRUE" || $0 == "FALSE" }) else {
-                throw FormatError(line: index + 1, message: "the 2nd and 4th fields must be TRUE or FALSE")
-            }
-            guard let expires = Int64(fields[4]), expires >= 0 else {
-                throw FormatError(
-                    line: index + 1, message: "the expiry '\(short: fields[4])' is not a whole number of seconds ≥ 0")
-            }
-            let domain = fields[0].lowercased()
-            add(
-                Cookie(
-                    name: fields[5], value: fields[6],
-                    domain: domain.hasPrefix(".") ? String(domain.dropFirst()) : domain,
-                    hostOnly: !(flags[0] == "TRUE" || domain.hasPrefix(".")), path: fields[2].isEmpty ? "/" : fields[2],
-                    expires: expires == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(expires)),
-                    secure: flags[1] == "TRUE", httpOnly: httpOnly))
-        }
-    }
-
-    // MARK: - RFC 6265
-
-    /// The `Set-Cookie` values in `field`, split at each comma that starts a new `name=`
-    /// (never inside an `Expires` date: `Wed, 21 Oct …` has no `=` after its comma).
-    static func splitJoined(_ field: String) -> [String] {
-        guard field.contains(",") else { return [field] }
-        var parts: [String] = []
-        var start = field.startIndex
-        var index = field.startIndex
-        while let comma = field[index...].firstIndex(of: ",") {
-            let rest = field[field.index(after: comma)...].drop { $0 == " " || $0 == "\t" }
-            let name = rest.prefix { $0 != "=" && $0 != ";" && $0 != "," && $0 != " " }
-            if !name.isEmpty, rest.dropFirst(name.count).first == "=" {
-                parts.append(String(field[start..<comma]))
-                start = rest.startIndex
-            }
-            index = field.index(after: comma)
-        }
-        parts.append(String(field[start...]))
-        return parts
-    }
-
-    private static func isExpired(_ cookie: Cookie, at now: Date) -> Bool {
+    static func isExpired(_ cookie: Cookie, at now: Date) -> Bool {
         cookie.expires.map { $0 <= now } ?? false
-    }
-
-    /// `Set-Cookie: NAME=VALUE; Attr=…` for a request to `host` and `path` (RFC 6265 §5.2–5.3).
-    static func parse(setCookie field: String, host: String, path: String, now: Date) -> Cookie? {
-        var parts = field.split(separator: ";", omittingEmptySubsequences: false)
-        guard !parts.isEmpty else { return nil }
-        let pair = parts.removeFirst()
-        guard let equals = pair.firstIndex(of: "=") else { return nil }
-        let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
-        let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty else { return nil }
-        var cookie = Cookie(name: name, value: value, domain: host, path: defaultPath(path))
-        var maxAge: Date?
-        for part in parts {
-            let attribute = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = attribute[0].trimmingCharacters(in: .whitespaces).lowercased()
-            let argument = attribute.count > 1 ? attribute[1].trimmingCharacters(in: .whitespaces) : ""
-            switch key {
-            case "expires":
-                if let date = parseDate(argument) { cookie.expires = date }
-            case "max-age":
-                guard let first = argument.first, first == "-" || first.isASCII && first.isNumber,
-                    let seconds = Int(argument)
-                else { continue }
-                maxAge = seconds <= 0 ? .distantPast : now.addingTimeInterval(TimeInterval(seconds))
-            case "domain":
-                var domain = argument.lowercased()
-                if domain.hasPrefix(".") { domain.removeFirst() }
-                guard !domain.isEmpty else { continue }
-                // Only the host itself or a domain it is within; never for an IP address.
-                guard host == domain || (!isIPAddress(host) && host.hasSuffix("." + domain)) else { return nil }
-                cookie.domain = domain
-                cookie.hostOnly = false
-            case "path":
-                cookie.path = argument.hasPrefix("/") ? argument : defaultPath(path)
-            case "secure":
-                cookie.secure = true
-            case "httponly":
-                cookie.httpOnly = true
-            default:
-                continue
-            }
-        }
-        if let maxAge { cookie.expires = maxAge }
-        return cookie
-    }
-
-    static func domainMatches(host: String, cookie: Cookie) -> Bool {
-        host == cookie.domain || (!cookie.hostOnly && !isIPAddress(host) && host.hasSuffix("." + cookie.domain))
-    }
-
-    /// RFC 6265 §5.1.4.
-    static func pathMatches(_ path: String, cookiePath: String) -> Bool {
-        guard path.hasPrefix(cookiePath) else { return false }
-        return path.count == cookiePath.count || cookiePath.hasSuffix("/")
-            || path.dropFirst(cookiePath.count).first == "/"
-    }
-
-    /// The directory of a request's path (RFC 6265 §5.1.4): `/a/b` → `/a`, `/a` → `/`.
-    static func defaultPath(_ path: String) -> String {
-        guard path.hasPrefix("/"), let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
-        return String(path[..<slash])
-    }
-
-    /// `path` without its query or fragment; `/` when empty.
-    static func pathOnly(_ path: String) -> String {
-        let end = path.firstIndex { $0 == "?" || $0 == "#" } ?? path.endIndex
-        let only = String(path[..<end])
-        return only.isEmpty ? "/" : only
-    }
-
-    /// A host as cookies compare it: lowercased, without a port (an IPv6 address keeps its
-    /// brackets).
-    static func normalized(host: String) -> String {
-        var host = host.lowercased()
-        if host.hasPrefix("[") {
-            if let close = host.firstIndex(of: "]") { host = String(host[...close]) }
-        } else if let colon = host.lastIndex(of: ":") {
-            host = String(host[..<colon])
-        }
-        return host
-    }
-
-    private static func isIPAddress(_ host: String) -> Bool {
-        host.hasPrefix("[") || (!host.isEmpty && host.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") })
-    }
-
-    /// A cookie date, read as RFC 6265 §5.1.1 does: the time, day, month and year tokens in
-    /// any order and spelling (`Wed, 21 Oct 2015 07:28:00 GMT`, `Wednesday, 21-Oct-15 …`,
-    /// `Wed Oct 21 07:28:00 2015`); `nil` if one is missing or out of range.
-    static func parseDate(_ text: String) -> Date? {
-        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-        let delimiters = CharacterSet(charactersIn: "\t !\"#$%&'()*+,-./;<=>?@[\\]^_`{|}~")
-        var time: (Int, Int, Int)?
-        var day: Int?
-        var month: Int?
-        var year: Int?
-        for token in text.components(separatedBy: delimiters) where !token.isEmpty {
-            let digits = token.prefix { $0.isASCII && $0.isNumber }
-            if time == nil {
-                let parts = token.split(separator: ":", omittingEmptySubsequences: false)
-                if parts.count == 3,
-                    let h = Int(parts[0].prefix(2)), let m = Int(parts[1].prefix(2)),
-                    let s = Int(parts[2].prefix { $0.isASCII && $0.isNumber }.prefix(2))
-                {
-                    time = (h, m, s)
-                    continue
-                }
-            }
-            if day == nil, (1...2).contains(digits.count), let value = Int(digits) {
-                day = value
-                continue
-            }
-            if month == nil, let index = months.firstIndex(of: String(token.prefix(3)).lowercased()) {
-                month = index + 1
-                continue
-            }
-            if year == nil, (2...4).contains(digits.count), let value = Int(digits) {
-                year = value
-                continue
-            }
-        }
-        guard let time, let day, let month, var year else { return nil }
-        if (70...99).contains(year) { year += 1_900 } else if (0...69).contains(year) { year += 2_000 }
-        guard (1...31).contains(day), year >= 1_601, time.0 <= 23, time.1 <= 59, time.2 <= 59 else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "GMT")!
-        return calendar.date(
-            from: DateComponents(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2))
     }
 }

@@ -76,10 +76,10 @@ struct CookieJarTests {
     @Test func cookiesJoinedInOneFieldAreSplitButNotAtADatesComma() {
         let jar = self.jar()
         jar.store(
-            setCookie: ["a=1; Path=/, b=2; Expires=Wed, 21 Oct 2065 07:28:00 GMT; Path=/,c=3"], scheme: "http",
+            setCookie: ["a=1; Path=/, b=2; Expires=Mon, 21 Oct 2024 07:28:00 GMT; Path=/,c=3"], scheme: "http",
             host: "h.test", path: "/")
         #expect(jar.cookies.map(\.name) == ["a", "b", "c"])
-        #expect(jar.cookies[1].expires == CookieJar.parseDate("Wed, 21 Oct 2065 07:28:00 GMT"))
+        #expect(jar.cookies[1].expires == CookieJar.parseDate("Mon, 21 Oct 2024 07:28:00 GMT"))
         #expect(jar.header(scheme: "http", host: "h.test", path: "/") == "a=1; b=2; c=3")
     }
 
