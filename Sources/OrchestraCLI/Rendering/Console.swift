@@ -1,3 +1,5 @@
+import Orchestra
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -30,8 +32,37 @@ struct Console: Sendable {
     }
 
     /// Writes `text` as is, unbuffered, so redraws and lines appear in the order written.
+    ///
+    /// A write that fails (a full disk, a closed pipe) is remembered, not thrown: the run goes
+    /// on, nothing more is written to that descriptor, and the command reports ``failure`` at
+    /// its end (exit 1), so a lost report is never a silent exit 0.
     func write(_ text: String) {
-        writeAll(text, to: descriptor)
+        guard Self.failures.withLock({ $0[descriptor] == nil }) else { return }
+        if let error = writeAll(text, to: descriptor) {
+            Self.failures.withLock { failures in
+                if failures[descriptor] == nil { failures[descriptor] = error }
+            }
+        }
+    }
+
+    /// Why a write to this console's descriptor failed, if one did (`No space left on
+    /// device`): the first failure, for every console of the same descriptor.
+    var failure: String? {
+        Self.failures.withLock { $0[descriptor] }.map { String(cString: strerror($0)) }
+    }
+
+    /// The `errno` of the first failed write per descriptor.
+    private static let failures = Locked<[Int32: Int32]>([:])
+
+    /// The error message for each of standard output and error that could not be written
+    /// (`cannot write the report to standard output: No space left on device`), for the end
+    /// of a command; empty when every write succeeded. Printed on standard error (which may
+    /// itself be the one that failed).
+    static func writeFailures() -> [String] {
+        [(1, "cannot write the report to standard output"), (2, "cannot write to standard error")].compactMap {
+            descriptor, what in
+            Console(isTerminal: false, usesColor: false, descriptor: descriptor).failure.map { "\(what): \($0)" }
+        }
     }
 
     /// Writes `text` and a newline.
@@ -57,23 +88,5 @@ struct Console: Sendable {
         case blue = "34"
         case magenta = "35"
         case cyan = "36"
-    }
-}
-
-/// `write(2)` in a loop: a pipe may take fewer bytes than offered, and a signal may interrupt.
-private func writeAll(_ text: String, to descriptor: Int32) {
-    var text = text
-    text.withUTF8 { bytes in
-        guard var cursor = bytes.baseAddress else { return }
-        var remaining = bytes.count
-        while remaining > 0 {
-            let written = write(descriptor, cursor, remaining)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            cursor += written
-            remaining -= written
-        }
     }
 }

@@ -34,9 +34,10 @@ struct RunCommand: AsyncParsableCommand {
             and reads their responses back. --run-id goes on with the run of a coordinator that \
             stopped. See Examples/README.md, "Across machines".
 
-            Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled), \
-            2 the file or the command line is invalid (nothing is sent), 130 / 143 interrupted by \
-            SIGINT / SIGTERM.
+            Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled) or \
+            an output could not be written (standard output, a report, the trace, the cookie jar: \
+            each is tried, each failure said), 2 the file, an output path or the command line is \
+            invalid (nothing is sent), 130 / 143 interrupted by SIGINT / SIGTERM.
             """
     )
 
@@ -206,13 +207,7 @@ struct RunCommand: AsyncParsableCommand {
             try await run(workflow, rows: rows)
             return
         }
-        if let trace,
-            let problem = TraceExport.prepareDirectory(trace)
-                ?? TraceExport.problem(writing: [RunTrace.baseName(of: options.file)], into: trace)
-        {
-            Console.standardError.line("orchestra run: error: --trace: \(problem)")
-            throw ExitCode(2)
-        }
+        try checkOutputPaths()
         let cookieJar = try loadCookieJar()
         let stateFile = isDistributed ? nil : try openState(for: workflow)
         let printer = startPrinting(workflow)
@@ -252,33 +247,21 @@ struct RunCommand: AsyncParsableCommand {
             if let distributed { printer.distributedLine(distributed) }
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")
         }
+        var complete = true
         if let failure = stateFile?.failure {
             Console.standardError.line(
                 "orchestra run: error: --state: \(TerminalText.safe(failure.description)); the outcomes since were not recorded, and a resume sends those requests again"
             )
-            throw ExitCode(1)
+            complete = false
         }
-        if let cookieJar, let cookieJarPath {
-            do {
-                try Data(cookieJar.netscapeText().utf8).write(to: URL(fileURLWithPath: cookieJarPath), options: .atomic)
-            } catch {
-                Console.standardError.line("orchestra run: error: --cookie-jar: \(Format.error(error))")
-                throw ExitCode(1)
-            }
-        }
-        if let trace {
-            let files: [URL]
-            do {
-                files = try RunTrace.write(report, workflow: workflow, file: options.file, to: trace)
-            } catch {
-                Console.standardError.line("orchestra run: error: --trace: \(Format.error(error))")
-                throw ExitCode(1)
-            }
-            let note = "trace: " + files.map(\.path).joined(separator: ", ")
-            // With --output json, stdout holds only the document.
-            (text ? console : Console.standardError).line(note)
-        }
-        try writeReports([RunReports.Suite(name: nil, report: report)], title: workflow.name, duration: report.duration)
+        // Each file is written whatever became of the others; then stdout and stderr are checked.
+        complete =
+            writeFiles(
+                cookieJar: cookieJar, trace: report, workflow: workflow,
+                reports: [RunReports.Suite(name: nil, report: report)], duration: report.duration, notes: console)
+            && complete
+        complete = reportConsoleFailures() && complete
+        if !complete { throw ExitCode(1) }
         if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
     }
@@ -315,6 +298,7 @@ struct RunCommand: AsyncParsableCommand {
     /// `--data`: the workflow once per row, `--parallel` rows at a time; a line per row as it
     /// ends, then a summary (or one JSON document).
     private func run(_ workflow: Workflow, rows: DataRows) async throws {
+        try checkOutputPaths()
         let printer = startPrinting(workflow)
         let console = printer.console
         let text = output == .text
@@ -336,58 +320,14 @@ struct RunCommand: AsyncParsableCommand {
                 RunPrinter.json(of: report, workflow: workflow.name, file: options.file, dataFile: options.data ?? "")
                     .prettyText + "\n")
         }
-        try writeReports(
-            report.rows.map {
+        let written = writeFiles(
+            cookieJar: nil, trace: nil, workflow: workflow,
+            reports: report.rows.map {
                 RunReports.Suite(name: "row \($0.index + 1)", report: $0.report, offset: $0.started ?? .zero)
             },
-            title: workflow.name,
-            duration: report.duration)
+            duration: report.duration, notes: console)
+        if !(reportConsoleFailures() && written) { throw ExitCode(1) }
         if let signal = signals.received { throw ExitCode(signal.exitStatus) }
         if !report.allSucceeded { throw ExitCode(1) }
-    }
-
-    /// Writes `--report-junit` and `--report-html`, if asked for.
-    ///
-    /// - Throws: `ExitCode(1)` after saying which report could not be written and why.
-    private func writeReports(_ suites: [RunReports.Suite], title: String?, duration: Duration) throws {
-        let reports = RunReports(
-            title: title ?? RunTrace.baseName(of: options.file), file: options.file, suites: suites)
-        for (option, path, content) in [
-            ("--report-junit", reportJUnit, { reports.junitXML(duration: duration) }),
-            ("--report-html", reportHTML, { reports.html(duration: duration) }),
-        ] as [(String, String?, () -> String)] {
-            guard let path else { continue }
-            do {
-                try Data(content().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-            } catch {
-                Console.standardError.line("orchestra run: error: \(option): \(Format.error(error))")
-                throw ExitCode(1)
-            }
-        }
-    }
-
-    /// The jar `--cookie-jar` names, with the cookies of its file if there is one; `nil`
-    /// without the option.
-    ///
-    /// - Throws: `ExitCode(2)` after saying what is wrong with the file.
-    private func loadCookieJar() throws -> CookieJar? {
-        guard let cookieJarPath else { return nil }
-        let jar = CookieJar()
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: cookieJarPath, isDirectory: &isDirectory) else { return jar }
-        func refuse(_ problem: String) -> ExitCode {
-            Console.standardError.line(
-                "orchestra run: error: --cookie-jar: \(TerminalText.quoted(cookieJarPath)): \(problem)")
-            return ExitCode(2)
-        }
-        guard !isDirectory.boolValue else { throw refuse("is a directory, not a cookie file") }
-        guard let data = FileManager.default.contents(atPath: cookieJarPath) else { throw refuse("cannot be read") }
-        guard let text = String(validating: data, as: UTF8.self) else { throw refuse("is not UTF-8 text") }
-        do {
-            try jar.load(netscape: text)
-        } catch {
-            throw refuse(error.description)
-        }
-        return jar
     }
 }
