@@ -25,7 +25,9 @@ extension Workflow {
     ///   an unclosed quote, JSON that is not a list of objects.
     package static func loadRows(contentsOf url: URL, name: String? = nil) throws(WorkflowErrors) -> DataRows {
         let file = name ?? url.path
-        let text = try readText(at: url.path, file: file)
+        let text = try readText(
+            at: url.path, file: file, kind: "data file",
+            empty: "is empty: expected a header line (CSV) or a list of objects (JSON)")
         switch url.pathExtension.lowercased() {
         case "csv": return try csvRows(text, file: file)
         case "json": return try jsonRows(text, file: file)

@@ -17,7 +17,8 @@ extension Workflow {
         contentsOf url: URL, name: String? = nil
     ) throws(WorkflowErrors) -> [String: String] {
         let file = name ?? url.path
-        let text = try readText(at: url.path, file: file)
+        let text = try readText(
+            at: url.path, file: file, kind: "variables file", empty: "empty file; expected name: value lines")
         if url.lastPathComponent.hasSuffix(".env") { return try dotEnvVariables(text, file: file) }
         var parser = WorkflowParser(file: file, overrides: [:])
         guard let document = parser.compose(text) else { throw WorkflowErrors(parser.reader.errors) }

@@ -30,30 +30,23 @@ extension Workflow {
             dataColumns: dataColumns)
     }
 
-    /// The whole text at `path`, read as a stream: a regular file, a pipe (`<(…)`, a FIFO) or
-    /// `/dev/stdin` alike.
+    /// The whole text at `path`, read with ``readInputFile(at:file:limit:)`` (a regular file,
+    /// a pipe, `/dev/stdin` alike, at most ``inputFileLimit`` bytes).
     ///
+    /// - Parameters:
+    ///   - kind: What the file is, for the message about a directory.
+    ///   - empty: What is wrong with an empty file, for this kind of file.
     /// - Throws: ``WorkflowErrors`` with code ``WorkflowError/Code/unreadable``: no such file,
-    ///   a directory, an empty file, bytes that are not UTF-8.
-    static func readText(at path: String, file: String) throws(WorkflowErrors) -> String {
-        func unreadable(_ reason: String) -> WorkflowErrors {
-            WorkflowErrors([WorkflowError(.unreadable, reason, file: file)])
+    ///   a directory, a file past the limit, an empty file, bytes that are not UTF-8.
+    static func readText(
+        at path: String, file: String, kind: String = "workflow file",
+        empty: String = "empty file; a workflow needs at least 'steps'"
+    ) throws(WorkflowErrors) -> String {
+        let data = try readInputFile(at: path, file: file, kind: kind)
+        guard !data.isEmpty else { throw WorkflowErrors([WorkflowError(.unreadable, empty, file: file)]) }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw WorkflowErrors([WorkflowError(.unreadable, "is not UTF-8 text", file: file)])
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw unreadable("no such file")
-        }
-        guard !isDirectory.boolValue else { throw unreadable("is a directory, not a workflow file") }
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw unreadable("cannot be opened for reading") }
-        defer { try? handle.close() }
-        let data: Data
-        do {
-            data = try handle.readToEnd() ?? Data()
-        } catch {
-            throw unreadable("cannot be read: \(error.localizedDescription)")
-        }
-        guard !data.isEmpty else { throw unreadable("empty file; a workflow needs at least 'steps'") }
-        guard let text = String(validating: data, as: UTF8.self) else { throw unreadable("is not UTF-8 text") }
         return text
     }
 
