@@ -29,7 +29,8 @@ struct OrchestraCommand: AsyncParsableCommand {
     /// - An error the command did not report itself is printed as one readable line,
     ///   `orchestra run: error: …` (never Foundation's `Error Domain=…` dump), and exits 1.
     static func main() async {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        // Every --var in one argument: ArgumentParser's cost is quadratic in the arguments.
+        let arguments = WorkflowFileOptions.batchingVariables(Array(CommandLine.arguments.dropFirst()))
         var command: any ParsableCommand
         do {
             command = try await asyncParseAsRoot(arguments)

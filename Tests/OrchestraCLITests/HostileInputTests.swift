@@ -31,6 +31,8 @@ struct HostileInputTests {
         var once: [String] = []
         /// Texts it must not contain.
         var excludes: [String] = []
+        /// Environment variables set for the command.
+        var environment: [String: String] = [:]
         var description: String { name }
     }
 
@@ -371,7 +373,46 @@ struct HostileInputTests {
             name: "demo --port -5", input: .arguments(["demo", "--serve", "--port", "-5"]), status: 2,
             contains: ["--port: must be 0…65535, got -5"]),
         // Other bad demo options (--speed 1e-300, --url ftp://…, --port 70000) are DemoCommandTests.badOptions.
+
+        // Input files are read up to a limit (256 MB; lowered to 1 MB here): an endless file is refused, naming it.
+        Row(
+            name: "/dev/zero as the workflow", input: .arguments(["validate", "/dev/zero"]), status: 2,
+            contains: ["/dev/zero: error: larger than 1 MB (the limit for an input file)"], environment: smallInputLimit
+        ),
+        Row(
+            name: "--data /dev/zero", input: .file(flow(), extra: ["--data", "/dev/zero"]), status: 2,
+            contains: ["--data: /dev/zero: error: larger than 1 MB (the limit for an input file)"],
+            environment: smallInputLimit),
+        Row(
+            name: "--vars-file /dev/zero", input: .file(flow(), extra: ["--vars-file", "/dev/zero"]), status: 2,
+            contains: ["--vars-file: /dev/zero: error: larger than 1 MB (the limit for an input file)"],
+            environment: smallInputLimit),
+        Row(
+            name: "a 2 MB workflow over a 1 MB limit", input: .file("# " + String(repeating: "x", count: 2 << 20)),
+            status: 2, contains: ["error: larger than 1 MB (the limit for an input file)"],
+            environment: smallInputLimit),
+        Row(
+            name: "an empty --data file", input: .file(flow(), extra: ["--data", emptyDataFile]), status: 2,
+            contains: ["is empty: expected a header line (CSV) or a list of objects (JSON)"],
+            excludes: ["needs at least 'steps'"]),
+        Row(
+            name: "10,000 --var, nearly all unused: 20 warnings and a count",
+            input: .file(
+                flow("url: \"http://x.test/{{vars.v9999}}\""),
+                extra: (0..<10_000).flatMap { ["--var", "v\($0)=\($0)"] } + ["--var=v0=last"]),
+            status: 0, contains: ["… and 9979 more --var that no template uses", "ok — 1 step"]),
     ]
+
+    /// The input file limit lowered to 1 MiB (`ORCHESTRA_INPUT_FILE_LIMIT`), for the rows that read `/dev/zero`.
+    static let smallInputLimit = ["ORCHESTRA_INPUT_FILE_LIMIT": "1048576"]
+
+    /// An empty `.csv` file.
+    static let emptyDataFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchestra-hostile-empty-\(UUID().uuidString).csv")
+        FileManager.default.createFile(atPath: path.path, contents: Data())
+        return path.path
+    }()
 
     /// Writes `data` to a fresh file and returns its path.
     static func file(_ data: Data, name: String = "flow.yaml") throws -> String {
@@ -394,7 +435,7 @@ struct HostileInputTests {
         case .directory: arguments = ["validate", FileManager.default.temporaryDirectory.path]
         case .arguments(let given): arguments = given
         }
-        let output = try await OrchestraExecutable.run(arguments)
+        let output = try await OrchestraExecutable.run(arguments, environment: row.environment)
         let text = output.stdout + output.stderr
         // The description quotes the arguments: a huge one is shown by its length.
         let shown = "\(row.name): exit \(output.status)\n\(MessageText.preview(text))"

@@ -16,6 +16,10 @@ struct WorkflowFileOptions: ParsableArguments {
     )
     var variables: [String] = []
 
+    /// Every `--var` of the command line, joined by NUL: see ``batchingVariables(_:)``.
+    @Option(name: .customLong(Self.variableListName), help: .hidden)
+    var variableList: String?
+
     @Option(
         name: .customLong("vars-file"),
         help: ArgumentHelp(
@@ -96,7 +100,12 @@ struct WorkflowFileOptions: ParsableArguments {
                 problems += error.errors.map { "--vars-file: " + TerminalText.safe($0.description) }
             }
         }
-        for assignment in variables {
+        let assignments =
+            variables
+            + (variableList.map {
+                $0.split(separator: Self.variableListSeparator, omittingEmptySubsequences: false).map(String.init)
+            } ?? [])
+        for assignment in assignments {
             let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, !parts[0].isEmpty else {
                 problems.append(
@@ -122,13 +131,20 @@ struct WorkflowFileOptions: ParsableArguments {
             let workflow = try Workflow.load(
                 contentsOf: URL(fileURLWithPath: path), name: file == "-" ? "<stdin>" : file, variables: overrides,
                 dataColumns: dataColumns)
-            // A --var no template uses changes nothing: most likely a misspelt name.
-            for name in commandLineNames.sorted() where !workflow.usedVariables.contains(name) {
+            // A --var no template uses changes nothing: most likely a misspelt name. The first
+            // 20 are named, with the closest used name (each a pass over the used names).
+            let unused = commandLineNames.sorted().filter { !workflow.usedVariables.contains($0) }
+            for name in unused.prefix(Self.unusedVariablesNamed) {
                 let closest =
                     workflow.usedVariable(closestTo: name).map { " (did you mean '\(TerminalText.quoted($0))'?)" } ?? ""
                 let shown = TerminalText.quoted(name)
                 Console.standardError.line(
                     "\(TerminalText.quoted(file)): warning: --var \(shown): no template uses {{vars.\(shown)}}\(closest)"
+                )
+            }
+            if unused.count > Self.unusedVariablesNamed {
+                Console.standardError.line(
+                    "\(TerminalText.quoted(file)): warning: … and \(unused.count - Self.unusedVariablesNamed) more --var that no template uses"
                 )
             }
             return workflow
@@ -141,5 +157,57 @@ struct WorkflowFileOptions: ParsableArguments {
             )
             throw ExitCode(2)
         }
+    }
+}
+
+extension WorkflowFileOptions {
+    /// The hidden option that carries every `--var` at once.
+    static let variableListName = "var-list"
+    /// What separates the values in it: NUL, which no command-line argument holds.
+    static let variableListSeparator: Character = "\u{0}"
+    /// How many unused `--var` names the warnings list one by one.
+    static let unusedVariablesNamed = 20
+    /// The subcommands whose options include these.
+    static let subcommands: Set<String> = ["run", "validate", "graph"]
+
+    /// `arguments` with every `--var NAME=VALUE` (and `--var=NAME=VALUE`) of `run`, `validate`
+    /// or `graph` moved, in order, into one hidden `--var-list` argument.
+    ///
+    /// Why: ArgumentParser removes each parsed value from its list of arguments one at a time,
+    /// so `n` arguments cost O(n²): 10,000 `--var` took 12–16 s. One argument costs what one
+    /// `--var` costs, and the values are split in ``load()`` in linear time. A `--var` whose
+    /// value is missing or starts with `-`, and anything after `--`, is left to ArgumentParser
+    /// (and its messages).
+    ///
+    /// Complexity: O(*n*) in the number of arguments.
+    static func batchingVariables(_ arguments: [String]) -> [String] {
+        guard let subcommand = arguments.first, subcommands.contains(subcommand) else { return arguments }
+        var kept: [String] = []
+        var values: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" {
+                kept += arguments[index...]
+                break
+            }
+            if argument == "--var", index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
+                values.append(arguments[index + 1])
+                index += 2
+                continue
+            }
+            if argument.hasPrefix("--var=") {
+                values.append(String(argument.dropFirst("--var=".count)))
+            } else {
+                kept.append(argument)
+            }
+            index += 1
+        }
+        guard !values.isEmpty else { return arguments }
+        // Before a `--`, if there is one: after it, an option is an argument.
+        let end = kept.firstIndex(of: "--") ?? kept.endIndex
+        kept.insert(
+            contentsOf: ["--\(variableListName)", values.joined(separator: String(variableListSeparator))], at: end)
+        return kept
     }
 }
