@@ -18,11 +18,14 @@ package struct StateRecord: Sendable, Hashable {
     package var status: Int?
     /// Attempts made by the run that wrote the record.
     package var attempts: Int
-    /// The URL sent (templates substituted).
+    /// The URL sent (templates substituted), as the run shows it: secrets masked, a user
+    /// information as `***`. Never a credential.
     package var url: String
-    /// Why it failed.
+    /// Why it failed, as the run shows it (secrets masked).
     package var error: String?
-    /// The captured values, by name (a succeeded record).
+    /// The captured values, by name (a succeeded record), that a resume sends to the steps
+    /// using them: in clear, so a capture whose value holds a secret of the run is left out
+    /// (and the step sent again on resume).
     package var captures: [String: JSONValue]
     /// The run that wrote it: 1 for the first run with this state file, 2 for the first resume…
     package var run: Int
