@@ -89,9 +89,12 @@ struct VerboseLog: Sendable {
             let kind = type.map { ", \(TerminalText.safe($0))" } ?? ""
             return [prefix, "\(prefix) [\(Format.bytes(data.count))\(kind)]"]
         }
-        // A character cut at the limit shows as U+FFFD.
-        let text = String(decoding: data.prefix(Self.bodyLimit), as: UTF8.self)
-        var lines = redactor.redact(text).split(separator: "\n", omittingEmptySubsequences: false).map {
+        // Masked, then cut (a secret that straddles the limit is masked whole): the limit plus
+        // the longest form of a secret is read. A character cut at the end shows as U+FFFD.
+        let window = data.prefix(Self.bodyLimit + redactor.longestMatch)
+        let (text, _) = redactor.redactedPrefix(
+            of: String(decoding: window, as: UTF8.self), limit: Self.bodyLimit, in: .bytes)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             "\(prefix) \(TerminalText.safe(String($0)))"
         }
         if data.count > Self.bodyLimit {

@@ -32,7 +32,9 @@ package struct Workflow: Sendable {
     package var environment: [String: String] = [:]
     /// The values of the variables `secrets:` names, redacted in everything a run shows
     /// (``redactor``).
-    package var secretValues: [String] = []
+    package var secretValues: [String] = [] {
+        didSet { redactor = Redactor(secrets: secretValues) }
+    }
     /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
     /// slot holds none); 8 by default.
     package var limit: Int
@@ -84,8 +86,10 @@ package struct Workflow: Sendable {
         self.stepIndex = Self.index(of: steps)
     }
 
-    /// Redacts ``secretValues``.
-    package var redactor: Redactor { Redactor(secrets: secretValues) }
+    /// Redacts ``secretValues`` and the secrets its runs learn (the auth block's tokens, the
+    /// filters' output of a secret): one instance, shared by every run of this workflow and by
+    /// what shows them (`--verbose`), so that a secret learned by one is masked by all.
+    package private(set) var redactor = Redactor(secrets: [])
 
     /// The used variable (``usedVariables``) spelt most like `name`, if one is close: for a
     /// "did you mean" hint.

@@ -46,7 +46,15 @@ enum StepErrors {
         if binary || !(type.map(Self.isTextual) ?? true) {
             return "(\(body.count) bytes of \(type ?? "binary data"))"
         }
-        let line = text.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        // Within a run, the secrets are masked before the cut: read past it by the longest
+        // form of a secret, so that one straddling it is masked whole.
+        let redactor = Redactor.current.flatMap { $0.isEmpty ? nil : $0 }
+        let read = redactor.map { String(decoding: body.prefix(800 + $0.longestMatch), as: UTF8.self) } ?? text
+        let line = read.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        if let redactor {
+            let (start, isCut) = redactor.redactedPrefix(of: line, limit: 200, in: .characters)
+            return isCut ? start + "…" : start
+        }
         return line.count > 200 ? String(line.prefix(200)) + "…" : line
     }
 

@@ -8,17 +8,31 @@ import OrchestraHTTP
 /// (outside the limits, so it never waits behind the requests it unblocks),
 /// and the coordinator's ``HTTPCoordinator/Authentication`` that signs each request and
 /// recognises a refused token.
+///
+/// Every token it obtains, and every other credential of a login or refresh response, is a
+/// secret of the run from the moment the response arrives: `redactor` learns it before the
+/// observer sees the response (``CredentialLearningTransport``).
 final class WorkflowAuthenticator: Sendable {
     private let auth: WorkflowAuth
     private let counts: Locked<(logins: Int, refreshes: Int)>
     let refresher: TokenRefresher
 
+    /// - Parameters:
+    ///   - transport: Where the login and refresh requests go, straight.
+    ///   - redactor: The run's redactor, which learns the tokens.
+    ///   - observer: Called with each login and refresh exchange (label `auth`), after
+    ///     `redactor` has learned its credentials.
     init<C: Clock>(
-        _ auth: WorkflowAuth, values: TemplateValues, transport: any HTTPTransport, timeout: Duration, clock: C
+        _ auth: WorkflowAuth, values: TemplateValues, transport: any HTTPTransport, redactor: Redactor,
+        observer: (@Sendable (HTTPExchange) -> Void)? = nil, timeout: Duration, clock: C
     ) where C.Duration == Duration {
         self.auth = auth
         let counts = Locked((logins: 0, refreshes: 0))
         self.counts = counts
+        let learning = CredentialLearningTransport(
+            base: transport, redactor: redactor, tokens: [auth.login.token] + [auth.refresh?.token].compactMap { $0 })
+        let transport: any HTTPTransport =
+            observer.map { ObservedTransport(base: learning, clock: clock, label: "auth", observe: $0) } ?? learning
         refresher = TokenRefresher(initial: nil, clock: clock) { current in
             // A refresh that fails falls back to a new login.
             if current != nil, let refresh = auth.refresh {
@@ -97,5 +111,65 @@ final class WorkflowAuthenticator: Sendable {
             }
         }
         return AuthToken(token.interpolated, lifetime: lifetime)
+    }
+}
+
+/// Below the observer of the auth block's requests: makes the credentials of each successful
+/// login or refresh response secrets of the run (``Redactor/learn(_:)``) before anything shows
+/// the response. They are the value at each `token:` place, and every string of the JSON body
+/// whose member's name says it is a credential (``isCredential(name:)``: `refresh_token`,
+/// `id_token`, `client_secret`…).
+struct CredentialLearningTransport: WrappingTransport {
+    let base: any HTTPTransport
+    let redactor: Redactor
+    /// Where the login's and the refresh's tokens are.
+    let tokens: [Capture.Source]
+
+    func exchange(
+        _ request: HTTPRequest, content body: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        let (response, data) = try await base.send(request, content: body, progress: progress, within: timeout)
+        guard (200...299).contains(response.status.code) else { return (response, data) }
+        var reader = ResponseReader(HTTPResult(response: response, body: data))
+        for source in tokens {
+            if let token = try? reader.value(of: source) { redactor.learn(token.interpolated) }
+        }
+        if let document = reader.document() {
+            for credential in Self.credentials(in: document) { redactor.learn(credential) }
+        }
+        return (response, data)
+    }
+
+    /// The strings of `document` held by a member whose name says it is a credential, at any
+    /// depth (walked with a list, not recursion).
+    static func credentials(in document: JSONValue) -> [String] {
+        var found: [String] = []
+        var pending = [document]
+        while let value = pending.popLast() {
+            switch value {
+            case .object(let members):
+                for member in members {
+                    if case .string(let text) = member.value, isCredential(name: member.key) {
+                        found.append(text)
+                    } else {
+                        pending.append(member.value)
+                    }
+                }
+            case .array(let elements):
+                pending.append(contentsOf: elements)
+            case .string, .null, .bool, .integer, .number:
+                break
+            }
+        }
+        return found
+    }
+
+    /// Whether a member's name says it holds a credential: it ends in `token` (`access_token`,
+    /// `refreshToken`; not `token_type`) or names a secret, a password or an API key.
+    static func isCredential(name: String) -> Bool {
+        let letters = String(name.lowercased().filter(\.isLetter))
+        return letters.hasSuffix("token") || letters.contains("secret") || letters.contains("password")
+            || letters.hasSuffix("apikey")
     }
 }

@@ -183,10 +183,13 @@ package struct WorkflowRunner: Sendable {
                 guard let observer = runner.observer else { return runner.transport }
                 return ObservedTransport(base: runner.transport, clock: clock, label: label, observe: observer)
             }
+            // The authenticator observes its own requests: its tokens are learned as secrets
+            // before the observer shows the responses that carry them.
             authenticator = workflow.auth.map {
                 WorkflowAuthenticator(
                     $0, values: TemplateValues(variables: workflow.variables, environment: workflow.environment),
-                    transport: observed(label: "auth"), timeout: WorkflowStep.defaultTimeout, clock: clock)
+                    transport: runner.transport, redactor: workflow.redactor, observer: runner.observer,
+                    timeout: WorkflowStep.defaultTimeout, clock: clock)
             }
             // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
             // `hosts:` entry is limited by `limit` alone.
@@ -217,12 +220,13 @@ package struct WorkflowRunner: Sendable {
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }
+            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry
         )
         let graph = TaskGraph()
         for step in workflow.steps {
             graph.add(id: step.id, dependsOn: step.dependencies) { inputs in
-                try await executor.run(step, inputs: inputs)
+                // Messages built while the step runs mask the secrets before they cut a value.
+                try await Redactor.$current.withValue(redactor) { try await executor.run(step, inputs: inputs) }
             }
         }
         var finished: [String: StepReport] = [:]

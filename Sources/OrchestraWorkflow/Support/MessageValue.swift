@@ -13,6 +13,9 @@ package enum MessageValue {
     /// `text` if it has at most `limit` characters; otherwise its first `limit` characters,
     /// `…` and how many characters it has.
     ///
+    /// Within a run (``Redactor/current`` is set), the secrets are masked first, then the text
+    /// is cut: a secret that straddles the cut is masked whole, never quoted in part.
+    ///
     /// ```swift
     /// MessageValue.shortened(String(repeating: "a", count: 1_000), limit: 3)   // "aaa… (1000 characters)"
     /// ```
@@ -20,6 +23,10 @@ package enum MessageValue {
     /// Complexity: O(`limit`) for short text; linear in the length of `text` otherwise (its
     /// characters are counted).
     package static func shortened(_ text: some StringProtocol, limit: Int = limit) -> String {
+        if let redactor = Redactor.current, !redactor.isEmpty {
+            let (start, isCut) = redactor.redactedPrefix(of: text, limit: limit, in: .characters)
+            return isCut ? start + "… (\(text.count) characters)" : start
+        }
         // Fewer bytes than the limit: fewer characters too.
         if text.utf8.count <= limit { return String(text) }
         let start = text.prefix(limit)

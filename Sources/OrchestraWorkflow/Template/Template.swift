@@ -325,15 +325,12 @@ package struct TemplateValues: Sendable {
     /// The value `reference` names, with its filters applied: a variable as a string, a capture
     /// as captured, the element (or the value at its path) and its index as they are.
     package func value(of reference: Template.Reference) throws(Missing) -> JSONValue {
-        var value = try unfilteredValue(of: reference)
-        for filter in reference.filters {
-            do {
-                value = try filter.apply(to: value)
-            } catch {
-                throw Missing(reference: reference, reason: error.reason)
-            }
+        let value = try unfilteredValue(of: reference)
+        do {
+            return try Template.Filter.apply(reference.filters, to: value)
+        } catch {
+            throw Missing(reference: reference, reason: error.reason)
         }
-        return value
     }
 
     private func unfilteredValue(of reference: Template.Reference) throws(Missing) -> JSONValue {

@@ -19,6 +19,22 @@ extension Template {
         /// SHA-256 of the text's UTF-8 bytes, as 64 lowercase hex digits.
         case sha256
 
+        /// `value` through `filters`, in order. Within a run, the output of a filter applied to
+        /// a value that holds a secret (`{{vars.password | base64}}`, a captured echo of a
+        /// token `| json`) is a secret too: the run's ``Redactor/current`` learns it before the
+        /// request that carries it is sent.
+        static func apply(_ filters: [Filter], to value: JSONValue) throws(Refusal) -> JSONValue {
+            var value = value
+            let redactor = filters.isEmpty ? nil : Redactor.current
+            let holdsSecret = redactor?.containsSecret(in: value.interpolated) ?? false
+            for filter in filters {
+                value = try filter.apply(to: value)
+                // A count (`| length`) says how long a secret is, not what it is.
+                if holdsSecret, case .string(let output) = value { redactor?.learn(output) }
+            }
+            return value
+        }
+
         /// Why a filter cannot take a value.
         struct Refusal: Error {
             let reason: String
