@@ -220,7 +220,7 @@ package struct WorkflowRunner: Sendable {
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry
+            emit: { eventSink.yield($0) }
         )
         let graph = TaskGraph()
         for step in workflow.steps {
