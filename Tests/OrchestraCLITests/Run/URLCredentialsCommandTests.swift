@@ -64,6 +64,11 @@ struct URLCredentialsCommandTests {
                     "run", file, "--transport", transport, "--output", "json",
                 ])
                 #expect(json.status == 1, "\(json)")
+                let files = try FileManager.default.subpathsOfDirectory(atPath: written.path)
+                for name in ["junit.xml", "report.html", "run.state", "trace"] {
+                    #expect(files.contains(name), "\(files)")
+                }
+                #expect(files.filter { $0.hasPrefix("trace/") }.count >= 2, "the trace's files: \(files)")
                 let everything = try Self.everything([text, json], folder: written)
                 #expect(!everything.contains(Self.password), "the password is shown somewhere: \(text)\n\(json)")
                 #expect(!everything.contains(Self.basic), "the Authorization is shown somewhere: \(text)\n\(json)")
