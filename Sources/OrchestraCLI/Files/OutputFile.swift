@@ -20,6 +20,11 @@ import Musl
 /// `0o600` for a file that holds credentials, such as the cookie jar); an existing file keeps
 /// its mode.
 ///
+/// A stream is written as it is, not replaced: a path in `/dev/` or `/proc/self/fd/` as given
+/// (`/dev/stdout`, `/dev/fd/63` of a `>(…)`), and a FIFO or character device found at the path
+/// itself. Replacing `/dev/stdout` would replace the system's symlink (when run as root); a
+/// symlink elsewhere is still replaced, whatever it points to.
+///
 /// ```swift
 /// try OutputFile.write("<testsuites/>", to: "report.xml")
 /// if let problem = OutputFile.problem(writing: "out/report.html") { print(problem) }  // before the run
@@ -40,6 +45,14 @@ enum OutputFile {
     ///   file keeps its own.
     /// - Throws: ``Failure``; `path` is then unchanged and no temporary file is left.
     static func write(_ text: String, to path: String, newFileMode: mode_t = 0o666) throws(Failure) {
+        if isStream(path) {
+            let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw Failure(path: path, reason: describe(errno)) }
+            let error = writeAll(text, to: descriptor)
+            guard close(descriptor) == 0 || error != nil else { throw Failure(path: path, reason: describe(errno)) }
+            if let error { throw Failure(path: path, reason: describe(error)) }
+            return
+        }
         let (folder, name) = split(path)
         guard !name.isEmpty else { throw Failure(path: path, reason: "the path names a folder") }
         var keptMode: mode_t?
@@ -75,6 +88,7 @@ enum OutputFile {
     /// permission, a read-only file system or a folder at `path` are all found.
     static func problem(writing path: String) -> String? {
         guard !path.isEmpty else { return "no file name was given" }
+        if isStream(path) { return access(path, W_OK) == 0 ? nil : describe(errno) }
         let (folder, name) = split(path)
         guard !name.isEmpty else { return "the path names a folder" }
         var status = stat()
@@ -87,6 +101,14 @@ enum OutputFile {
         } catch {
             return error.reason
         }
+    }
+
+    /// Whether `path` is written as a stream rather than replaced (see ``OutputFile``).
+    private static func isStream(_ path: String) -> Bool {
+        if path.hasPrefix("/dev/") || path.hasPrefix("/proc/self/fd/") { return true }
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return false }
+        return status.st_mode & S_IFMT == S_IFIFO || status.st_mode & S_IFMT == S_IFCHR
     }
 
     /// `path`'s folder (`.` for a bare name) and last component (empty when `path` ends with `/`).

@@ -237,7 +237,10 @@ extension WorkflowParser {
                 RetrySettings(attempts: $0)
             }
         }
-        guard let entries = reader.entries(node, allowed: ["attempts", "backoff"], step: step, field: "retry") else {
+        guard
+            let entries = reader.entries(
+                node, allowed: ["attempts", "backoff", "max_delay"], step: step, field: "retry")
+        else {
             return nil
         }
         var settings = RetrySettings(attempts: 3)
@@ -247,6 +250,11 @@ extension WorkflowParser {
                 settings.attempts =
                     reader.integer(value, minimum: 1, step: step, field: "retry.attempts", what: "a number of attempts")
                     ?? settings.attempts
+            case "max_delay":
+                settings.maxDelay =
+                    reader.duration(
+                        value, step: step, field: "retry.max_delay", allowZero: true,
+                        maximum: RetrySettings.maximumMaxDelay) ?? settings.maxDelay
             default:
                 settings.backoff =
                     reader.duration(

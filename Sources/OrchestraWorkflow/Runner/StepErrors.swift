@@ -23,6 +23,9 @@ enum StepErrors {
             return "authentication failed: \(reason)"
         case let error as HTTPTransportError:
             return MessageValue.shortened(error.message, limit: 2 * MessageValue.limit)
+        case let error as RetryError where error.code == .serverDelayTooLong:
+            return
+                "the server asked to wait \(seconds(error.requestedDelay)) (Retry-After), more than max_delay \(format(error.limit))"
         case let error as URLError:
             // From a transport that does not map its errors: the same words URLSessionTransport uses.
             return describe(URLSessionTransport.mapped(error, authority: authority), authority: authority)
@@ -62,6 +65,14 @@ enum StepErrors {
     static func isTextual(_ type: String) -> Bool {
         type.hasPrefix("text/")
             || ["json", "xml", "javascript", "x-www-form-urlencoded"].contains { type.contains($0) }
+    }
+
+    /// A delay a server asked for, in whole seconds as it gives them (`86400 s`, rounded up),
+    /// or in milliseconds below one second.
+    static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        guard seconds > 0 else { return format(duration) }
+        return "\(attoseconds > 0 && seconds < .max ? seconds + 1 : seconds) s"
     }
 
     /// `500 ms`, `5 s`, `1.5 s`, `2 min`.

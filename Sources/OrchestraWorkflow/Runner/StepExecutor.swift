@@ -30,6 +30,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let resendsUncertain: Bool
     /// Where a step says it started, and a `for_each` step how far it is.
     let emit: @Sendable (WorkflowEvent) -> Void
+    /// Told of each retry's wait, with the label of the step or element (`--verbose`).
+    var onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil
 
     func elapsed() -> Duration {
         start.duration(to: clock.now)
@@ -196,7 +198,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             retry: HTTPRetry(
                 policy: RetryPolicy(
                     maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
-                    maxDelay: RetrySettings.maximumBackoff, jitter: 0
+                    maxDelay: RetrySettings.maximumBackoff, maximumServerDelay: step.retry.maxDelay, jitter: 0
                 ),
                 statuses: retryableStatuses.subtracting(step.expect), methods: .all
             ),
@@ -219,7 +221,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                     }
                 }
             },
-            willSend: intent(for: step, id: id, item: item, url: rendered.url)
+            willSend: intent(for: step, id: id, item: item, url: rendered.url),
+            onRetry: retryReport(id),
+            credentialFields: secretFields(of: rendered.request)
         )
         do {
             let result = try await coordinator.data(for: rendered.request, content: rendered.body, options: options)
@@ -242,6 +246,24 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             throw StepFailure(
                 StepErrors.describe(error, authority: rendered.authority) + attemptsNote(id), url: rendered.url)
         }
+    }
+
+    /// ``onRetry`` for the report `id`.
+    private func retryReport(_ id: String) -> (@Sendable (HTTPRetryEvent) -> Void)? {
+        guard let onRetry else { return nil }
+        return { event in onRetry(id, event) }
+    }
+
+    /// The header fields of `request` that hold a secret (`secrets:`): credentials the
+    /// coordinator drops on a redirect to another origin, like `Authorization`.
+    private func secretFields(of request: HTTPRequest) -> Set<HTTPField.Name> {
+        let secrets = workflow.secretValues.filter { !$0.isEmpty }
+        guard !secrets.isEmpty else { return [] }
+        var fields: Set<HTTPField.Name> = []
+        for field in request.headerFields where secrets.contains(where: { field.value.contains($0) }) {
+            fields.insert(field.name)
+        }
+        return fields
     }
 
     /// Attempts of a request as its report counts them: a send retried, not a redirect

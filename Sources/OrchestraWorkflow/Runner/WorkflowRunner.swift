@@ -38,6 +38,7 @@ package struct WorkflowRunner: Sendable {
     private let cookieJar: CookieJar?
     private let state: WorkflowState?
     private let resendsUncertain: Bool
+    private let onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)?
 
     /// - Parameters:
     ///   - workflow: A workflow from ``Workflow/load(contentsOf:name:variables:)``.
@@ -62,11 +63,15 @@ package struct WorkflowRunner: Sendable {
     ///   - resendsUncertain: Whether a request an earlier run stopped with in flight, and that is
     ///     not safe to send twice, is sent again (`--resend-uncertain`) rather than reported as
     ///     "may have been sent".
+    ///   - onRetry: Called as a step's request is about to wait for another attempt (a
+    ///     backoff, or the server's `Retry-After`), with the step's or element's label.
     package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
         keepsItemReports: Bool = true, observer: (@Sendable (HTTPExchange) -> Void)? = nil,
-        cookieJar: CookieJar? = nil, state: WorkflowState? = nil, resendsUncertain: Bool = false
+        cookieJar: CookieJar? = nil, state: WorkflowState? = nil, resendsUncertain: Bool = false,
+        onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil
     ) {
+        self.onRetry = onRetry
         self.cookieJar = cookieJar
         self.state = state
         self.resendsUncertain = resendsUncertain
@@ -220,7 +225,7 @@ package struct WorkflowRunner: Sendable {
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }
+            emit: { eventSink.yield($0) }, onRetry: onRetry
         )
         let graph = TaskGraph()
         for step in workflow.steps {

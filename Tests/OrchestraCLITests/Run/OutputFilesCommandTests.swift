@@ -162,6 +162,24 @@ struct OutputFilesCommandTests {
         }
     }
 
+    @Test("a report to /dev/stdout or /dev/null is written into the stream, never replacing it")
+    func streams() async throws {
+        try await withDemoServer { server in
+            let result = try await OrchestraExecutable.run([
+                "run", try Self.workflow(server), "--report-junit", "/dev/stdout", "--report-html", "/dev/null",
+            ])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("<testsuites name=\"flow\""), "\(result)")
+            #expect(Self.isSymlink("/dev/stdout"))
+            let type = try FileManager.default.attributesOfItem(atPath: "/dev/null")[.type] as? FileAttributeType
+            #expect(type == .typeCharacterSpecial)
+            let left = try FileManager.default.contentsOfDirectory(atPath: "/dev").filter {
+                $0.hasPrefix(".orchestra-")
+            }
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
     @Test(
         "a new cookie jar is 0600, an existing file keeps its mode (jar and report)",
         arguments: [
