@@ -126,7 +126,7 @@ extension WorkflowParser {
         case "matches":
             guard let pattern = reader.string(node, step: step, field: field) else { return nil }
             do {
-                _ = try Regex(pattern)
+                _ = try BoundedRegex(pattern)
             } catch {
                 reader.fail(
                     .invalidValue, "'\(short: pattern)' is not a regular expression: \(error)", at: node, step: step,

@@ -197,7 +197,7 @@ extension WorkflowParser {
             let regexField = "\(field).regex"
             guard let pattern = reader.string(entry.node, step: step, field: regexField) else { return nil }
             do {
-                _ = try Regex(pattern)
+                _ = try BoundedRegex(pattern)
             } catch {
                 reader.fail(
                     .invalidValue, "'\(short: pattern)' is not a regular expression: \(error)", at: entry.node,

@@ -15,7 +15,10 @@ struct AssertionEvaluator {
     /// The time of the request's last attempt, for `duration`.
     let duration: Duration?
 
-    /// The result of every check of `assertions`, in order.
+    /// The result of every check of `assertions`, in order. A `matches:` check works within
+    /// `reader`'s time bound for regular expressions; one that gives up fails, saying so.
+    /// Cancellation stops a `matches:` check (its result then says it was not made); the
+    /// caller checks for it.
     func evaluate(_ assertions: [Assertion], reader: inout ResponseReader) -> [AssertionResult] {
         var results: [AssertionResult] = []
         for assertion in assertions {
@@ -40,7 +43,7 @@ struct AssertionEvaluator {
             }
             let actual = value(of: assertion.subject, in: &reader)
             for check in assertion.checks {
-                results.append(evaluate(check, on: actual, subject: assertion.subject))
+                results.append(evaluate(check, on: actual, subject: assertion.subject, reader: reader))
             }
         }
         return results
@@ -67,7 +70,9 @@ struct AssertionEvaluator {
         }
     }
 
-    private func evaluate(_ check: Assertion.Check, on actual: Actual, subject: Assertion.Subject) -> AssertionResult {
+    private func evaluate(
+        _ check: Assertion.Check, on actual: Actual, subject: Assertion.Subject, reader: ResponseReader
+    ) -> AssertionResult {
         var result = AssertionResult(
             subject: subject.description, operatorName: check.operatorName, expected: "", actual: nil, passed: false)
         if case .exists(let expected) = check {
@@ -89,7 +94,7 @@ struct AssertionEvaluator {
             }
             result.actual = Self.text(value)
             if case .count = check, let length = Self.length(of: value) { result.actual = "\(length)" }
-            result.passed = try passes(check, value, subject: subject)
+            result.passed = try passes(check, value, subject: subject, reader: reader)
         } catch {
             result.reason = error.reason
         }
@@ -119,7 +124,7 @@ struct AssertionEvaluator {
     }
 
     private func passes(
-        _ check: Assertion.Check, _ value: JSONValue, subject: Assertion.Subject
+        _ check: Assertion.Check, _ value: JSONValue, subject: Assertion.Subject, reader: ResponseReader
     ) throws(Unchecked)
         -> Bool
     {
@@ -146,10 +151,18 @@ struct AssertionEvaluator {
             guard case .string(let text) = value else {
                 throw Unchecked(reason: "got \(Self.text(value)), not text")
             }
-            guard let regex = try? Regex(pattern) else {
-                throw Unchecked(reason: "'\(short: pattern)' is not a regular expression")
+            let regex: BoundedRegex
+            do {
+                regex = try BoundedRegex(pattern)
+            } catch {
+                throw Unchecked(reason: "'\(short: pattern)' is not a regular expression: \(error)")
             }
-            return (try? regex.firstMatch(in: text)) != nil
+            do {
+                return try regex.firstMatch(in: text, deadline: reader.regexDeadline, limit: reader.regexLimit) != nil
+            } catch {
+                // Gave up (its message names the expression and the bound), or cancelled.
+                throw Unchecked(reason: error is CancellationError ? "cancelled" : "\(error)")
+            }
         case .contains(let expected):
             let element = try render(expected)
             switch value {

@@ -8,14 +8,33 @@ struct ResponseReader {
     /// Why a value could not be read, for a message that names the capture.
     struct Missing: Error {
         let reason: String
+        /// Whether the task was cancelled while a regular expression worked (not a missing value).
+        var isCancellation = false
     }
 
     let result: HTTPResult
     /// `nil` until the body is first needed; then the parsed body, or `nil` inside if it is not JSON.
     private var parsed: JSONValue??
+    /// How long the regular expressions run on this response may work, together.
+    let regexLimit: Duration
+    /// When they give up: `regexLimit` after the reader was made.
+    let regexDeadline: ContinuousClock.Instant
 
-    init(_ result: HTTPResult) {
+    /// - Parameter regexLimit: How long the regular expressions run on `result` (`regex:`
+    ///   captures, `matches:` checks) may work, together, from now (``BoundedRegex``).
+    init(_ result: HTTPResult, regexLimit: Duration = BoundedRegex.defaultTimeLimit) {
         self.result = result
+        self.regexLimit = regexLimit
+        regexDeadline = ContinuousClock.now.advanced(by: regexLimit)
+    }
+
+    /// The first match of `regex` in the body, within the reader's time bound.
+    ///
+    /// - Throws: ``BoundedRegex/GaveUp`` once the bound passes; `CancellationError` when the
+    ///   task is cancelled.
+    func firstMatch(of regex: BoundedRegex) throws -> BoundedRegex.Match? {
+        try regex.firstMatch(
+            in: String(decoding: result.body, as: UTF8.self), deadline: regexDeadline, limit: regexLimit)
     }
 
     var contentType: String? { result.response.headerFields[.contentType] }
@@ -47,16 +66,23 @@ struct ResponseReader {
             }
             return value
         case .regex(let pattern):
-            let text = String(decoding: result.body, as: UTF8.self)
-            guard let regex = try? Regex(pattern), let match = try? regex.firstMatch(in: text) else {
+            let match: BoundedRegex.Match?
+            do {
+                match = try firstMatch(of: try BoundedRegex(pattern))
+            } catch is CancellationError {
+                throw Missing(reason: "cancelled", isCancellation: true)
+            } catch let error as BoundedRegex.InvalidPattern {
+                throw Missing(reason: "'\(short: pattern)' is not a regular expression: \(error)")
+            } catch {
+                throw Missing(reason: "\(error)")
+            }
+            guard let match else {
                 throw Missing(reason: "the regular expression '\(short: pattern)' does not match the body: \(snippet)")
             }
-            let output = match.output
-            let value = output.count > 1 ? output[1].substring : output[0].substring
-            guard let value else {
+            guard let value = match.text else {
                 throw Missing(reason: "the first group of '\(short: pattern)' took no part in the match: \(snippet)")
             }
-            return .string(String(value))
+            return .string(value)
         case .header(let name):
             guard let value = result.response.headerFields[name] else {
                 var seen: Set<HTTPField.Name> = []

@@ -30,6 +30,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     let resendsUncertain: Bool
     /// Where a step says it started, and a `for_each` step how far it is.
     let emit: @Sendable (WorkflowEvent) -> Void
+    /// How long the regular expressions run on one response may work together (``BoundedRegex``),
+    /// unless the step's `timeout` is shorter.
+    var regexTimeLimit = BoundedRegex.defaultTimeLimit
     /// Told of each retry's wait, with the label of the step or element (`--verbose`).
     var onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil
 
@@ -88,7 +91,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             update(id) { report in
                 report.state = .succeeded
                 report.ended = report.ended ?? ended
-                report.captures = step.captures.map { JSONValue.Member($0.name, captures[$0.name]!) }
+                // A for_each capture nothing reads is not kept (``keptCaptures(of:)``): null here.
+                report.captures = step.captures.map { JSONValue.Member($0.name, captures[$0.name] ?? .null) }
             }
             if let item { recordOutcome(step, id: id, item: item, captures: captures) }
             return captures
@@ -133,7 +137,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             try await send(rendered, for: step, id: id, item: item)
         }
         let status = result.status.code
-        var reader = ResponseReader(result)
+        var reader = ResponseReader(result, regexLimit: min(regexTimeLimit, step.timeout))
         // The coordinator re-sent the request with fresh tokens and gave up: the last response
         // still refuses the token, whatever its status (`failure: { status: [200] }`).
         if step.usesAuth, let auth = workflow.auth,
@@ -162,6 +166,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             do {
                 captures[capture.name] = try reader.value(of: capture.source)
             } catch {
+                if error.isCancellation { throw CancellationError() }
                 throw StepFailure("capture '\(short: capture.name)': \(error.reason)")
             }
         }
@@ -172,12 +177,14 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// fails the step listing every check that did not pass.
     private func check(
         _ assertions: [Assertion], id: String, reader: inout ResponseReader, values: TemplateValues
-    ) throws(StepFailure) {
+    ) throws {
         let duration = records.withLock { records -> Duration? in
             guard let report = records[id], let sent = report.attemptSent, let ended = report.ended else { return nil }
             return ended - sent
         }
         let results = AssertionEvaluator(values: values, duration: duration).evaluate(assertions, reader: &reader)
+        // A `matches:` check stopped by a cancellation was not made: the step is cancelled.
+        try Task.checkCancellation()
         update(id) { $0.assertions = results }
         let failed = results.filter { !$0.passed }
         guard failed.isEmpty else {

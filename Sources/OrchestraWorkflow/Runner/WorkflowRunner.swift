@@ -38,6 +38,7 @@ package struct WorkflowRunner: Sendable {
     private let cookieJar: CookieJar?
     private let state: WorkflowState?
     private let resendsUncertain: Bool
+    private let regexTimeLimit: Duration
     private let onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)?
 
     /// - Parameters:
@@ -63,15 +64,21 @@ package struct WorkflowRunner: Sendable {
     ///   - resendsUncertain: Whether a request an earlier run stopped with in flight, and that is
     ///     not safe to send twice, is sent again (`--resend-uncertain`) rather than reported as
     ///     "may have been sent".
+    ///   - regexTimeLimit: How long the regular expressions a step runs on one response
+    ///     (`regex:` captures, `matches:` checks) may work together, unless the step's `timeout`
+    ///     is shorter; beyond, the step fails with `regex '(a+)+$' gave up after 3 s`. 3 s by
+    ///     default. Cancellation stops them at once.
     ///   - onRetry: Called as a step's request is about to wait for another attempt (a
     ///     backoff, or the server's `Retry-After`), with the step's or element's label.
     package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
         keepsItemReports: Bool = true, observer: (@Sendable (HTTPExchange) -> Void)? = nil,
         cookieJar: CookieJar? = nil, state: WorkflowState? = nil, resendsUncertain: Bool = false,
+        regexTimeLimit: Duration = BoundedRegex.defaultTimeLimit,
         onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil
     ) {
         self.onRetry = onRetry
+        self.regexTimeLimit = regexTimeLimit
         self.cookieJar = cookieJar
         self.state = state
         self.resendsUncertain = resendsUncertain
@@ -225,7 +232,7 @@ package struct WorkflowRunner: Sendable {
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }, onRetry: onRetry
+            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry
         )
         let graph = TaskGraph()
         for step in workflow.steps {

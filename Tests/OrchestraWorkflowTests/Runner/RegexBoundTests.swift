@@ -1,0 +1,100 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraTestKit
+import Testing
+
+@testable import OrchestraWorkflow
+
+/// A workflow's regular expressions run on server text within a time bound and the run's
+/// cancellation (``BoundedRegex``). `(a+)+$` on forty `a`s and a `b` backtracks about 2^40
+/// times: no machine finishes it within the bounds below, so a test that expects it to give
+/// up cannot flake.
+@Suite("WorkflowRunner: regular expressions are bounded", .timeLimit(.minutes(1)))
+struct RegexBoundTests {
+    static let catastrophic = String(repeating: "a", count: 40) + "b"
+
+    /// A step whose `regex:` capture or `matches:` check is `(a+)+$`, on a body of `a`s then `b`.
+    static func workflow(check: Bool, timeout: String = "30s") throws -> Workflow {
+        let use =
+            check
+            ? #"assert: [ { body: { matches: "(a+)+$" } } ]"#
+            : #"captures: { x: { regex: "(a+)+$" } }"#
+        return try parse(
+            """
+            steps:
+              - { id: page, url: "http://x.test/page", timeout: \(timeout), \(use) }
+            """)
+    }
+
+    static let server = ScriptedHTTPTransport { _, _ in
+        (HTTPResponse(status: .ok, headerFields: [.contentType: "text/plain"]), Data(catastrophic.utf8))
+    }
+
+    @Test(
+        "a catastrophic expression gives up at the runner's bound, or the step's timeout if shorter",
+        arguments: [
+            (false, Duration.milliseconds(50), "30s", "capture 'x': regex '(a+)+$' gave up after 50 ms"),
+            (false, .seconds(3_600), "40ms", "capture 'x': regex '(a+)+$' gave up after 40 ms"),
+            (true, .milliseconds(50), "30s", "1 of 1 assertions failed: body matches \"(a+)+$\""),
+        ])
+    func givesUp(check: Bool, limit: Duration, timeout: String, message: String) async throws {
+        let workflow = try Self.workflow(check: check, timeout: timeout)
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: Self.server, regexTimeLimit: limit)
+                .run(clock: ManualClock())
+        }
+        let page = try #require(report["page"])
+        #expect(page.state == .failed)
+        #expect(page.error?.hasPrefix(message) == true, "\(page.error ?? "")")
+        if check {
+            #expect(page.assertions.map(\.reason) == ["regex '(a+)+$' gave up after 50 ms"])
+        }
+    }
+
+    /// Cancelling the run (Ctrl-C) stops an expression at work, with no bound to wait for: the
+    /// run is cancelled from the expression's own progress report, so it is at work then.
+    @Test(arguments: [false, true])
+    func cancellingTheRunStopsAnExpressionAtWork(check: Bool) async throws {
+        let workflow = try Self.workflow(check: check)
+        let runTask = Locked<Task<WorkflowReport, Never>?>(nil)
+        let progressReports = Locked(0)
+        try await withHangGuard(.seconds(30)) {
+            let run = Task {
+                await BoundedRegex.$onProgress.withValue({
+                    progressReports.withLock { $0 += 1 }
+                    runTask.withLock { $0?.cancel() }
+                }) {
+                    // A bound no test run reaches: only the cancellation can stop it.
+                    await WorkflowRunner(workflow: workflow, transport: Self.server, regexTimeLimit: .seconds(3_600))
+                        .run(clock: ManualClock())
+                }
+            }
+            runTask.withLock { $0 = run }
+            let report = await run.value
+            #expect(report["page"]?.state == .cancelled, "\(report["page"]?.error ?? "")")
+        }
+        #expect(progressReports.withLock { $0 } >= 1, "the expression was at work when the run was cancelled")
+    }
+
+    @Test(
+        "an expression that ends in time captures as before",
+        arguments: [
+            ("id=(\\d+)", "<a id=42>", "42"),
+            ("<a [^>]+>", "x <a id=42> y", "<a id=42>"),
+            ("é(.)", "café!", "!"),
+        ])
+    func anExpressionThatEndsInTimeCaptures(pattern: String, body: String, value: String) async throws {
+        let escaped = pattern.replacingOccurrences(of: "\\", with: "\\\\")
+        let workflow = try parse(
+            """
+            steps:
+              - { id: page, url: "http://x.test/page", captures: { x: { regex: "\(escaped)" } } }
+            """)
+        let transport = ScriptedHTTPTransport { _, _ in (HTTPResponse(status: .ok), Data(body.utf8)) }
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        #expect(report["page"]?.captures == [JSONValue.Member("x", .string(value))], "\(report["page"]?.error ?? "")")
+    }
+}
