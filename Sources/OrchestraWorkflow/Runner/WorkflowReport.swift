@@ -64,7 +64,9 @@ package struct StepReport: Sendable, Hashable {
     /// For a skipped or cancelled step: the step whose failure caused it.
     package var cause: String?
     /// The values captured, in the order the step defines them (for a `for_each` step, each
-    /// an array with one value per element).
+    /// an array with one value per element). A runner that does not keep item reports keeps
+    /// a `for_each` step's capture only if another step's template reads it: the others are
+    /// freed as each element ends, and are `null` here.
     package var captures: [JSONValue.Member]
     /// The result of every check of the step's `assert:` list, in order (empty when it has
     /// none, or when the response was not checked: a status it does not expect, an error).
