@@ -11,6 +11,10 @@ import FoundationNetworking
 ///
 /// - Redirects are not followed: `willPerformHTTPRedirection` completes with `nil`, so the
 ///   3xx comes back with its `Location` and body.
+/// - The body is counted as it arrives, decoded (URLSession inflates a `gzip`, `deflate` or
+///   `br` body before the delegate sees it): past the exchange's `limit`, the task is
+///   cancelled and the request fails with `HTTPTransportError` (`.responseTooLarge`), so a
+///   small compressed body that inflates to gigabytes costs at most `limit` bytes.
 /// - Authentication challenges are not answered. On Linux, URLSession's default handling of a
 ///   `WWW-Authenticate: Basic` challenge never completes the task (it hangs until the
 ///   request's timeout); the delegate ends the request with the challenge's 401 response and
@@ -24,8 +28,19 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
     struct Exchange {
         var continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
         var progress: (@Sendable (Int, Int?) -> Void)?
+        /// The most body bytes accepted, decoded.
+        var limit: Int
+        /// The request's authority, for the message past the limit.
+        var authority: String?
         var response: HTTPURLResponse?
         var data = Data()
+    }
+
+    /// What a part of the body does to its exchange.
+    private enum Received {
+        case progress(@Sendable (Int, Int?) -> Void, Int, Int?)
+        case tooLarge(Exchange)
+        case nothing
     }
 
     private let exchanges = Locked<[Int: Exchange]>([:])
@@ -44,16 +59,32 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let report = exchanges.withLock { exchanges -> (@Sendable (Int, Int?) -> Void, Int, Int?)? in
-            guard exchanges[dataTask.taskIdentifier] != nil else { return nil }
+        let received = exchanges.withLock { exchanges -> Received in
+            guard let exchange = exchanges[dataTask.taskIdentifier] else { return .nothing }
+            guard exchange.data.count + data.count <= exchange.limit else {
+                // Past the limit: the exchange ends here; the task's completion finds none.
+                return .tooLarge(exchanges.removeValue(forKey: dataTask.taskIdentifier)!)
+            }
             exchanges[dataTask.taskIdentifier]!.data.append(data)
-            let exchange = exchanges[dataTask.taskIdentifier]!
-            guard let progress = exchange.progress else { return nil }
+            guard let progress = exchange.progress else { return .nothing }
             let expected = exchange.response.map(\.expectedContentLength).flatMap { $0 >= 0 ? Int($0) : nil }
-            return (progress, exchange.data.count, expected)
+            return .progress(progress, exchange.data.count + data.count, expected)
         }
-        // User code: called after the lock is released.
-        if let (progress, received, expected) = report { progress(received, expected) }
+        // User code and the continuation: after the lock is released.
+        switch received {
+        case .progress(let progress, let count, let expected):
+            progress(count, expected)
+        case .tooLarge(let exchange):
+            dataTask.cancel()
+            exchange.continuation.resume(
+                throwing: HTTPTransportError(
+                    code: .responseTooLarge,
+                    message:
+                        "the response from \(exchange.authority ?? "the server") is larger than \(exchange.limit) bytes",
+                    host: exchange.authority))
+        case .nothing:
+            break
+        }
     }
 
     func urlSession(

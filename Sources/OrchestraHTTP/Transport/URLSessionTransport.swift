@@ -31,6 +31,11 @@ import FoundationNetworking
 /// `Connection: keep-alive`, and on Linux `Content-Type: application/x-www-form-urlencoded`
 /// for a `POST` with a body.
 ///
+/// The body is limited to `maximumBodySize` bytes *decoded*: URLSession inflates a compressed
+/// body before the transport sees it, and the transport counts what arrives, cancelling the
+/// request past the limit (a 10 MB gzip body that inflates to 10 GB stops at the limit), with
+/// an ``HTTPTransportError`` of code ``HTTPTransportError/Code/responseTooLarge``.
+///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
 /// ``HTTPTransportError/underlying`` error.
@@ -41,10 +46,17 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let delegate: URLSessionExchangeDelegate
     /// The connections per host the session may open.
     public let maximumConnectionsPerHost: Int
+    /// The largest response body accepted, counted decoded.
+    public let maximumBodySize: Int
 
-    /// - Parameter maximumConnectionsPerHost: Connections per host the session may open; set
-    ///   it at least as high as the coordinator's per-host limit (64 by default).
-    public init(maximumConnectionsPerHost: Int = 64) {
+    /// - Parameters:
+    ///   - maximumConnectionsPerHost: Connections per host the session may open; set it at
+    ///     least as high as the coordinator's per-host limit (64 by default).
+    ///   - maximumBodySize: The largest response body accepted, counted after URLSession
+    ///     decodes it (64 MiB by default, as `AsyncHTTPClientTransport`); a larger one cancels
+    ///     the request and throws ``HTTPTransportError`` with code
+    ///     ``HTTPTransportError/Code/responseTooLarge``.
+    public init(maximumConnectionsPerHost: Int = 64, maximumBodySize: Int = 64 << 20) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maximumConnectionsPerHost
         configuration.timeoutIntervalForRequest = 3_600
@@ -58,6 +70,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         self.delegate = delegate
         self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.maximumBodySize = maximumBodySize
     }
 
     deinit {
@@ -69,8 +82,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     /// Cancellation: cancelling the calling task cancels the request, which throws
     /// `CancellationError`.
     ///
-    /// - Throws: `CancellationError`; ``HTTPTransportError`` when no response came back or
-    ///   the request cannot be sent as it is.
+    /// - Throws: `CancellationError`; ``HTTPTransportError`` when no response came back, the
+    ///   request cannot be sent as it is, or the decoded body is larger than
+    ///   ``maximumBodySize``.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         try await exchange(request, body: body, progress: nil)
     }
@@ -92,11 +106,16 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         try Task.checkCancellation()
         let box = TaskBox(session.dataTask(with: urlRequest))
         let delegate = self.delegate
+        let limit = maximumBodySize
         do {
             let (response, data) = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation {
                     (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
-                    delegate.register(box.task, .init(continuation: continuation, progress: progress))
+                    delegate.register(
+                        box.task,
+                        .init(
+                            continuation: continuation, progress: progress, limit: limit,
+                            authority: request.authority))
                     box.task.resume()
                 }
             } onCancel: {
