@@ -175,11 +175,12 @@ struct RunCommand: AsyncParsableCommand {
     private func runner(
         _ workflow: Workflow, transport: any HTTPTransport, cookieJar: CookieJar?, state: WorkflowState? = nil
     ) -> WorkflowRunner {
-        WorkflowRunner(
+        let log = verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError) : nil
+        return WorkflowRunner(
             workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
-            keepsItemReports: keepsItemReports,
-            observer: verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError).write : nil,
-            cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain)
+            keepsItemReports: keepsItemReports, observer: log.map { log in { @Sendable in log.write($0) } },
+            cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
+            onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } })
     }
 
     /// The `--state` file, opened for this run; `nil` without the option.

@@ -294,13 +294,24 @@ package struct RetrySettings: Sendable, Hashable {
     /// at most ``maximumBackoff``). A `Retry-After` from the server replaces it.
     package var backoff: Duration
 
+    /// `max_delay`: the longest wait a server may ask for with `Retry-After`; a server that
+    /// asks for more fails the step at once (`RetryPolicy.maximumServerDelay`).
+    package var maxDelay: Duration
+
     /// The longest delay between two attempts, and so the largest `backoff` a file may give:
     /// 30 s.
     package static let maximumBackoff: Duration = .seconds(30)
+    /// The default of ``maxDelay``: 30 s, like the backoff's cap.
+    package static let defaultMaxDelay: Duration = .seconds(30)
+    /// The largest `max_delay` a file may give: 1 h.
+    package static let maximumMaxDelay: Duration = .seconds(3_600)
 
-    package init(attempts: Int = 1, backoff: Duration = .milliseconds(200)) {
+    package init(
+        attempts: Int = 1, backoff: Duration = .milliseconds(200), maxDelay: Duration = RetrySettings.defaultMaxDelay
+    ) {
         self.attempts = attempts
         self.backoff = backoff
+        self.maxDelay = maxDelay
     }
 }
 

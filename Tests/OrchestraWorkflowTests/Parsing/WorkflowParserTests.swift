@@ -54,7 +54,7 @@ struct WorkflowParserTests {
             captures: { token: "$.items[0].token" }
             expect: [200, 201]
             timeout: 500ms
-            retry: { attempts: 3, backoff: 2s }
+            retry: { attempts: 3, backoff: 2s, max_delay: 10s }
             auth: false
           - id: next
             needs: login
@@ -83,7 +83,7 @@ struct WorkflowParserTests {
         #expect(login.captures.map(\.name) == ["token"])
         #expect(login.expect == [200, 201])
         #expect(login.timeout == .milliseconds(500))
-        #expect(login.retry == RetrySettings(attempts: 3, backoff: .seconds(2)))
+        #expect(login.retry == RetrySettings(attempts: 3, backoff: .seconds(2), maxDelay: .seconds(10)))
         #expect(!login.usesAuth)
         guard case .json(let body)? = login.request.body else {
             Issue.record("JSON body expected")
@@ -94,6 +94,7 @@ struct WorkflowParserTests {
         let next = try #require(workflow.step("next"))
         #expect(next.needs == ["login"] && next.implicitNeeds.isEmpty)
         #expect(next.retry.attempts == 2 && next.timeout == .seconds(2))
+        #expect(next.retry.maxDelay == .seconds(30), "max_delay's default")
     }
 
     @Test func hostLimitsMatchAnAuthorityOrAHostOnAnyPort() {
@@ -222,6 +223,18 @@ struct WorkflowParserTests {
         Case(
             yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 0 }\n", code: .invalidValue,
             line: 4, step: "a", field: "retry.attempts", message: "≥ 1"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, max_delay: 2h }\n",
+            code: .invalidValue, line: 4, step: "a", field: "retry.max_delay", message: "must be 0 to 60 min, got '2h'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, max_delay: -1s }\n",
+            code: .invalidValue, line: 4, step: "a", field: "retry.max_delay", message: "must be 0 or more, got '-1s'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { attempts: 3, max_delay: 1e300 }\n",
+            code: .invalidValue, line: 4, step: "a", field: "retry.max_delay", message: "got '1e300'"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    retry: { max_delay: soon }\n",
+            code: .invalidValue, line: 4, step: "a", field: "retry.max_delay", message: "must be a duration"),
         Case(
             yaml: "steps:\n  - id: a\n    url: \"http://x.test\"\n    captures: { t: access_token }\n",
             code: .invalidCapturePath, line: 4, step: "a", field: "captures.t", message: "must start with '$'"),
