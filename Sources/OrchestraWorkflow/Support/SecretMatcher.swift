@@ -36,6 +36,8 @@ struct SecretMatcher: Sendable {
     private var spellings: [UInt32: [Spelling]] = [:]
     /// For each byte, the forms whose first scalar has a spelling that starts with it.
     private var starts = [[Int]](repeating: [], count: 256)
+    /// Whether ``starts`` lists a form for each byte.
+    private var canStart = [Bool](repeating: false, count: 256)
     /// The most bytes one match can cover.
     private(set) var longestMatch = 0
 
@@ -81,8 +83,9 @@ struct SecretMatcher: Sendable {
         var found: [Range<Int>] = []
         guard !forms.isEmpty else { return found }
         for start in text.indices {
+            // Most bytes start no form: a look-up in a table of flags, not a list.
+            guard canStart[Int(text[start])] else { continue }
             let candidates = starts[Int(text[start])]
-            if candidates.isEmpty { continue }
             var end = start
             for form in candidates {
                 if let matched = self.end(of: forms[form], at: start, in: text), matched > end { end = matched }
@@ -150,7 +153,10 @@ struct SecretMatcher: Sendable {
             firstBytes.insert(byte)
             if spelling.foldsCase { firstBytes.formUnion([Self.lowercased(byte), Self.uppercased(byte)]) }
         }
-        for byte in firstBytes { starts[Int(byte)].append(index) }
+        for byte in firstBytes {
+            starts[Int(byte)].append(index)
+            canStart[Int(byte)] = true
+        }
     }
 
     private static func key(_ scalar: Unicode.Scalar, foldsCase: Bool) -> UInt32 {
