@@ -69,8 +69,16 @@ extension Workflow {
             file: file, overrides: variables, environment: environment, directory: directory)
         parser.dataColumns = dataColumns
         guard var workflow = parser.parse(text), parser.reader.errors.isEmpty else {
-            // A message may quote a URL or a value made from a secret variable.
+            // A message may quote a URL or a value made from a secret variable. The secrets are
+            // known only once `secrets:` is read: the file is read again with them, so that each
+            // message masks them before it cuts a value (`"\(short: url)"`).
             let redactor = Redactor(secrets: parser.secretValues)
+            if !redactor.isEmpty {
+                parser = WorkflowParser(
+                    file: file, overrides: variables, environment: environment, directory: directory)
+                parser.dataColumns = dataColumns
+                _ = Redactor.$current.withValue(redactor) { parser.parse(text) }
+            }
             throw WorkflowErrors(
                 parser.reader.errors.map { error in
                     var error = error

@@ -94,6 +94,22 @@ struct SecretRedactionTests {
         #expect(snippet == expected + "…")
     }
 
+    @Test(
+        "a file's error masks a secret before it cuts the value it quotes",
+        arguments: [("ftp://x.test/", 180), ("http://x.test/", 170), ("http://x.test/", 150)])
+    func fileErrors(start: String, padding: Int) {
+        let url = start + String(repeating: "a", count: padding) + "{{vars.pass}} x"
+        do {
+            _ = try Workflow.parse(
+                "vars: { pass: \"\(Self.secret)\" }\nsecrets: [pass]\nsteps:\n  - { id: a, url: \"\(url)\" }\n",
+                file: "flow.yaml", environment: [:])
+            Issue.record("the file was accepted")
+        } catch {
+            let message = error.description
+            #expect(message.contains("***") && !message.contains("Sekr"), "\(message)")
+        }
+    }
+
     @Test("the start of a text, in bytes or characters, never splits a mask nor a character")
     func redactedPrefix() {
         let redactor = Redactor(secrets: ["s3cret"])
