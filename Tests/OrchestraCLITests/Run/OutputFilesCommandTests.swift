@@ -162,6 +162,23 @@ struct OutputFilesCommandTests {
         }
     }
 
+    @Test("a --cookie-jar file is read under the input-file limit: a larger one is refused before anything is sent")
+    func cookieJarFileSize() async throws {
+        try await withDemoServer { server in
+            let jar = try Self.folder() + "/jar.txt"
+            try Data(("# Netscape HTTP Cookie File\n" + String(repeating: "#\n", count: 1_000)).utf8).write(
+                to: URL(fileURLWithPath: jar))
+            let result = try await OrchestraExecutable.run(
+                ["run", try Self.workflow(server), "--cookie-jar", jar],
+                environment: ["ORCHESTRA_INPUT_FILE_LIMIT": "1000"])
+            #expect(result.status == 2, "\(result)")
+            #expect(
+                result.stderr.contains("orchestra run: error: --cookie-jar: \(jar): larger than 1000 bytes"),
+                "\(result)")
+            #expect(server.requestCount == 0)
+        }
+    }
+
     @Test("a report to /dev/stdout or /dev/null is written into the stream, never replacing it")
     func streams() async throws {
         try await withDemoServer { server in
