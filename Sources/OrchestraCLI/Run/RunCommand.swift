@@ -63,7 +63,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("cookie-jar"),
         help: ArgumentHelp(
-            "Load the run's cookies from this file if it exists, and save them to it after the run (Netscape format, as curl and Hurl use).",
+            "Load the run's cookies from this file if it exists, and save them to it after the run (Netscape format, as curl and Hurl use; created 0600).",
             valueName: "file"))
     var cookieJarPath: String?
 
