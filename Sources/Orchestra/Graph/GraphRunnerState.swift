@@ -112,13 +112,19 @@ struct GraphRunnerState: Sendable {
         case .success(let value):
             record(node, .succeeded(value), ended: ended)
             outcome = .succeeded
-        case .failure(let error):
+        case .failure(let failure):
             let policy = nodes.extras(of: node)?.retry ?? .never
+            // withRetry's rules: a delay the failure asks for over the policy's
+            // maximumServerDelay ends the node with a RetryError instead of a wait.
+            let retry =
+                !runCancelled && !machine.isHalted && policy.shouldRetry(after: failure, attempt: attempts)
+                ? policy.decision(afterAttempt: attempts, error: failure) : nil
+            let error = retry?.refusal ?? failure
             if error is CancellationError, runCancelled || machine.isHalted || cancelRequested.contains(node) {
                 record(node, .cancelled, ended: ended)
                 outcome = .cancelled
-            } else if !runCancelled, !machine.isHalted, policy.shouldRetry(after: error, attempt: attempts) {
-                let delay = policy.delay(afterAttempt: attempts, error: error)
+            } else if let retry, retry.refusal == nil {
+                let delay = min(retry.delay, longestRetrySleep)
                 emit(node, .retrying(attempt: attempts, delay: delay, error: error), at: ended)
                 effects.backoff = (node, delay)
                 var transition = machine.suspendForBackoff(node)

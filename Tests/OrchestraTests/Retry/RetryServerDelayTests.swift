@@ -122,6 +122,31 @@ struct RetryServerDelayTests {
         #expect(clock.base.now.duration(to: deadline) <= .seconds(1 << 32))
     }
 
+    /// A task graph node's retries follow the same rules: one engine.
+    @Test func aGraphNodeWhoseFailureAsksTooMuchFailsWithoutWaiting() async throws {
+        let clock = ManualClock()
+        let server = Server(failures: 5, delay: .seconds(86_400))
+        let graph = TaskGraph()
+        let node = graph.add("busy", retry: Self.policy()) { try server.call() }
+        let result = try await withHangGuard { try await graph.run(clock: clock) }
+        let refusal = try #require(result[node].error as? RetryError, "\(result[node])")
+        #expect(refusal.code == .serverDelayTooLong && refusal.requestedDelay == .seconds(86_400))
+        #expect(server.callCount == 1)
+        #expect(clock.pendingSleepers.isEmpty)
+    }
+
+    @Test func aGraphNodeWaitsADelayWithinTheLimit() async throws {
+        let clock = ManualClock()
+        let server = Server(failures: 1, delay: .seconds(20))
+        let graph = TaskGraph()
+        let node = graph.add("busy", retry: Self.policy()) { try server.call() }
+        let run = Task { try await graph.run(clock: clock) }
+        try await clock.waitForSleepers(1)
+        #expect(clock.pendingSleepers == [.init(offset: .seconds(20))])
+        clock.advanceToNextDeadline()
+        #expect(try await withHangGuard { try await run.value }.value(of: node) == 2)
+    }
+
     @Test func serverDelayErrorAndDelayAgreeWithTheLoop() {
         let policy = Self.policy()
         let over = Busy(retryAfter: .seconds(86_400))
