@@ -160,6 +160,29 @@ struct HostileInputTests {
             input: .file("steps:\n  - id: \"a\\e[2Jb\\u202Ec\\u0007\"\n    url: \"http://x.test\"\n"),
             status: 2, contains: [#"'a\u{1B}[2Jb\u{202E}c\u{7}'"#], excludes: ["\u{1B}", "\u{202E}", "\u{07}"]
         ),
+        // Ids that would print like another: refused, and quoted escaped (issue 32).
+        Row(
+            name: "a zero-width space in an id",
+            input: .file("steps:\n  - id: \"a\\u200Bb\"\n    url: \"http://x.test\"\n"), status: 2,
+            contains: [#"got 'a\u{200B}b' (U+200B is invisible)"#], excludes: ["a\u{200B}b"]),
+        Row(
+            name: "a Cyrillic 'а' in a Latin id, and a needs that names the Latin one",
+            input: .file(
+                "steps:\n  - id: \"\u{430}dmin\"\n    url: \"http://x.test\"\n  - id: b\n    url: \"http://x.test\"\n    needs: [admin]\n"
+            ), status: 2,
+            contains: [
+                #"step id '\u{430}dmin' mixes letters of Cyrillic and Latin, which look alike"#,
+                #"needs 'admin', which is not a step (did you mean '\u{430}dmin'?)"#,
+            ], excludes: ["\u{430}"]),
+        Row(
+            name: "a reference to a step whose id has a Greek letter",
+            input: .file(flow("url: \"http://x.test/{{\u{3BF}ne.x}}\"")), status: 2,
+            contains: [#"names step '\u{3BF}ne', which does not exist"#], excludes: ["\u{3BF}"]),
+        Row(
+            name: "ids in one script, whatever it is, are fine",
+            input: .file(
+                "steps:\n  - id: \"\u{30B9}\u{30C6}\u{30C3}\u{30D7}\"\n    url: \"http://x.test\"\n  - id: d\u{E9}j\u{E0}-vu_2\n    url: \"http://x.test\"\n"
+            ), status: 0, contains: ["ok — 2 steps"]),
         Row(
             name: "id that is a list", input: .file("steps:\n  - id: [x]\n    url: \"http://x.test\"\n"), status: 2,
             contains: ["field 'steps[0].id': must be text, got a list"], excludes: ["has no 'id'"]),

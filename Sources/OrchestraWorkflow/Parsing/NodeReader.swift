@@ -44,7 +44,10 @@ struct NodeReader {
         {
             return
         }
-        errors.append(WorkflowError(code, message, file: file, location: location, step: step, field: field))
+        // A step that is not a valid id is named escaped (`\u{430}dmin`): see WorkflowChecker.shownID.
+        errors.append(
+            WorkflowError(
+                code, message, file: file, location: location, step: step.map(WorkflowChecker.shownID), field: field))
     }
 
     // MARK: - Mappings

@@ -49,10 +49,8 @@ struct WorkflowChecker {
         for position in steps.indices {
             let id = steps[position].id
             let location = steps[position].location
-            if !Self.isPlainID(id), !id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
-                reader.fail(
-                    .invalidValue, "step ids may use only letters, digits, '_' and '-', got '\(short: id)'",
-                    at: location, step: id, field: "id")
+            if let problem = Self.idProblem(id) {
+                reader.fail(.invalidValue, problem, at: location, step: id, field: "id")
             } else if id == Template.variablesNamespace || id == Template.environmentNamespace {
                 reader.fail(
                     .invalidValue,
@@ -86,6 +84,108 @@ struct WorkflowChecker {
         id.utf8.allSatisfy(plainIDCharacters.contains)
     }
 
+    /// Why `id` cannot be a step id, or `nil`: an id uses letters and digits of any script, `_`
+    /// and `-`; not an invisible character (`a\u{200B}b`: a format or control character is
+    /// not a letter), nor letters of two of the scripts whose letters look alike (Latin,
+    /// Greek, Cyrillic, Armenian, Cherokee, fullwidth Latin: Cyrillic 'а' in 'аdmin'), which
+    /// would print like another id. The id is quoted escaped (``shownID(_:)``).
+    static func idProblem(_ id: String) -> String? {
+        guard let reason = invalidity(of: id) else { return nil }
+        let shown = "'\(short: escaped(id))'"
+        switch reason {
+        case .character(let odd):
+            return "step ids may use only letters, digits, '_' and '-', got \(shown) (\(describe(odd)))"
+        case .grapheme:
+            return "step ids may use only letters, digits, '_' and '-', got \(shown)"
+        case .scripts(let scripts):
+            return
+                "step id \(shown) mixes letters of \(scripts.joined(separator: " and ")), which look alike: it would print like another id; write it in one script"
+        }
+    }
+
+    /// Why an id is refused (see ``idProblem(_:)``).
+    private enum Invalidity {
+        case character(Unicode.Scalar)
+        case grapheme
+        case scripts([String])
+    }
+
+    private static func invalidity(of id: String) -> Invalidity? {
+        if isPlainID(id) { return nil }
+        if let odd = id.unicodeScalars.first(where: { !isIDCharacter($0) }) { return .character(odd) }
+        if !id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) { return .grapheme }
+        let scripts = Set(id.unicodeScalars.compactMap(lookalikeScript))
+        return scripts.count > 1 ? .scripts(scripts.sorted()) : nil
+    }
+
+    /// Whether `id` is one ``idProblem(_:)`` accepts.
+    static func isValidID(_ id: String) -> Bool {
+        invalidity(of: id) == nil
+    }
+
+    /// A scalar an id may hold: a letter, a mark on it, a digit, `_` or `-`; not a format,
+    /// control, space or other invisible character.
+    private static func isIDCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return plainIDCharacters.contains(UInt8(scalar.value)) }
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .decimalNumber,
+            .letterNumber, .otherNumber, .spacingMark, .nonspacingMark:
+            // Zero-width joiners and marks without a letter are refused by the Character check.
+            return !scalar.properties.isDefaultIgnorableCodePoint
+        default:
+            return false
+        }
+    }
+
+    /// `U+200B, invisible` or `U+0021 '!'`: a character an id may not hold.
+    private static func describe(_ scalar: Unicode.Scalar) -> String {
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        switch scalar.properties.generalCategory {
+        case .format, .control, .spaceSeparator, .lineSeparator, .paragraphSeparator, .nonspacingMark,
+            .enclosingMark, .unassigned, .privateUse, .surrogate:
+            return "\(code) is invisible"
+        default:
+            return scalar.properties.isDefaultIgnorableCodePoint
+                ? "\(code) is invisible" : "\(code) is not a letter, a digit, '_' or '-'"
+        }
+    }
+
+    /// The script of a letter whose shapes other scripts share (Latin, Greek, Cyrillic,
+    /// Armenian, Cherokee, fullwidth Latin), or `nil` for any other character.
+    private static func lookalikeScript(_ scalar: Unicode.Scalar) -> String? {
+        switch scalar.value {
+        case 0x41...0x5A, 0x61...0x7A, 0xC0...0x24F, 0x1E00...0x1EFF: "Latin"
+        case 0x370...0x3FF, 0x1F00...0x1FFF: "Greek"
+        case 0x400...0x52F, 0x1C80...0x1C8F, 0x2DE0...0x2DFF, 0xA640...0xA69F: "Cyrillic"
+        case 0x530...0x58F: "Armenian"
+        case 0x13A0...0x13FF, 0xAB70...0xABBF: "Cherokee"
+        case 0xFF21...0xFF3A, 0xFF41...0xFF5A: "fullwidth Latin"
+        default: nil
+        }
+    }
+
+    /// `id` as messages show a name that should be a step id: as it is if it is a valid id,
+    /// else with every character outside printable ASCII escaped as Swift writes it
+    /// (`\u{430}dmin`, `a\u{200B}b`), so that it never prints like another id.
+    static func shownID(_ id: String) -> String {
+        isValidID(id) ? id : escaped(id)
+    }
+
+    /// `text` with every character outside printable ASCII (and `\`) escaped as Swift writes it.
+    private static func escaped(_ text: String) -> String {
+        guard !text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) && $0 != UInt8(ascii: "\\") }) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if (0x20..<0x7F).contains(scalar.value) && scalar != "\\" {
+                shown.unicodeScalars.append(scalar)
+            } else {
+                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            }
+        }
+        return shown
+    }
+
     private static let plainIDCharacters = URLCheck.ASCIISet(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -98,7 +198,7 @@ struct WorkflowChecker {
             } else if !isKnown(site.need) {
                 reader.fail(
                     .unknownStep,
-                    "needs '\(short: site.need)', which is not a step\(suggestion(for: site.need, in: ids))",
+                    "needs '\(short: Self.shownID(site.need))', which is not a step\(suggestion(for: site.need, in: ids))",
                     at: site.location, step: site.step, field: "needs")
             }
         }
@@ -184,7 +284,7 @@ struct WorkflowChecker {
                 } else if !brokenSteps.contains(reference.namespace) {
                     reader.fail(
                         .unknownStep,
-                        "\(short: reference) names step '\(short: reference.namespace)', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable)",
+                        "\(short: Self.shownID(reference.description)) names step '\(short: Self.shownID(reference.namespace))', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable)",
                         at: site.location, step: site.step, field: site.field
                     )
                 }
@@ -312,7 +412,7 @@ struct WorkflowChecker {
     }
 
     private func suggestion(for name: String, in candidates: [String]) -> String {
-        NodeReader.closest(to: name, in: candidates).map { " (did you mean '\(short: $0)'?)" } ?? ""
+        NodeReader.closest(to: name, in: candidates).map { " (did you mean '\(short: Self.shownID($0))'?)" } ?? ""
     }
 }
 
