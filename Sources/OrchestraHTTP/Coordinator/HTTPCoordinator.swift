@@ -25,8 +25,8 @@ import Orchestra
 ///   gets its slot; it then ends with a `TimeoutError`.
 /// - **Retries:** transient failures of idempotent requests (see ``Configuration/retry``);
 ///   a request can carry its own rules (``HTTPRequestOptions``). A `Retry-After` longer than
-///   the policy's ``RetryPolicy/maximumServerDelay`` fails the request at once with a
-///   ``RetryError``.
+///   the policy's `RetryPolicy.maximumServerDelay` fails the request at once with a
+///   `RetryError`.
 /// - **Redirects:** followed by the coordinator itself, each hop within the limits, with
 ///   307/308 re-sending the method and body (see ``HTTPRedirectPolicy``); the hops are in
 ///   ``HTTPResult/redirects``. No credential the request carries, the token included,
@@ -99,9 +99,9 @@ public final class HTTPCoordinator: Sendable {
     /// - Throws: `CancellationError`; `TimeoutError` when the last attempt timed out; the
     ///   transport's error when the last attempt could not be made; ``AuthenticationError``
     ///   when no valid token could be had; ``HTTPRedirectError`` when a redirect could not be
-    ///   followed; ``RetryError`` (``RetryError/Code/serverDelayTooLong``) when a retried
+    ///   followed; `RetryError` (`RetryError.Code.serverDelayTooLong`) when a retried
     ///   status asked, with `Retry-After`, to wait longer than the policy's
-    ///   ``RetryPolicy/maximumServerDelay`` (its ``RetryError/underlying`` error is the
+    ///   `RetryPolicy.maximumServerDelay` (its `RetryError.underlying` error is the
     ///   ``HTTPStatusError`` with the response).
     public func data(
         for request: HTTPRequest, body: Data? = nil, priority: Int = 0,
@@ -434,7 +434,7 @@ public final class HTTPCoordinator: Sendable {
     /// number is neither). The value is the server's: it is saturated, not trusted — a number
     /// of seconds beyond `Int64.max`, or a date further away than that, gives `Int64.max`
     /// seconds — and the retry policy compares it with its
-    /// ``RetryPolicy/maximumServerDelay`` before any arithmetic.
+    /// `RetryPolicy.maximumServerDelay` before any arithmetic.
     package static func retryAfter(_ response: HTTPResponse, now: Date = Date()) -> Duration? {
         guard let value = response.headerFields[.retryAfter]?.trimmingCharacters(in: .whitespaces) else { return nil }
         if !value.isEmpty, value.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {

@@ -21,8 +21,8 @@ extension HTTPCoordinator {
         /// Retries of transient failures: statuses 408, 429, 500, 502, 503 and 504, timeouts
         /// and transport errors, for idempotent requests only (GET, HEAD, OPTIONS, PUT, DELETE,
         /// TRACE, or any request with an `Idempotency-Key` header). `Retry-After` is honoured
-        /// up to the policy's ``RetryPolicy/maximumServerDelay`` (30 s by default); a server
-        /// that asks for more fails the request at once with a ``RetryError``. Three attempts
+        /// up to the policy's `RetryPolicy.maximumServerDelay` (30 s by default); a server
+        /// that asks for more fails the request at once with a `RetryError`. Three attempts
         /// with jittered exponential backoff by default.
         public var retry: RetryPolicy
         /// How requests are signed and what counts as an authentication failure; none by
@@ -114,8 +114,8 @@ public struct HTTPResult: Sendable {
 ///
 /// The coordinator throws it inside its retry loop, so that the policy sees it, and returns
 /// its ``result`` after the last attempt. It reaches you as the
-/// ``RetryError/underlying`` error of a ``RetryError`` when the server asked, with
-/// `Retry-After`, to wait longer than ``RetryPolicy/maximumServerDelay``, and as the
+/// `RetryError.underlying` error of a `RetryError` when the server asked, with
+/// `Retry-After`, to wait longer than `RetryPolicy.maximumServerDelay`, and as the
 /// ``HTTPRetryEvent/failure`` of a retry.
 public struct HTTPStatusError: Error, Sendable, CustomStringConvertible {
     /// The response, with its body.

@@ -71,9 +71,9 @@ public struct HTTPRequestOptions: Sendable {
 /// Which failed attempts of a request are sent again: transient statuses, timeouts and
 /// transient transport errors, for the methods it names, with the backoff of its
 /// ``policy``. A `Retry-After` from the server replaces the backoff, up to the policy's
-/// ``RetryPolicy/maximumServerDelay``: a server that asks for more fails the request at once
-/// with a ``RetryError`` (``RetryError/Code/serverDelayTooLong``) whose
-/// ``RetryError/underlying`` error is the ``HTTPStatusError`` with the response.
+/// `RetryPolicy.maximumServerDelay`: a server that asks for more fails the request at once
+/// with a `RetryError` (`RetryError.Code.serverDelayTooLong`) whose
+/// `RetryError.underlying` error is the ``HTTPStatusError`` with the response.
 public struct HTTPRetry: Sendable {
     /// Which requests may be sent twice.
     public enum Methods: Sendable, Hashable {
@@ -138,7 +138,7 @@ public struct HTTPRetryEvent: Sendable {
     /// How long the next attempt waits.
     public var delay: Duration
     /// Whether ``delay`` is the server's `Retry-After` (at most the policy's
-    /// ``RetryPolicy/maximumServerDelay``) rather than the policy's backoff.
+    /// `RetryPolicy.maximumServerDelay`) rather than the policy's backoff.
     public var isRetryAfter: Bool
 
     /// The response of the failed attempt, if it ended with a transient status.
