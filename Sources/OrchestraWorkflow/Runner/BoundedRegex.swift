@@ -1,4 +1,5 @@
 import Foundation
+import Orchestra
 
 /// A workflow's regular expression (a `regex:` capture, a `matches:` check), run on text a
 /// server sent within a time bound and the calling task's cancellation.
@@ -41,6 +42,12 @@ struct BoundedRegex: Sendable {
         /// no part in the match), else the whole match's.
         let text: String?
     }
+
+    /// Permits to run a step's regular expressions: all but one of the processor's cores (at
+    /// least one). A match holds a thread of the concurrency pool while it works (up to its
+    /// bound); leaving one free keeps the tasks that cancel a run (Ctrl-C) able to run, so the
+    /// cancellation reaches every match at once instead of after one gives up.
+    static let workers = AsyncSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 
     /// Called each time a match reports progress, from the matching thread: lets a test act
     /// while an expression is at work (cancel the run). `nil` outside tests.

@@ -140,7 +140,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         var reader = ResponseReader(result, regexLimit: min(regexTimeLimit, step.timeout))
         // The coordinator re-sent the request with fresh tokens and gave up: the last response
         // still refuses the token, whatever its status (`failure: { status: [200] }`).
-        if step.usesAuth, let auth = workflow.auth,
+        // (A redirect to another origin carried no token: its refusal is a status like any other.)
+        if step.usesAuth, let auth = workflow.auth, !result.leftOrigin(of: rendered.request),
             auth.isFailure(status: status, body: String(decoding: result.body, as: UTF8.self))
         {
             throw StepFailure(
@@ -150,6 +151,21 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         guard step.accepts(status: status) else {
             throw StepFailure("expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
         }
+        guard !step.assertions.isEmpty || !step.captures.isEmpty else { return [:] }
+        guard step.usesRegex else { return try checkAndCapture(step, id: id, reader: &reader, values: values) }
+        // A regular expression works on a thread of the concurrency pool for up to its bound:
+        // at most all but one of them do at once, so the task that handles Ctrl-C always has a
+        // thread to run on. The bound starts once the permit is held.
+        return try await BoundedRegex.workers.withPermit {
+            var reader = ResponseReader(result, regexLimit: min(regexTimeLimit, step.timeout))
+            return try checkAndCapture(step, id: id, reader: &reader, values: values)
+        }
+    }
+
+    /// Checks the assertions of `step` on the response `reader` reads, then reads its captures.
+    private func checkAndCapture(
+        _ step: WorkflowStep, id: String, reader: inout ResponseReader, values: TemplateValues
+    ) throws -> [String: JSONValue] {
         if !step.assertions.isEmpty {
             try check(step.assertions, id: id, reader: &reader, values: values)
         }
@@ -282,6 +298,15 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     private func attemptsNote(_ id: String) -> String {
         let attempts = records.withLock { $0[id]?.attempts ?? 0 }
         return attempts > 1 ? " (after \(attempts) attempts)" : ""
+    }
+}
+
+extension WorkflowStep {
+    /// Whether the step runs a regular expression on its response: a `regex:` capture or a
+    /// `matches:` check.
+    var usesRegex: Bool {
+        captures.contains { if case .regex = $0.source { true } else { false } }
+            || assertions.contains { $0.checks.contains { if case .matches = $0 { true } else { false } } }
     }
 }
 

@@ -77,6 +77,43 @@ struct RegexBoundTests {
         #expect(progressReports.withLock { $0 } >= 1, "the expression was at work when the run was cancelled")
     }
 
+    /// Sixteen elements, each with an expression that never ends: at most all but one of the
+    /// pool's threads work on them, so a task of the pool (as the one that handles Ctrl-C)
+    /// still runs and cancels the run, which stops them all. When every thread was in a match,
+    /// nothing could cancel them before one gave up.
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount >= 2, "needs a thread beside the match"))
+    func aTaskOfThePoolCancelsARunWhoseElementsAllBacktrack() async throws {
+        let workflow = try parse(
+            """
+            limit: 16
+            steps:
+              - { id: list, url: "http://x.test/list", captures: { items: $ } }
+              - id: each
+                for_each: "{{list.items}}"
+                url: "http://x.test/page"
+                captures: { x: { regex: "(a+)+$" } }
+            """)
+        let transport = ScriptedHTTPTransport { request, _ in
+            if request.path == "/list" {
+                return respond(200, "[" + Array(repeating: "0", count: 16).joined(separator: ",") + "]")
+            }
+            return (HTTPResponse(status: .ok), Data(Self.catastrophic.utf8))
+        }
+        let progressReports = Locked(0)
+        try await withHangGuard(.seconds(30)) {
+            let run = Task {
+                await BoundedRegex.$onProgress.withValue({ progressReports.withLock { $0 += 1 } }) {
+                    await WorkflowRunner(workflow: workflow, transport: transport, regexTimeLimit: .seconds(3_600))
+                        .run(clock: ManualClock())
+                }
+            }
+            try await waitUntil("an expression at work") { progressReports.withLock { $0 } > 0 }
+            run.cancel()
+            let report = await run.value
+            #expect(report["each"]?.state == .cancelled)
+        }
+    }
+
     @Test(
         "an expression that ends in time captures as before",
         arguments: [
