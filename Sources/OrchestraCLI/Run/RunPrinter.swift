@@ -231,7 +231,9 @@ struct RunPrinter: Sendable {
         ])
     }
 
-    /// A step (or an element of a `for_each` step, under its `items`) as JSON.
+    /// A step (or an element of a `for_each` step, under its `items`) as JSON; a `for_each`
+    /// step whose list was read also has `item_counts` (`total`, `sent`, `succeeded`, `failed`,
+    /// `cancelled`, `recorded`).
     private static func json(of step: StepReport) -> JSONValue {
         let fields: KeyValuePairs<String, JSONValue> = [
             "id": .string(step.id),
@@ -256,6 +258,17 @@ struct RunPrinter: Sendable {
         if step.recorded { members.append(JSONValue.Member("recorded", .bool(true))) }
         if step.maybeSent { members.append(JSONValue.Member("may_have_been_sent", .bool(true))) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
+        // Every element, listed or not (those a Ctrl-C kept from starting are counted, not listed).
+        if let counts = step.itemCounts {
+            members.append(
+                JSONValue.Member(
+                    "item_counts",
+                    .object([
+                        "total": .integer(counts.total), "sent": .integer(counts.sent),
+                        "succeeded": .integer(counts.succeeded), "failed": .integer(counts.failed),
+                        "cancelled": .integer(counts.cancelled), "recorded": .integer(counts.recorded),
+                    ])))
+        }
         return .object(members)
     }
 

@@ -64,7 +64,7 @@ struct RegexSignalTests {
                   - { id: each, for_each: "{{list.items}}", url: "{{vars.base}}/hang", timeout: 1h }
                 """)
             let running = try OrchestraExecutable.start(
-                ["run", file, "--var", "base=\(server.baseURL.absoluteString)"])
+                ["run", file, "--var", "base=\(server.baseURL.absoluteString)", "--output", "json"])
             do {
                 try await withHangGuard(SignalTests.guardLimit) { try await server.arrival(of: "/hang") }
             } catch {
@@ -75,9 +75,17 @@ struct RegexSignalTests {
             running.child.send(SIGINT)
             let output = await running.finish(limit: SignalTests.guardLimit)
 
-            #expect(output.status == 130, "\(output)")
-            #expect(output.stdout.contains("○ each"), "\(output)")
-            #expect(output.stdout.contains("2 steps: 1 succeeded, 1 cancelled"), "\(output)")
+            #expect(output.status == 130, "\(output.stderr)")
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
+            let steps = try #require(document["steps"] as? [[String: Any]])
+            let each = try #require(steps.first { $0["id"] as? String == "each" })
+            #expect(each["state"] as? String == "cancelled")
+            let counts = try #require(each["item_counts"] as? [String: Any])
+            #expect(counts["total"] as? Int == 1_000_000 && counts["cancelled"] as? Int == 1_000_000, "\(counts)")
+            let items = try #require(each["items"] as? [[String: Any]])
+            #expect(items.count < 1_000, "only the elements started are listed: \(items.count)")
+            #expect(items.allSatisfy { $0["state"] as? String == "cancelled" })
         }
     }
 }
