@@ -162,7 +162,7 @@ public final class HTTPCoordinator: Sendable {
             // A refusal from another origin (reached by a redirect, without the token) says
             // nothing of the token: it is returned, not answered with a refresh.
             guard authentication.isAuthenticationFailure(result.response, result.body),
-                !RedirectRule.leftOrigin(of: signed, through: result.redirects),
+                !result.leftOrigin(of: signed),
                 resends < authentication.maxResends
             else {
                 result.attempts = attempts

@@ -90,6 +90,15 @@ public struct HTTPRedirectError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
+extension HTTPResult {
+    /// Whether one of the redirects this result followed led away from `request`'s origin:
+    /// from there on the request carried none of its credentials (a 401 then says nothing of
+    /// its token).
+    package func leftOrigin(of request: HTTPRequest) -> Bool {
+        RedirectRule.leftOrigin(of: request, through: redirects)
+    }
+}
+
 /// The request a redirect leads to: the rules of ``HTTPRedirectPolicy``, as a pure function.
 enum RedirectRule {
     static let followed: Set<Int> = [301, 302, 303, 307, 308]

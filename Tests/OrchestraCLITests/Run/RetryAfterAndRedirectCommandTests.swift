@@ -116,6 +116,37 @@ struct RetryAfterAndRedirectCommandTests {
     }
 }
 
+extension RetryAfterAndRedirectCommandTests {
+    /// The other origin never saw the token: its 401 is a status like any other, not a reason
+    /// to refresh the token or to say the server refused it.
+    @Test func aRefusalFromAnotherOriginIsNotTheTokensRefusal() async throws {
+        let refusing: RawHTTPServer.Handler = { _ in .response(status: 401, reason: "Unauthorized", body: "who?") }
+        try await withRawHTTPServer(refusing) { other in
+            try await withDemoServer { server in
+                let file = try WorkflowCommandTests.workflowFile(
+                    """
+                    vars: { base: "\(server.baseURL.absoluteString)" }
+                    auth:
+                      login: { url: "{{vars.base}}/login", token: $.access_token }
+                      header: X-Api-Token
+                      scheme: ""
+                    steps:
+                      - id: away
+                        url: "{{vars.base}}/redirect-to?url={{vars.other}}"
+                    """)
+                let output = try await OrchestraExecutable.run([
+                    "run", file, "--var", "other=\(other.url("/landing"))", "--no-color",
+                ])
+                #expect(output.status == 1, "\(output)")
+                #expect(output.stdout.contains("expected 2xx, got 401"), "\(output)")
+                #expect(!output.stdout.contains("refused the token"), "\(output)")
+                #expect(output.stdout.contains("auth: 1 login, 0 refreshes"), "\(output)")
+                #expect(other.requests.count == 1, "not sent again after a refresh")
+            }
+        }
+    }
+}
+
 /// Counts the requests a ``RawHTTPServer`` handler sees, from its threads.
 private final class RequestCounter: @unchecked Sendable {
     private let lock = NSLock()
