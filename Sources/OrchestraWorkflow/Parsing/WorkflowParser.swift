@@ -307,6 +307,59 @@ struct WorkflowParser {
         return SourceLocation(line: line, column: column)
     }
 
+    /// The quote (`'"'` or `"'"`) that opens a quoted value on an earlier line than `line` and
+    /// is still open at `line` or closes on it: where a syntax error at `line` began, when a
+    /// closing quote was forgotten. Quotes are followed as YAML reads them: one that starts a
+    /// value (at the start of a line or after `:`, `-`, `?`, `[`, `{` or `,`), `\"` and `''`
+    /// inside, comments outside.
+    ///
+    /// Complexity: linear in the text up to `line`.
+    static func openQuote(endingAt line: Int, in text: String) -> (location: SourceLocation, mark: String)? {
+        var open: (location: SourceLocation, quote: Character)?
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            if lineNumber > line { break }
+            let characters = Array(rawLine)
+            var index = 0
+            var previous: Character?  // the last character outside quotes that is not a space
+            while index < characters.count {
+                let character = characters[index]
+                if let quote = open?.quote {
+                    if quote == "\"", character == "\\" {
+                        index += 2
+                        continue
+                    }
+                    if character == quote {
+                        if quote == "'", index + 1 < characters.count, characters[index + 1] == "'" {
+                            index += 2
+                            continue
+                        }
+                        // Closed: on its own line it is no concern; on the error's line it is.
+                        if let opened = open, opened.location.line != lineNumber, lineNumber == line {
+                            return (opened.location, opened.quote == "\"" ? "'\"'" : "\"'\"")
+                        }
+                        open = nil
+                        previous = character
+                    }
+                    index += 1
+                    continue
+                }
+                if character == "#", index == 0 || characters[index - 1] == " " { break }
+                if character == "\"" || character == "'",
+                    previous == nil || [":", "-", "?", "[", "{", ","].contains(previous!)
+                {
+                    open = (SourceLocation(line: lineNumber, column: index + 1), character)
+                } else if character != " " && character != "\t" && character != "\r" {
+                    previous = character
+                }
+                index += 1
+            }
+        }
+        guard let opened = open, opened.location.line < line else { return nil }
+        return (opened.location, opened.quote == "\"" ? "'\"'" : "\"'\"")
+    }
+
     private mutating func reportSyntax(_ error: any Error, in text: String) {
         var location: SourceLocation?
         var message = "\(error)"
@@ -334,6 +387,15 @@ struct WorkflowParser {
             default:
                 message = "not valid YAML or JSON: \(error)"
             }
+        }
+        // A quote left open runs on over the next lines, and libyaml stops where it ends (or
+        // at the end of the file): the quote is where the mistake is.
+        if message.hasPrefix("not valid YAML or JSON: "), let at = location,
+            let quote = Self.openQuote(endingAt: at.line, in: text)
+        {
+            message =
+                "not valid YAML or JSON: the \(quote.mark) opened here is not closed on its line; the quoted value runs on to line \(at.line), where: \(message.dropFirst("not valid YAML or JSON: ".count))"
+            location = quote.location
         }
         if let line = location?.line, line >= 1 {
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false)

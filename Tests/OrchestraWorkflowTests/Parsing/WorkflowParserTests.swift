@@ -250,6 +250,15 @@ struct WorkflowParserTests {
         Case(
             yaml: "steps:\n  - id: a\n    url: {{vars.base}}/a\n", code: .syntax, line: 3, step: nil, field: nil,
             message: "templates must be quoted"),
+        // A quote left open is reported where it opened, not where libyaml stopped (issue 32).
+        Case(
+            yaml:
+                "steps:\n  - id: a\n    url: \"http://x.test/\n    method: GET\n  - id: b\n    url: \"http://x.test/\"\n",
+            code: .syntax, line: 3, step: nil, field: nil,
+            message: "the '\"' opened here is not closed on its line; the quoted value runs on to line 6"),
+        Case(
+            yaml: "steps:\n  - id: a\n    url: 'it''s open\n    method: GET\n", code: .syntax, line: 3, step: nil,
+            field: nil, message: "the \"'\" opened here is not closed on its line; the quoted value runs on to line 5"),
         // libyaml's reader errors name the character and its line (they were printed without one).
         Case(
             yaml: "steps:\n  - id: a\n    url: \"http://x.test/\u{1B}[31m\"\n", code: .syntax, line: 3, step: nil,
