@@ -200,7 +200,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         }
         let results = AssertionEvaluator(values: values, duration: duration).evaluate(assertions, reader: &reader)
         // A `matches:` check stopped by a cancellation was not made: the step is cancelled.
-        try Task.checkCancellation()
+        if results.contains(where: { $0.operatorName == "matches" && $0.reason == "cancelled" }) {
+            throw CancellationError()
+        }
         update(id) { $0.assertions = results }
         let failed = results.filter { !$0.passed }
         guard failed.isEmpty else {
