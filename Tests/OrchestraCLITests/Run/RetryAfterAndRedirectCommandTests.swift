@@ -100,6 +100,7 @@ struct RetryAfterAndRedirectCommandTests {
                       - id: away
                         url: "{{vars.base}}/redirect-to?url={{vars.other}}"
                         headers: { X-Key: "{{vars.key}}", Accept: text/plain }
+                        basic_auth: { user: ada, password: "{{vars.key}}" }
                     """)
                 let output = try await OrchestraExecutable.run([
                     "run", file, "--var", "other=\(other.url("/landing"))", "--output", "json",
