@@ -30,6 +30,9 @@ package struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertib
     package var reason: String
     /// The byte offset in the text where it was found, from 0.
     package var offset: Int
+    /// Whether the text nests arrays and objects deeper than ``JSONValue/maxDepth``: JSON,
+    /// perhaps, but more than is read.
+    package var isTooDeep = false
 
     package init(_ reason: String, offset: Int) {
         self.reason = reason
@@ -92,8 +95,10 @@ struct JSONParser {
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 guard stack.count < JSONValue.maxDepth else {
-                    throw JSONSyntaxError(
+                    var error = JSONSyntaxError(
                         "arrays and objects nested deeper than \(JSONValue.maxDepth) levels", offset: position)
+                    error.isTooDeep = true
+                    throw error
                 }
                 let isObject = byte == UInt8(ascii: "{")
                 position += 1

@@ -53,7 +53,7 @@ struct AssertionEvaluator {
         switch subject {
         case .path(let path):
             guard let document = reader.document() else {
-                return .missing("the response\(reader.typeNote) is not JSON: \(reader.snippet)")
+                return .missing("the response\(reader.typeNote) \(reader.notJSON): \(reader.snippet)")
             }
             guard let value = path.evaluate(in: document) else { return .missing("not found in the response") }
             return .value(value)

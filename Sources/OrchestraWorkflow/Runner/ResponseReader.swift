@@ -48,9 +48,26 @@ struct ResponseReader {
     /// The JSON body, or `nil` if the body is not JSON.
     mutating func document() -> JSONValue? {
         if let parsed { return parsed }
-        let document = try? JSONValue(parsing: result.body)
+        var document: JSONValue?
+        do {
+            document = try JSONValue(parsing: result.body)
+        } catch {
+            syntaxError = error
+        }
         parsed = .some(document)
         return document
+    }
+
+    /// Why ``document()`` gave `nil`, once it did.
+    private var syntaxError: JSONSyntaxError?
+
+    /// What the body is, once ``document()`` gave `nil`, for a message after "the response":
+    /// `is not JSON`, or `is JSON nested deeper than 512 levels of arrays and objects (the
+    /// most that is read)`.
+    var notJSON: String {
+        syntaxError?.isTooDeep == true
+            ? "is JSON nested deeper than \(JSONValue.maxDepth) levels of arrays and objects (the most that is read)"
+            : "is not JSON"
     }
 
     /// The value `source` names: a header as text, or a value in the JSON body.
@@ -59,7 +76,7 @@ struct ResponseReader {
         case .body(let path):
             guard let document = document() else {
                 throw Missing(
-                    reason: "the response\(typeNote) is not JSON, so \(short: path) cannot be read: \(snippet)")
+                    reason: "the response\(typeNote) \(notJSON), so \(short: path) cannot be read: \(snippet)")
             }
             guard let value = path.evaluate(in: document) else {
                 throw Missing(reason: "\(short: path) not found in the response: \(snippet)")

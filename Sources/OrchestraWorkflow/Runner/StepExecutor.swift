@@ -174,7 +174,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         if step.captures.contains(where: \.readsBody), reader.document() == nil {
             let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
             throw StepFailure(
-                "the response\(reader.typeNote) is not JSON, so the captures \(short: names) cannot be read: \(reader.snippet)"
+                "the response\(reader.typeNote) \(reader.notJSON), so the captures \(short: names) cannot be read: \(reader.snippet)"
             )
         }
         var captures: [String: JSONValue] = [:]
