@@ -60,15 +60,22 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let received = exchanges.withLock { exchanges -> Received in
-            guard let exchange = exchanges[dataTask.taskIdentifier] else { return .nothing }
-            guard exchange.data.count + data.count <= exchange.limit else {
+            // No copy of the exchange may live across the append: its body would then have two
+            // owners, and every part would copy the whole body received so far (quadratic: an
+            // endless body then piled up gigabytes of parts in URLSession's delegate queue).
+            guard let received = exchanges[dataTask.taskIdentifier]?.data.count,
+                let limit = exchanges[dataTask.taskIdentifier]?.limit
+            else { return .nothing }
+            guard received + data.count <= limit else {
                 // Past the limit: the exchange ends here; the task's completion finds none.
                 return .tooLarge(exchanges.removeValue(forKey: dataTask.taskIdentifier)!)
             }
             exchanges[dataTask.taskIdentifier]!.data.append(data)
-            guard let progress = exchange.progress else { return .nothing }
-            let expected = exchange.response.map(\.expectedContentLength).flatMap { $0 >= 0 ? Int($0) : nil }
-            return .progress(progress, exchange.data.count + data.count, expected)
+            guard let progress = exchanges[dataTask.taskIdentifier]!.progress else { return .nothing }
+            let expected = exchanges[dataTask.taskIdentifier]!.response.map(\.expectedContentLength).flatMap {
+                $0 >= 0 ? Int($0) : nil
+            }
+            return .progress(progress, received + data.count, expected)
         }
         // User code and the continuation: after the lock is released.
         switch received {
