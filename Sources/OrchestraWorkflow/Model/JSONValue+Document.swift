@@ -130,7 +130,46 @@ final class JSONDocument: Sendable {
     }
 }
 
+extension JSONDocument {
+    /// How many tape entries the container whose block starts at `block` spans, its
+    /// descendants' blocks included: blocks are written as containers close, so a container's
+    /// descendants are the blocks just before its own, from the one that closed first (found
+    /// by following first containers down).
+    ///
+    /// Complexity: O(entries scanned on the way down), at most the span.
+    func span(ofBlock block: Int, isObject: Bool) -> Int {
+        func end(_ block: Int, _ isObject: Bool) -> Int { block + 1 + count(ofBlock: block) * (isObject ? 2 : 1) }
+        var (first, firstIsObject) = (block, isObject)
+        while let child = ((first + 1)..<end(first, firstIsObject)).first(where: { tape[$0] & Self.containerFlag != 0 })
+        {
+            first = Int(tape[child] & ~(Self.containerFlag | Self.objectFlag))
+            firstIsObject = tape[child] & Self.objectFlag != 0
+        }
+        return end(block, isObject) - first
+    }
+}
+
 extension JSONValue {
+    /// The same value, holding only what it needs: an array or object that is a view of a
+    /// small part of a large document (`$.meta` of a 60 MB body) is read again from its own
+    /// text, so that keeping it (a capture) does not keep the whole document; anything else is
+    /// itself.
+    ///
+    /// Complexity: O(size of the value) when it is copied, which it is only when it spans less
+    /// than half of its document.
+    package var detached: JSONValue {
+        let parsed: (document: JSONDocument, block: Int, isObject: Bool)?
+        switch self {
+        case .array(let elements): parsed = elements.parsed.map { ($0.document, $0.block, false) }
+        case .object(let members): parsed = members.parsed.map { ($0.document, $0.block, true) }
+        default: parsed = nil
+        }
+        guard let (document, block, isObject) = parsed,
+            document.span(ofBlock: block, isObject: isObject) * 2 < document.tape.count
+        else { return self }
+        return (try? JSONValue(parsing: Data(text.utf8))) ?? self
+    }
+
     /// The bytes this value holds, counted the same way for both kinds of arrays and objects:
     /// a parsed one (``init(parsing:)``) costs its document (``JSONDocument/memoryCost``, once
     /// however many views share it); a list costs a `JSONValue` (or a member) per element, the

@@ -81,7 +81,8 @@ struct ResponseReader {
             guard let value = path.evaluate(in: document) else {
                 throw Missing(reason: "\(short: path) not found in the response: \(snippet)")
             }
-            return value
+            // A small part of a large body is kept on its own, not with the whole body.
+            return value.detached
         case .regex(let pattern):
             let match: BoundedRegex.Match?
             do {

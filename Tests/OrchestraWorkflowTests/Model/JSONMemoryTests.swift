@@ -74,6 +74,21 @@ struct JSONMemoryTests {
         #expect(try JSONValue(parsing: Data(value.text.utf8)) == value)
     }
 
+    @Test func aSmallPartOfALargeBodyIsDetachedAndMostOfItIsNot() throws {
+        let records = Self.text(of: Self.shapes[1], count: 5_000)
+        let text = #"{"meta":{"page":1,"tags":["a",{"b":[2]}]},"items":"# + records + "}"
+        let value = try JSONValue(parsing: Data(text.utf8))
+        let meta = try #require(value["meta"])
+        // A view of `meta` keeps the whole document; detached, it costs what it holds.
+        #expect(meta.memoryCost > text.utf8.count)
+        #expect(meta.detached.memoryCost < 200)
+        #expect(meta.detached == meta)
+        // Most of the document (or all of it) is kept as it is, not copied.
+        let items = try #require(value["items"])
+        #expect(items.detached.memoryCost == items.memoryCost)
+        #expect(value.detached.memoryCost == value.memoryCost)
+    }
+
     @Test func aSmallValueTakenFromALargeBodyIsDecodedNotKeptAsAView() throws {
         let text = Self.text(of: Self.shapes[1], count: 1_000)
         let value = try JSONValue(parsing: Data(text.utf8))
