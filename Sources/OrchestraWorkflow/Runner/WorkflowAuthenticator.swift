@@ -125,6 +125,10 @@ struct CredentialLearningTransport: WrappingTransport {
     /// Where the login's and the refresh's tokens are.
     let tokens: [Capture.Source]
 
+    /// The most credentials learned from one response, besides its token: a login response
+    /// holds a few (`refresh_token`, `id_token`); a server's thousands would only cost memory.
+    static let maximumCredentials = 16
+
     func exchange(
         _ request: HTTPRequest, content body: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
@@ -136,7 +140,9 @@ struct CredentialLearningTransport: WrappingTransport {
             if let token = try? reader.value(of: source) { redactor.learn(token.interpolated) }
         }
         if let document = reader.document() {
-            for credential in Self.credentials(in: document) { redactor.learn(credential) }
+            for credential in Self.credentials(in: document).prefix(Self.maximumCredentials) {
+                redactor.learn(credential)
+            }
         }
         return (response, data)
     }

@@ -62,13 +62,42 @@ package final class Redactor: Sendable {
     /// mask every occurrence of a common letter, and hides nothing worth hiding.
     package static let minimumLearnedLength = 4
 
+    /// The longest piece of a learned value found as one secret, in UTF-8 bytes: a longer value
+    /// (a token of 100 KB) is learned as pieces of this size, each masked wherever it appears.
+    /// It bounds the work of a match (the pieces' forms are at most 12 times longer).
+    package static let learnedPieceLength = 1_024
+
+    /// The most secrets a redactor keeps learned (a long value's pieces count one each):
+    /// beyond, the oldest quarter is forgotten. Each is found in about a dozen forms, which
+    /// every masked text is searched for; a run that refreshed its token a hundred times masks
+    /// the last ones.
+    package static let maximumLearnedSecrets = 256
+
     /// Makes `secret` (and its forms) a secret from now on: a token, a filter's output of a
-    /// secret. Text of fewer than ``minimumLearnedLength`` characters is ignored.
+    /// secret. Text of fewer than ``minimumLearnedLength`` characters is ignored; a value
+    /// longer than ``learnedPieceLength`` is learned in pieces; beyond
+    /// ``maximumLearnedSecrets``, the oldest are forgotten.
     package func learn(_ secret: String) {
         guard secret.utf8.count >= Self.minimumLearnedLength, secret.count >= Self.minimumLearnedLength else {
             return
         }
-        matcher.withLock { _ = $0.add(secret) }
+        var pieces: [Substring] = []
+        var rest = Substring(secret)
+        while !rest.isEmpty {
+            let utf8 = rest.utf8
+            var end =
+                utf8.index(utf8.startIndex, offsetBy: Self.learnedPieceLength, limitedBy: utf8.endIndex)
+                ?? utf8.endIndex
+            while end < utf8.endIndex, UTF8.isContinuation(utf8[end]) { end = utf8.index(before: end) }
+            // A tail of a few characters would mask common letters.
+            if utf8.distance(from: utf8.startIndex, to: end) >= Self.minimumLearnedLength {
+                pieces.append(rest[..<end])
+            }
+            rest = rest[end...]
+        }
+        matcher.withLock { matcher in
+            for piece in pieces { matcher.learn(String(piece), keepingAtMost: Self.maximumLearnedSecrets) }
+        }
     }
 
     /// Whether `text` holds a secret, in any of its forms.

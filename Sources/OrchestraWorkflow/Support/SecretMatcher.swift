@@ -40,6 +40,14 @@ struct SecretMatcher: Sendable {
     private var canStart = [Bool](repeating: false, count: 256)
     /// The most bytes one match can cover.
     private(set) var longestMatch = 0
+    /// The secrets given (``add(_:)``), in order.
+    private var given: [String] = []
+    /// The secrets learned (``learn(_:keepingAtMost:)``), oldest first.
+    private(set) var learned: [String] = []
+
+    /// The most bytes a spelling of one scalar has: a surrogate pair escaped twice
+    /// (`\\ud83d\\ude00`).
+    static let longestSpelling = 14
 
     /// The shortest hex or base64 form kept: a shorter one (from a secret of a few bytes)
     /// would mask unrelated text.
@@ -52,10 +60,44 @@ struct SecretMatcher: Sendable {
     @discardableResult
     mutating func add(_ secret: String) -> Bool {
         guard !secret.isEmpty, secrets.insert(secret).inserted else { return false }
+        given.append(secret)
+        addForms(of: secret)
+        return true
+    }
+
+    /// Adds `secret`, a learned one, and its forms. Beyond `maximum` learned secrets, the
+    /// oldest quarter is forgotten (its forms rebuilt without them): a token a run refreshed
+    /// hundreds of times ago, whose lines were masked when they were written.
+    mutating func learn(_ secret: String, keepingAtMost maximum: Int) {
+        guard !secret.isEmpty, !secrets.contains(secret) else { return }
+        learned.append(secret)
+        guard learned.count > maximum else {
+            secrets.insert(secret)
+            addForms(of: secret)
+            return
+        }
+        var rebuilt = SecretMatcher()
+        for secret in given { rebuilt.add(secret) }
+        for secret in learned.dropFirst(learned.count - maximum * 3 / 4) {
+            rebuilt.learned.append(secret)
+            rebuilt.secrets.insert(secret)
+            rebuilt.addForms(of: secret)
+        }
+        self = rebuilt
+    }
+
+    /// Adds the forms of `secret`.
+    private mutating func addForms(of secret: String) {
         addForm(secret, foldsCase: false)
         let bytes = Array(secret.utf8)
-        let hex = bytes.map { String(format: "%02x", $0) }.joined()
-        if hex.count >= Self.minimumEncodedLength { addForm(hex, foldsCase: true) }
+        let digits = Array("0123456789abcdef".unicodeScalars)
+        var hex = String.UnicodeScalarView()
+        for byte in bytes {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0xF)])
+        }
+        let hexText = String(hex)
+        if hexText.utf8.count >= Self.minimumEncodedLength { addForm(hexText, foldsCase: true) }
         var encoded: Set<String> = []
         for offset in 0..<3 {
             // The secret preceded by `offset` unknown bytes: only the characters made of its
@@ -75,7 +117,6 @@ struct SecretMatcher: Sendable {
             }
         }
         for form in encoded.sorted() { addForm(form, foldsCase: false) }
-        return true
     }
 
     /// The byte ranges of `text` that some form of a secret covers, merged, in order.
@@ -139,12 +180,10 @@ struct SecretMatcher: Sendable {
     private mutating func addForm(_ text: String, foldsCase: Bool) {
         let form = text.unicodeScalars.map { Self.key($0, foldsCase: foldsCase) }
         guard let first = form.first else { return }
-        var longest = 0
-        for (scalar, key) in zip(text.unicodeScalars, form) {
-            if spellings[key] == nil { spellings[key] = Self.spellings(of: scalar, foldsCase: foldsCase) }
-            longest += spellings[key]!.map(\.bytes.count).max() ?? 0
+        for (scalar, key) in zip(text.unicodeScalars, form) where spellings[key] == nil {
+            spellings[key] = Self.spellings(of: scalar, foldsCase: foldsCase)
         }
-        longestMatch = max(longestMatch, longest)
+        longestMatch = max(longestMatch, form.count * Self.longestSpelling)
         let index = forms.count
         forms.append(form)
         var firstBytes: Set<UInt8> = []

@@ -131,6 +131,47 @@ struct SecretRedactionTests {
         #expect(redactor.redact("abc") == "abc")
     }
 
+    @Test("a long learned value is masked whole, learned in pieces; a redactor keeps the last values it learned")
+    func learningIsBounded() {
+        let redactor = Redactor(secrets: ["declared"])
+        // 16 pieces: a token of 16 KB.
+        let long = (0..<(16 * Redactor.learnedPieceLength / 8)).map { String(format: "%08x", $0 &* 2_654_435_761) }
+            .joined()
+        redactor.learn(long)
+        #expect(redactor.redact("<\(long)>") == "<***>")
+        // Ten times as many values as it keeps: the last ones are kept, the first forgotten.
+        let values = (0..<(10 * Redactor.maximumLearnedSecrets)).map { String(format: "val-%05d", $0) }
+        for value in values { redactor.learn(value) }
+        #expect(redactor.redact(values.last!) == "***")
+        #expect(redactor.redact(values[values.count - Redactor.maximumLearnedSecrets / 2]) == "***")
+        #expect(redactor.redact(values[0]) == values[0])
+        #expect(redactor.redact("<\(long)>") != "<***>", "the token's pieces were forgotten first")
+        #expect(redactor.redact("a declared one") == "a *** one", "the secrets: values are never forgotten")
+    }
+
+    @Test("a login response with thousands of credentials teaches the run its token and the first 16 of them")
+    func manyCredentials() async throws {
+        let members = (0..<1_600).map { #""c\#($0)_token":"credential-\#($0)""# }.joined(separator: ",")
+        let workflow = try Workflow.parse(
+            """
+            auth:
+              login: { url: "http://x.test/login", token: $.access_token }
+            steps:
+              - { id: a, url: "http://x.test/a" }
+            """, file: "flow.yaml", environment: [:])
+        let transport = ScriptedHTTPTransport { request, _ in
+            request.path == "/login" ? respond(200, #"{"access_token":"tok-123456",\#(members)}"#) : respond(200)
+        }
+        let report = try await withHangGuard { () async -> WorkflowReport in
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        #expect(report["a"]?.state == .succeeded)
+        #expect(workflow.redactor.redact("tok-123456") == "***")
+        let learned = (0..<1_600).filter { workflow.redactor.redact("credential-\($0)!") == "***!" }
+        // The token's member is one of them.
+        #expect(learned == Array(0..<(CredentialLearningTransport.maximumCredentials - 1)), "\(learned)")
+    }
+
     @Test("the credentials of a login response are recognised by their members' names")
     func credentialNames() throws {
         let document = try JSONValue(
