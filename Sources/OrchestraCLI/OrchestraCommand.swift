@@ -43,6 +43,18 @@ struct OrchestraCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            // What `validate`, `graph`, `status`… printed may not have been written (a full
+            // disk, `>/dev/full`): that is a failure, not a silent exit 0. (`run` reports its
+            // own, with its reports and files, and exits through ExitCode.)
+            let failures = Console.writeFailures()
+            if !failures.isEmpty {
+                let name = command is OrchestraCommand ? nil : type(of: command).configuration.commandName
+                for failure in failures {
+                    Console.standardError.line(
+                        "\(["orchestra", name].compactMap { $0 }.joined(separator: " ")): error: \(failure)")
+                }
+                Foundation.exit(EXIT_FAILURE)
+            }
         } catch let error as ExitCode {
             exit(withError: error)
         } catch let error as CleanExit {

@@ -50,6 +50,25 @@ struct OutputFilesCommandTests {
         }
     }
 
+    @Test(
+        "validate and graph on a full standard output: exit 1, said on stderr, instead of a silent 0",
+        arguments: [["validate"], ["graph", "--format", "dot"]])
+    func fullStandardOutputOfTheOtherCommands(command: [String]) async throws {
+        let file = try WorkflowCommandTests.workflowFile(
+            """
+            steps:
+              - { id: user, url: "http://127.0.0.1:1/users/7" }
+            """)
+        let result = try await OrchestraExecutable.run(
+            ["-c", #"exec "$0" "$@" >/dev/full"#, OrchestraExecutable.url.path, command[0], file] + command.dropFirst(),
+            executable: URL(fileURLWithPath: "/bin/sh"))
+        #expect(result.status == 1, "\(result)")
+        #expect(
+            result.stderr.contains(
+                "orchestra \(command[0]): error: cannot write the report to standard output: No space left on device"),
+            "\(result)")
+    }
+
     /// `TMP` in an argument or message is a new folder; `NOPE` a folder that does not exist.
     @Test(
         "an output path that cannot be written is refused before the first request: exit 2, naming option, path and why",
