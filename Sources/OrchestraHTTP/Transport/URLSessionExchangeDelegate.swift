@@ -55,8 +55,6 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
         exchanges.withLock { $0[dataTask.taskIdentifier]?.response = response as? HTTPURLResponse }
-        // Linux's URLSession ignores the disposition (its handler only logs), so calling it on
-        // the session's queue is safe.
         completionHandler(.allow)
     }
 
@@ -84,8 +82,7 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
         case .progress(let progress, let count, let expected):
             progress(count, expected)
         case .tooLarge(let exchange):
-            // Off the session's queue: on Linux this call runs on it (see InlineDelegateQueue).
-            Self.outsideTheSession { dataTask.cancel() }
+            dataTask.cancel()
             exchange.continuation.resume(
                 throwing: HTTPTransportError(
                     code: .responseTooLarge,
@@ -101,7 +98,7 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        Self.outsideTheSession { completionHandler(nil) }
+        completionHandler(nil)
     }
 
     func urlSession(
@@ -119,7 +116,7 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
             }
         }
         // Ends the task; its completion then finds no exchange.
-        Self.outsideTheSession { completionHandler(.cancelAuthenticationChallenge, nil) }
+        completionHandler(.cancelAuthenticationChallenge, nil)
         #else
         // With no credential storage, default handling returns the 401; TLS challenges get
         // the system's checks.
@@ -137,39 +134,4 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
             exchange.continuation.resume(throwing: URLError(.badServerResponse))
         }
     }
-
-    /// Runs `work` on another queue: what calls back into the session (cancelling a task,
-    /// answering a callback) must not run on the queue that delivered the callback, which on
-    /// Linux is the session's own (see ``InlineDelegateQueue``).
-    private static func outsideTheSession(_ work: @escaping @Sendable () -> Void) {
-        #if canImport(FoundationNetworking)
-        DispatchQueue.global().async(execute: work)
-        #else
-        work()
-        #endif
-    }
 }
-
-#if canImport(FoundationNetworking)
-/// The delegate queue of a ``URLSessionTransport``'s session on Linux: it runs each callback at
-/// once, on the thread that delivers it (the session's own queue, where curl reads and inflates
-/// the body), instead of queueing it.
-///
-/// Why: Linux's URLSession cannot pause a transfer; curl reads and inflates a body as fast as
-/// it arrives and the session queues every 16 KB part for the delegate. Behind a queue, a
-/// 10 MB gzip body that inflates to 10 GB piled up 11 GB of parts before the delegate counted
-/// past the limit, and cancelling the task did not stop curl. Run inline, each part is counted
-/// as curl produces it, and a part past the limit is dropped: memory stays at the limit.
-/// The delegate's callbacks are short (a lock, an append, a progress call), and anything that
-/// calls back into the session goes through `outsideTheSession`.
-final class InlineDelegateQueue: OperationQueue, @unchecked Sendable {
-    // @unchecked: holds no state of its own.
-    override func addOperation(_ operation: Operation) {
-        operation.start()
-    }
-
-    override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        block()
-    }
-}
-#endif

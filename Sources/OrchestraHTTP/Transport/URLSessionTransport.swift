@@ -33,9 +33,7 @@ import FoundationNetworking
 ///
 /// The body is limited to `maximumBodySize` bytes *decoded*: URLSession inflates a compressed
 /// body before the transport sees it, and the transport counts what arrives, cancelling the
-/// request past the limit (a 10 MB gzip body that inflates to 10 GB fails at the limit; the
-/// whole command then peaked at 272 MB of RSS, against 11 GB before. On Linux curl may go on
-/// inflating what it already received after the request failed: time, not memory), with
+/// request past the limit (a 10 MB gzip body that inflates to 10 GB stops at the limit), with
 /// an ``HTTPTransportError`` of code ``HTTPTransportError/Code/responseTooLarge``.
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
@@ -70,12 +68,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.urlCredentialStorage = nil
         let delegate = URLSessionExchangeDelegate()
         self.delegate = delegate
-        #if canImport(FoundationNetworking)
-        let queue: OperationQueue? = InlineDelegateQueue()
-        #else
-        let queue: OperationQueue? = nil
-        #endif
-        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.maximumBodySize = maximumBodySize
     }
