@@ -33,8 +33,13 @@ import FoundationNetworking
 ///
 /// The body is limited to `maximumBodySize` bytes *decoded*: URLSession inflates a compressed
 /// body before the transport sees it, and the transport counts what arrives, cancelling the
-/// request past the limit (a 10 MB gzip body that inflates to 10 GB stops at the limit), with
+/// request past the limit, with
 /// an ``HTTPTransportError`` of code ``HTTPTransportError/Code/responseTooLarge``.
+/// On Linux the request fails at the limit, but memory is not bounded by it against a
+/// compressed body: URLSession cannot pause a transfer, and curl inflates what it has received
+/// into parts queued for the delegate faster than they are counted (a 10 MB gzip body that
+/// inflates to 10 GB peaked at 11 GB). Use `AsyncHTTPClientTransport` against servers you do not
+/// trust.
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
