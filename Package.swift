@@ -175,11 +175,31 @@ let package = Package(
             dependencies: ["Orchestra", "OrchestraDurable", "OrchestraPostgres"],
             path: "Tests/DurableCrashWorker"
         ),
+        // The temporary stores of the durable tests (a SQLite file, a PostgreSQL schema), shared
+        // by the two targets below (not a product).
+        .target(
+            name: "DurableStoreTestSupport",
+            dependencies: [
+                "OrchestraDurable", "OrchestraPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/DurableStoreTestSupport"
+        ),
+        // The engine on every store (SQLite always, PostgreSQL when ORCHESTRA_POSTGRES_URL is set).
         .testTarget(
             name: "OrchestraDurableTests",
             dependencies: [
-                "OrchestraDurable", "OrchestraPostgres", "OrchestraTestKit",
+                "OrchestraDurable", "OrchestraPostgres", "OrchestraTestKit", "DurableStoreTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        // What only the PostgreSQL store and its worker service do; the command's PostgreSQL tests
+        // (orchestra worker, run --state postgres://) are in OrchestraCLITests.
+        .testTarget(
+            name: "OrchestraPostgresTests",
+            dependencies: [
+                "OrchestraPostgres", "OrchestraDurable", "OrchestraTestKit", "DurableStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,4 @@
+import DurableStoreTestSupport
 import Foundation
 import Orchestra
 import OrchestraDurable
@@ -21,6 +22,7 @@ struct PostgresAvailabilityTests {
     .timeLimit(.minutes(2)))
 struct PostgresJobStoreTests {
     static var url: String { PostgresTestServer.url ?? "" }
+    static let add = JobKind<[Int], Int>("add")
 
     /// The test server's URL with `change` applied to its parts.
     static func url(_ change: (inout URLComponents) -> Void) -> String {
@@ -102,7 +104,7 @@ struct PostgresJobStoreTests {
                 let store = try PostgresJobStore(client: file.client!, schema: file.schema, pollInterval: .seconds(1))
                 try await store.migrate()
                 let queue = DurableQueue(store: store, worker: "worker-\(index)")
-                queue.register(add) { input, context in
+                queue.register(Self.add) { input, context in
                     let usesHost = input[0] % 3 == 0
                     running.withLock { state in
                         state.total += 1
@@ -124,7 +126,7 @@ struct PostgresJobStoreTests {
                 // Every third job uses the host; some wait for an earlier one.
                 let after = index >= 10 && index % 7 == 0 ? ["j\(index - 10)"] : []
                 try graph.add(
-                    "j\(index)", add, input: [index], after: after,
+                    "j\(index)", Self.add, input: [index], after: after,
                     options: .init(resources: index % 3 == 0 ? ["host"] : []))
             }
             try await queues[0].submit(graph, runID: "shared", limit: limit, resourceLimits: ["host": hostLimit])
