@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "OrchestraAsyncHTTPClient", targets: ["OrchestraAsyncHTTPClient"]),
         .library(name: "OrchestraDurable", targets: ["OrchestraDurable"]),
         .library(name: "OrchestraPostgres", targets: ["OrchestraPostgres"]),
+        .library(name: "OrchestraDurableHTTP", targets: ["OrchestraDurableHTTP"]),
         .library(name: "OrchestraTestKit", targets: ["OrchestraTestKit"]),
         .library(name: "OrchestraDemoServer", targets: ["OrchestraDemoServer"]),
         .executable(name: "orchestra", targets: ["OrchestraCLI"]),
@@ -111,6 +112,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // HTTP requests as durable jobs: a coordinator's transport that hands them to workers, and
+        // the workers' handler. On any store (SQLite here, PostgreSQL through OrchestraPostgres);
+        // no SwiftNIO, so an app can use it.
+        .target(
+            name: "OrchestraDurableHTTP",
+            dependencies: [
+                "Orchestra", "OrchestraDurable", "OrchestraHTTP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         // A real HTTP server on 127.0.0.1 for the demo and the HTTP tests (Hummingbird, so
         // SwiftNIO). Not part of OrchestraTestKit: app test targets never pull in NIO.
         .target(
@@ -158,6 +169,7 @@ let package = Package(
                 "OrchestraWorkflow",
                 "OrchestraDemoServer",
                 "OrchestraDurable",
+                "OrchestraDurableHTTP",
                 "OrchestraPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -230,6 +242,10 @@ let package = Package(
                 // The state-file crash test reads the file's records.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
+        ),
+        .testTarget(
+            name: "OrchestraDurableHTTPTests",
+            dependencies: ["OrchestraDurableHTTP", "OrchestraHTTP", "OrchestraDurable", "OrchestraTestKit"]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",

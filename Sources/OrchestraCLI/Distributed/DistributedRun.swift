@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OrchestraDurable
+import OrchestraDurableHTTP
 import OrchestraHTTP
 import OrchestraPostgres
 import OrchestraWorkflow

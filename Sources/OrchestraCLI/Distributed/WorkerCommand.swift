@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Orchestra
 import OrchestraDurable
+import OrchestraDurableHTTP
 import OrchestraHTTP
 import OrchestraPostgres
 import ServiceLifecycle
@@ -77,13 +78,11 @@ struct WorkerCommand: AsyncParsableCommand {
                 opened = true
                 try await transportOptions.withTransport(connectionsPerHost: limit) { transport in
                     let queue = DurableQueue(store: store, worker: name, leaseDuration: .seconds(lease))
-                    queue.register(HTTPJob.kind) { request, _ in
-                        let outcome = try await HTTPJob.send(request, through: transport, worker: name)
+                    queue.registerHTTPJobs(sendingThrough: transport) { outcome in
                         sent.withLock {
                             $0.requests += 1
                             if outcome.failure != nil { $0.unreachable += 1 }
                         }
-                        return outcome
                     }
                     console.line(
                         "\(console.paint("orchestra worker \(name)", .bold)): sending the requests of the runs in schema '\(schema)' at \(store.location), \(limit) at once; SIGTERM or Ctrl-C stops it"

@@ -1,0 +1,189 @@
+public import Foundation
+public import HTTPTypes
+import Orchestra
+public import OrchestraDurable
+public import OrchestraHTTP
+
+/// A transport that hands each request to durable workers: the request is appended to an
+/// open run as an ``HTTPJob``, sent by whichever worker claims it (a process of its own, on
+/// this machine or another, or a worker of this process), and its response read back from the
+/// job's output. The run's limits (its `limit`, and each resource's) hold in the store across
+/// all workers.
+///
+/// Put it under an `HTTPCoordinator` to keep everything the coordinator does (retries,
+/// redirects, tokens, limits per host) in this process while the requests go to the workers:
+///
+/// ```swift
+/// let queue = DurableQueue(store: store, worker: "producer")
+/// try await queue.open(runID: "sync", limit: 16, resourceLimits: ["host:api.example.com": 4])
+/// try await queue.withOutcomes(of: "sync") { outcomes in
+///     let transport = DurableHTTPTransport(
+///         queue: queue, runID: "sync", outcomes: outcomes,
+///         resource: { authority in authority == "api.example.com" ? "host:api.example.com" : nil })
+///     let coordinator = HTTPCoordinator(transport: transport)
+///     let (response, body) = try await coordinator.send(request)
+/// }
+/// try await queue.close(runID: "sync")
+/// ```
+///
+/// A job's id is a digest of the request (method, URL, headers, body) and how many identical
+/// requests this transport sent before it: a producer started again on the same run that
+/// sends the same requests in the same way reads back the outcomes stored already instead of
+/// sending those requests again.
+public final class DurableHTTPTransport: HTTPTransport {
+    /// What the transport did so far.
+    public struct Counts: Sendable, Hashable {
+        /// Requests appended to the run as new jobs.
+        public var appended: Int
+        /// Requests whose job the run had already (appended by an earlier producer of the
+        /// run): their stored outcome is read back, or awaited, rather than sent again.
+        public var reused: Int
+        /// Requests that got no response: a transport error on the worker, or a job that did
+        /// not succeed.
+        public var unanswered: Int
+
+        /// Counts of each kind.
+        public init(appended: Int = 0, reused: Int = 0, unanswered: Int = 0) {
+            self.appended = appended
+            self.reused = reused
+            self.unanswered = unanswered
+        }
+    }
+
+    let queue: DurableQueue
+    let runID: String
+    let outcomes: DurableOutcomes
+    /// The run's resource for requests to an authority (`host:port`), if it has a limit.
+    let resource: @Sendable (String) -> String?
+    public let maximumConnectionsPerHost: Int
+    /// How long a worker may take over a request sent without a timeout.
+    let jobTimeout: Duration
+    private let occurrences = Locked([String: Int]())
+    private let batcher: AppendBatcher
+    private let unanswered = Locked(0)
+
+    /// A transport that appends its requests to run `runID` of `queue` and reads their
+    /// outcomes through `outcomes`.
+    ///
+    /// - Parameters:
+    ///   - queue: The producer's queue over the store the workers claim from.
+    ///   - runID: An open run (`DurableQueue.open(runID:limit:resourceLimits:failurePolicy:)`).
+    ///   - outcomes: What `DurableQueue.withOutcomes(of:_:)` gives for `runID`.
+    ///   - maximumConnectionsPerHost: What the transport reports to its coordinator: the
+    ///     run's limit, so the coordinator's own limits are the ones that bind.
+    ///   - jobTimeout: How long a worker may take over a request sent without a timeout; a
+    ///     request with one carries its own (``send(_:content:progress:timeout:)``).
+    ///   - resource: The run's resource (a name in the run's `resourceLimits`) for requests to
+    ///     an authority (`host:port`), or `nil` for none.
+    public init(
+        queue: DurableQueue, runID: String, outcomes: DurableOutcomes, maximumConnectionsPerHost: Int = 8,
+        jobTimeout: Duration = .seconds(30),
+        resource: @escaping @Sendable (_ authority: String) -> String? = { _ in nil }
+    ) {
+        self.jobTimeout = jobTimeout
+        self.queue = queue
+        self.runID = runID
+        self.outcomes = outcomes
+        self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.resource = resource
+        batcher = AppendBatcher(queue: queue, runID: runID)
+    }
+
+    /// What the transport did so far.
+    public var counts: Counts {
+        let (added, existing) = batcher.counts
+        return Counts(appended: added, reused: existing, unanswered: unanswered.withLock { $0 })
+    }
+
+    /// Appends the request as a job and waits for its outcome, for as long as it takes.
+    ///
+    /// Cancellation: stops waiting and throws `CancellationError`; the job stays in the run
+    /// (a worker may still send it) until the run is closed or cancelled.
+    ///
+    /// - Throws: `HTTPTransportError`: the worker's, or `other` when the job did not succeed;
+    ///   `invalidRequest` for a body over ``HTTPJob/maximumBodySize``; the store's errors.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await send(request, body: body, jobTimeout: jobTimeout)
+    }
+
+    /// Sends the request with `timeout` as its job's time limit: `timeout` bounds each attempt
+    /// on a worker, from when the worker claims the job, and the worker stops an attempt past
+    /// it (so a server that never answers does not hold the worker's slot and its host's place
+    /// in the limit). It does not bound the time the job waits for a worker, nor a failover:
+    /// a job whose worker died is sent by another once its lease expires, with the whole
+    /// `timeout` again, and this call waits for that outcome.
+    ///
+    /// Cancellation and errors: as ``send(_:body:)``; `TimeoutError` with `timeout` when the
+    /// worker stopped the attempt at its time limit.
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
+    ) async throws -> (HTTPResponse, Data) {
+        let body = try content?.contents()
+        let (response, data) = try await send(request, body: body, jobTimeout: timeout)
+        progress?(data.count, data.count)
+        return (response, data)
+    }
+
+    private func send(_ request: HTTPRequest, body: Data?, jobTimeout: Duration) async throws -> (HTTPResponse, Data) {
+        if let body, body.count > HTTPJob.maximumBodySize {
+            throw HTTPTransportError(
+                code: .invalidRequest,
+                message:
+                    "the request body is \(body.count) bytes; a request handed to a worker carries at most \(HTTPJob.maximumBodySize) (16 MB)",
+                host: request.authority)
+        }
+        // The job's input as the graph encodes it (keys sorted: the same request, the same
+        // bytes), named after it.
+        var graph = DurableGraph()
+        try graph.add(
+            "", HTTPJob.kind, input: HTTPJob.Request(request, body: body),
+            options: DurableJobOptions(
+                resources: request.authority.flatMap(resource).map { [$0] } ?? [],
+                timeout: jobTimeout))
+        var job = graph.jobs[0]
+        let digest = Self.digest(of: job.input)
+        let occurrence = occurrences.withLock { counts in
+            counts[digest, default: 0] += 1
+            return counts[digest]!
+        }
+        job.id = "\(request.method.rawValue)-\(digest)-\(occurrence)"
+        try await batcher.append(job)
+        let record = try await outcomes.wait(for: job.id)
+        do {
+            // The worker's queue stops an attempt at the job's time limit and records the
+            // `TimeoutError` it threw as the job's error: the same error here, as a transport
+            // that sends the request itself would throw.
+            if record.state == .failed, record.error == "\(TimeoutError(timeout: jobTimeout))" {
+                throw TimeoutError(timeout: jobTimeout)
+            }
+            guard record.state == .succeeded else {
+                throw HTTPTransportError(
+                    code: .other,
+                    message: "the job of this request \(record.state.rawValue): \(record.error ?? "no reason stored")",
+                    host: request.authority)
+            }
+            return try record.output(as: HTTPJob.Outcome.self).result()
+        } catch {
+            unanswered.withLock { $0 += 1 }
+            throw error
+        }
+    }
+
+    /// 32 hex digits naming `bytes`, the same in every process: an FNV-1a 64-bit hash and one
+    /// of the same shape with another offset and multiplier. Not a cryptographic digest: it tells apart the requests of one
+    /// run, which come from one producer.
+    static func digest(of bytes: Data) -> String {
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x6c62_272e_07bb_0142
+        for byte in bytes {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            second = (second ^ UInt64(byte)) &* 0x9e37_79b9_7f4a_7c15
+        }
+        let hex = { (value: UInt64) in
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return hex(first) + hex(second)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import HTTPTypes
+import OrchestraDurable
+import OrchestraDurableHTTP
+import OrchestraHTTP
+import OrchestraTestKit
+import Testing
+
+@Suite("Durable HTTP: a coordinator's requests sent by durable workers", .timeLimit(.minutes(1)))
+struct DurableHTTPTransportTests {
+    /// A fresh SQLite file, removed after `body`.
+    static func withStoreFile<T>(_ body: (String) async throws -> T) async throws -> T {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("orchestra-durable-http-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        return try await body(path)
+    }
+
+    /// A server in memory that echoes the method, path and body, and says which request it was.
+    static func echoServer() -> ScriptedHTTPTransport {
+        ScriptedHTTPTransport { request, body in
+            var response = HTTPResponse(status: .created)
+            response.headerFields[.contentType] = "text/plain"
+            let text =
+                "\(request.method.rawValue) \(request.path ?? "") \(String(decoding: body ?? Data(), as: UTF8.self))"
+            return (response, Data(text.utf8))
+        }
+    }
+
+    static func request(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: "https", authority: "api.example.com", path: path)
+    }
+
+    /// Runs `body` with a coordinator whose transport hands requests to a worker of the same
+    /// queue (working until `body` returns), on run `runID` of the store at `path`.
+    static func withProducer<T: Sendable>(
+        path: String, runID: String, server: ScriptedHTTPTransport,
+        _ body: (HTTPCoordinator, DurableHTTPTransport) async throws -> T
+    ) async throws -> T {
+        let queue = DurableQueue(store: try SQLiteJobStore(path: path), worker: "in-process")
+        queue.registerHTTPJobs(sendingThrough: server)
+        try await queue.open(runID: runID, limit: 4, resourceLimits: ["host:api.example.com": 2])
+        let stop = DurableStopSignal()
+        let worker = Task { try await queue.work(limit: 4, until: stop) }
+        defer { stop.request() }
+        let result = try await queue.withOutcomes(of: runID) { outcomes in
+            let transport = DurableHTTPTransport(
+                queue: queue, runID: runID, outcomes: outcomes, maximumConnectionsPerHost: 4,
+                resource: { $0 == "api.example.com" ? "host:api.example.com" : nil })
+            return try await body(HTTPCoordinator(transport: transport), transport)
+        }
+        stop.request()
+        try await worker.value
+        return result
+    }
+
+    @Test func aRequestSentThroughTheCoordinatorIsSentByAWorkerAndItsResponseReturned() async throws {
+        try await Self.withStoreFile { path in
+            let server = Self.echoServer()
+            let counts = try await Self.withProducer(path: path, runID: "sync", server: server) {
+                coordinator, transport in
+                let get = try await coordinator.data(for: Self.request(.get, "/items/1"))
+                #expect(get.status.code == 201)
+                #expect(String(decoding: get.body, as: UTF8.self) == "GET /items/1 ")
+                #expect(get.response.headerFields[.contentType] == "text/plain")
+                let post = try await coordinator.data(for: Self.request(.post, "/items"), body: Data("{\"a\":1}".utf8))
+                #expect(String(decoding: post.body, as: UTF8.self) == "POST /items {\"a\":1}")
+                return transport.counts
+            }
+            #expect(counts == .init(appended: 2, reused: 0, unanswered: 0))
+            #expect(server.requests.map(\.path) == ["/items/1", "/items"])
+
+            // The run holds one job per request, each with the response the worker stored.
+            let queue = DurableQueue(store: try SQLiteJobStore(path: path))
+            let jobs = try await queue.jobs(of: "sync")
+            #expect(jobs.count == 2 && jobs.allSatisfy { $0.state == .succeeded })
+        }
+    }
+
+    @Test func aProducerStartedAgainReadsBackTheOutcomesStoredInsteadOfSendingAgain() async throws {
+        try await Self.withStoreFile { path in
+            let server = Self.echoServer()
+            for _ in 1...2 {
+                try await Self.withProducer(path: path, runID: "again", server: server) { coordinator, _ in
+                    for page in 1...3 {
+                        let result = try await coordinator.data(for: Self.request(.get, "/page/\(page)"))
+                        #expect(String(decoding: result.body, as: UTF8.self) == "GET /page/\(page) ")
+                    }
+                }
+            }
+            #expect(server.requests.count == 3)
+        }
+    }
+
+    @Test func aTransportErrorOnTheWorkerIsTheProducersAndABodyOverTheLimitIsRefusedBeforeItIsStored()
+        async throws
+    {
+        try await Self.withStoreFile { path in
+            let server = ScriptedHTTPTransport { request, _ in
+                throw HTTPTransportError(code: .connectionRefused, message: "refused", host: request.authority)
+            }
+            let counts = try await Self.withProducer(path: path, runID: "errors", server: server) {
+                coordinator, transport in
+                let refused = await #expect(throws: HTTPTransportError.self) {
+                    _ = try await coordinator.data(
+                        for: Self.request(.get, "/down"),
+                        options: HTTPRequestOptions(retry: HTTPRetry(policy: .never)))
+                }
+                #expect(refused?.code == .connectionRefused && refused?.host == "api.example.com")
+                let large = Data(count: HTTPJob.maximumBodySize + 1)
+                let tooLarge = await #expect(throws: HTTPTransportError.self) {
+                    _ = try await transport.send(Self.request(.post, "/upload"), body: large)
+                }
+                #expect(tooLarge?.code == .invalidRequest && tooLarge?.message.contains("16777217 bytes") == true)
+                return transport.counts
+            }
+            #expect(counts == .init(appended: 1, reused: 0, unanswered: 1))
+        }
+    }
+}
