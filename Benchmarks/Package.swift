@@ -41,8 +41,8 @@ let package = Package(
             ]
         ),
         // Not a package-benchmark target: a plain program that Benchmarks/postgres-benchmarks.sh
-        // starts as several worker processes against one PostgreSQL server (BENCHMARKS.md,
-        // section 18). Outside Benchmarks/Benchmarks/, so the benchmark plugin does not run it.
+        // starts as several worker processes against one PostgreSQL server
+        // (BENCHMARKS.md#durable-runs-on-postgresql). Outside Benchmarks/Benchmarks/, so the benchmark plugin does not run it.
         .executableTarget(
             name: "PostgresThroughput",
             dependencies: [

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pairs two builds of the benchmark executable: runs each benchmark on both, in turn, several
 times, and prints the median wall-clock time of each and their ratio. For a change whose effect
-is smaller than the machine's drift between two `ratios.py` runs (BENCHMARKS.md, section 15).
+is smaller than the machine's drift between two `ratios.py` runs (Benchmarks/History.md, the performance pass).
 
     # Build each state and keep its executable (the library comes from the checkout):
     swift build -c release --package-path Benchmarks

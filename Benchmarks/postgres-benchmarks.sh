@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The durable job store on PostgreSQL (issue 19), against SQLite in the same run: figures in
-# BENCHMARKS.md, section 18.
+# BENCHMARKS.md#durable-runs-on-postgresql.
 #
 #   Benchmarks/postgres-benchmarks.sh                 # everything, 3 rounds
 #   RUNS=5 JOBS=20000 Benchmarks/postgres-benchmarks.sh throughput claims latency

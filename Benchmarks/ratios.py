@@ -97,8 +97,8 @@ def target_semaphore_ns(name, group, limit):
 
 def flat_memory(group, expect_flat=True):
     # Growth of the resident peak from 10k to 100k inputs, per extra input. Anything kept per
-    # input (a task, a continuation, a boxed result) costs well over 16 bytes; the unbounded
-    # task-group control shows about 1.6 KB.
+    # input (a task, a continuation, a boxed result) costs well over 16 bytes, as the unbounded
+    # task-group control shows (BENCHMARKS.md#batches).
     def check(medians, _printed):
         small = medians[f"{group}/10k (baseline)"][PEAK_DELTA]
         large = medians[f"{group}/100k"][PEAK_DELTA]
@@ -130,8 +130,8 @@ def graph_memory(size, with_build):
     # The run benchmark has no warm-up, so its peak resident delta counts the graph's description
     # (built in the iteration) and the run; the build benchmark's counts the description alone.
     # The first iteration's figure is the one judged (see MEMORY_PER_OP_GROUPS). The 10k build
-    # takes ~2 ms, less than the ~5 ms between memory samples, so its first iteration's peak may
-    # not be sampled at all: the description is only quoted from the 100k build.
+    # can end between two memory samples (BENCHMARKS.md#task-graphs), so its first iteration's
+    # peak may not be sampled at all: the description is only quoted from the 100k build.
     def check(medians, _printed):
         nodes = OPS_PER_ITERATION[f"Graph {size}"]
         run = medians[f"Graph {size}/TaskGraph run"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # orchestra run against the demo server, timed from outside with farm-bench (whole process:
-# wall time, CPU and peak memory; min/median/max over several runs). Figures: BENCHMARKS.md,
-# "orchestra run".
+# wall time, CPU and peak memory; min/median/max over several runs). Figures: BENCHMARKS.md#the-command
+# (and #durable-runs-on-sqlite for `state`).
 #
 #   Benchmarks/workflow-benchmarks.sh            # both benchmarks
 #   Benchmarks/workflow-benchmarks.sh memory     # for_each peak RSS, 200,000 vs 20,000 elements

@@ -70,9 +70,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// 10 s and a read after an hour.
     ///
     /// The client runs on one event loop of SwiftNIO's shared group: its connections and its
-    /// callbacks share one thread, so a request never hops between loops (measured: 7 % less
-    /// CPU per request than the whole group on 2 cores). One loop handles tens of thousands of
-    /// small requests a second; for more, make a client on a group of your choice and pass it
+    /// callbacks share one thread, so a request never hops between loops (less CPU per request
+    /// than the whole group: Benchmarks/History.md, figures from code comments). One loop
+    /// handles tens of thousands of small requests a second; for more, make a client on a
+    /// group of your choice and pass it
     /// to ``init(client:maximumConnectionsPerHost:maximumBodySize:)``.
     ///
     /// Cancellation: cancelling the calling task cancels the requests `body` is waiting for;

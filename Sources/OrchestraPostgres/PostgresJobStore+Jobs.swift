@@ -41,8 +41,8 @@ extension PostgresJobStore {
             return true
         }
         // Fresh statistics for the planner: before autovacuum gets to it, a table that just
-        // grew by thousands of rows looks empty, and claims then sorted every ready job
-        // (16 ms a claim at 20,000 jobs) instead of reading the claim index in order.
+        // grew by thousands of rows looks empty, and claims then sorted every ready job instead
+        // of reading the claim index in order (Benchmarks/History.md, figures from code comments).
         if stored, run.graph.jobs.count >= 1_000 {
             _ = try await transaction(timeout: Self.bulkOperationTimeout) { [self] connection in
                 try await connection.query(

@@ -3,8 +3,8 @@ import Foundation
 import Orchestra
 import OrchestraDurable
 
-/// Benchmark 16: durable runs on SQLite, no-op jobs, one worker, limit 8, on the deep random DAG
-/// of section 15 (node i depends on up to 5 random earlier nodes), 10k and 100k jobs. Each
+/// Durable runs on SQLite (BENCHMARKS.md#durable-runs-on-sqlite), no-op jobs, one worker, limit
+/// 8, on the deep random DAG of BENCHMARKS.md#task-graphs (node i depends on up to 5 random earlier nodes), 10k and 100k jobs. Each
 /// iteration uses a new store file in the temporary folder.
 ///
 /// - `TaskGraph run in memory (baseline)`: the same graph run by `TaskGraph.run(limit: 8)`.

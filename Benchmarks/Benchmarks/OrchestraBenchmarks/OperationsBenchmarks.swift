@@ -79,8 +79,8 @@ func registerOperationsBenchmarks() {
         ("Operations layered DAG 10k", { GraphWorkload.small.dependencies }),
     ]
     for (group, dependencies) in shapes {
-        // corelibs' OperationQueue takes seconds on some of these, and erratically (28 ms to 3.5 s
-        // for one and the same 10k DAG): five runs, whose min / median / max `ratios.py` prints.
+        // corelibs' OperationQueue takes seconds on some of these, and erratically, for one and
+        // the same 10k DAG (BENCHMARKS.md#operations): five runs, whose min / median / max `ratios.py` prints.
         Benchmark(
             "\(group)/OperationQueue addDependency (baseline)",
             configuration: .init(metrics: metrics, warmupIterations: 0, maxDuration: .seconds(60), maxIterations: 5)

@@ -2,7 +2,7 @@
 // no-op jobs per second with several worker processes, claim sizes, and the latency from a
 // dependency's end to its dependent's start; the same workloads on SQLite as the baseline.
 // Driven by Benchmarks/postgres-benchmarks.sh, which starts the server, the processes and
-// prints the tables (BENCHMARKS.md, section 18).
+// prints the tables (BENCHMARKS.md#durable-runs-on-postgresql).
 //
 //   PostgresThroughput submit URL SCHEMA SHAPE JOBS      store one run "bench" in SCHEMA
 //   PostgresThroughput work URL SCHEMA LIMIT [times]     one worker process: prints "ready",

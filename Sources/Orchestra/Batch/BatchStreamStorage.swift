@@ -12,8 +12,8 @@
 /// The stream's code (this file, the state machine, the lock) is `@inlinable`, as
 /// `concurrentMap` is, so the caller's module specialises it for its element and output types.
 /// Unspecialised, it looked type metadata up in the runtime's locked caches several times per
-/// item: 44 % of a no-op batch's CPU under `perf`, and 2.97 µs per item instead of 0.71–1.00 µs
-/// (BENCHMARKS.md, section 15). Their members are `@usableFromInline` rather than private for
+/// item, most of a no-op batch's time (BENCHMARKS.md#batches; Benchmarks/History.md, the
+/// performance pass's third session). Their members are `@usableFromInline` rather than private for
 /// the same reason; the state machine's are still only read and written by its own methods,
 /// under the lock.
 @usableFromInline

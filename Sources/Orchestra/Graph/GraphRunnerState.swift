@@ -254,7 +254,8 @@ struct GraphRunnerState: Sendable {
         if keepOne, own == nil { own = pending.popFirst() }
         // On a graph larger than the caches, the closures of the nodes to start next would
         // be cold when they start (a miss for the array's slot, another for the context),
-        // under the lock. Deep random DAG of 100k nodes: 1.00 -> 0.75-0.82 µs per node.
+        // under the lock (the gain on a deep graph: Benchmarks/History.md, the performance
+        // pass's fifth session).
         for node in transition.madeReady { bodies.prefetch(node) }
         if let next = machine.nextReady { TaskGraph.prefetchContext(of: bodies[next]) }
         for node in transition.cancelRunning {

@@ -6,8 +6,8 @@ import HeapModule
 /// Nodes of priority 0, almost always all of them, are kept apart from the others in a heap of
 /// 16-byte entries, half the size of an entry that also holds the priority. A deep graph of 100k
 /// nodes keeps a few thousand nodes ready at once; at 16 bytes they stay in the first-level
-/// cache, and every insertion and removal sifts through them (BENCHMARKS.md, performance pass,
-/// sixth session). A node of another priority goes to a second heap, whose entries hold it,
+/// cache, and every insertion and removal sifts through them (Benchmarks/History.md, the
+/// performance pass's sixth session). A node of another priority goes to a second heap, whose entries hold it,
 /// and the best of the two heaps' tops is the best node: any positive priority comes before 0,
 /// and 0 before any negative one.
 ///

@@ -2,7 +2,8 @@ import OrchestraPrefetch
 
 // Prefetch hints for the task graph's hot path. On a graph larger than the processor's caches,
 // the memory a node's start and end touch (its closure, where its dependents are listed, the
-// list itself) is cold, and each miss stalls the run for about 100 ns under its lock. A hint
+// list itself) is cold, and each miss stalls the run under its lock (Benchmarks/History.md,
+// the performance pass's fifth session). A hint
 // issued one step earlier (when the node became ready, or was started) lets the processor
 // fetch it while the run does other work. A hint never faults and changes no result: any
 // address, a stale one included, is allowed.

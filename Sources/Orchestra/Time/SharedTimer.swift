@@ -149,7 +149,8 @@ extension SharedTimer where C == ContinuousClock {
 
     /// ``schedule(at:_:)`` on ``continuous``. Compiled here for `ContinuousClock`: another
     /// module calling the generic method runs it unspecialised, looking its types up at run
-    /// time on every call (about 1 % of a small request's CPU).
+    /// time on every call (a share of a small request's CPU: Benchmarks/History.md, the
+    /// performance pass's fifth session).
     package static func schedule(
         at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void
     )

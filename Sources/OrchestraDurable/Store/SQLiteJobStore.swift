@@ -299,7 +299,8 @@ public final class SQLiteJobStore: JobStore {
                 WHERE run_id = ? AND id = ?
                 """)
         // INDEXED BY: left to itself, SQLite read every dependency of the run through the
-        // primary key's prefix (10 ms a job at 100k jobs).
+        // primary key's prefix, a cost per job that grew with the run (Benchmarks/History.md,
+        // durable runs on SQLite).
         let outputs = try db.cachedStatement(
             sql: """
                 SELECT jobs.id, jobs.output FROM dependencies INDEXED BY dependencies_of_job

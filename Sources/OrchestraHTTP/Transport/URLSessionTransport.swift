@@ -37,8 +37,8 @@ import FoundationNetworking
 /// an ``HTTPTransportError`` of code ``HTTPTransportError/Code/responseTooLarge``.
 /// On Linux the request fails at the limit, but memory is not bounded by it against a
 /// compressed body: URLSession cannot pause a transfer, and curl inflates what it has received
-/// into parts queued for the delegate faster than they are counted (a 10 MB gzip body that
-/// inflates to 10 GB peaked at 11 GB). Use `AsyncHTTPClientTransport` against servers you do not
+/// into parts queued for the delegate faster than they are counted (a gzip bomb is inflated
+/// whole in memory first: BENCHMARKS.md#hostile-servers-and-files). Use `AsyncHTTPClientTransport` against servers you do not
 /// trust.
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes

@@ -138,8 +138,8 @@ extension StepExecutor {
     /// The captures of `step` whose elements' values are kept until the step ends: those a
     /// template of another step reads (`{{image.size}}`, the list of every element's value),
     /// and all of them when element reports are kept (they hold the values anyway). The
-    /// others are freed as each element ends: nothing can read them (4 elements capturing
-    /// 850 MB each held 3.4 GB to the end of the run).
+    /// others are freed as each element ends: nothing can read them, and kept to the end of
+    /// the run they would hold every element's memory (BENCHMARKS.md#hostile-servers-and-files).
     func keptCaptures(of step: WorkflowStep) -> Set<String> {
         let declared = Set(step.captures.map(\.name))
         guard !keepsItemReports, !declared.isEmpty else { return declared }

@@ -245,8 +245,8 @@ package struct WorkflowRunner: Sendable {
         var firstFailure: String?
         do {
             // The coordinator limits the requests in flight; the graph only keeps every ready
-            // step from starting at once (each started step is a task, ~20 KB while it waits:
-            // 20,000 independent steps took 600 MB). Four times `limit` leaves room for steps
+            // step from starting at once (each started step is a task, whose suspended frames
+            // are kept while it waits: BENCHMARKS.md#workflow-files-at-scale). Four times `limit` leaves room for steps
             // waiting for a backoff or a token without idling the requests. With `hosts:`
             // limits there is no graph limit: a step waiting for a busy host must not hold a
             // place another host's step could use.
