@@ -243,7 +243,7 @@ struct DurableQueueTests {
             try await queue.submit(graph, runID: "timed")
             let working = Task { try await queue.drain() }
             // The attempt's time limit, then the retry's backoff (the leases' renewal sleeps
-            // too, until t+150: wait for these deadlines, not for any sleeper).
+            // too, until t+100: wait for these deadlines, not for any sleeper).
             try await waitUntil("the time limit") { clock.pendingSleepers.contains(.init(offset: .seconds(5))) }
             clock.advance(by: .seconds(5))
             try await waitUntil("the backoff") { clock.pendingSleepers.contains(.init(offset: .seconds(6))) }
@@ -335,14 +335,14 @@ struct DurableQueueTests {
             try graph.add("long", add, input: [5])
             try await queue.submit(graph, runID: "renewed")
             let working = Task { try await queue.drain() }
-            // The renewal sleeps half a lease while the job is held, renews, and sleeps again.
+            // The renewal sleeps a third of a lease while the job is held, renews, and sleeps again.
             try await clock.waitForSleepers(1)
-            #expect(clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(30))])
-            clock.advance(by: .seconds(30))
+            #expect(clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(20))])
+            clock.advance(by: .seconds(20))
             try await waitUntil("the renewal sleeps again") {
-                clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(60))]
+                clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(40))]
             }
-            // At t+70 the first lease (to t+60) would have expired; the renewed one (t+90) holds.
+            // At t+70 the first lease (to t+60) would have expired; the renewed one (t+80) holds.
             let taken = try await store.claim(
                 worker: "other", kinds: ["add"], limit: 8, now: epoch.addingTimeInterval(70),
                 leaseExpiry: epoch.addingTimeInterval(130))
@@ -404,7 +404,7 @@ struct DurableQueueTests {
             let events = queue.events()
             let result = Task { try await queue.result(of: "observed") }
             let working = Task { try await queue.drain() }
-            // The retry of `second` (the renewal of the leases may sleep too, until t+150).
+            // The retry of `second` (the renewal of the leases may sleep too, until t+100).
             try await waitUntil("the retry waits") {
                 clock.pendingSleepers.contains(ManualClock.Instant(offset: .seconds(1)))
             }

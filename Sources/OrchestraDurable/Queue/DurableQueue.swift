@@ -30,6 +30,11 @@ public final class DurableQueue: Sendable {
     public let worker: String
     /// How long a claim holds a job before another worker may take it.
     public let leaseDuration: Duration
+    /// How often this queue renews the leases of the jobs it runs: a third of
+    /// ``leaseDuration``, so that a renewal delayed by a busy machine or a slow store still
+    /// lands before the lease ends. A dead worker's jobs are claimable again at most one lease
+    /// after its last renewal.
+    public var leaseRenewalInterval: Duration { leaseDuration / 3 }
     private let now: @Sendable () -> Date
     private let sleep: @Sendable (Date) async throws -> Void
     /// `withTimeout` on the queue's clock.
@@ -41,9 +46,9 @@ public final class DurableQueue: Sendable {
     ///   - store: Where runs live.
     ///   - worker: The name its leases carry; unique per process.
     ///   - leaseDuration: How long a claim holds a job without news from its worker. The worker
-    ///     renews it every half lease while the job runs, so it expires only when the worker
-    ///     stops (a crash, a process paused); the job may then be claimed by another worker.
-    ///     Choose it longer than a worker may go without running.
+    ///     renews it every third of a lease (``leaseRenewalInterval``) while the job runs, so it
+    ///     expires only when the worker stops (a crash, a process paused); the job may then be
+    ///     claimed by another worker. Choose it longer than a worker may go without running.
     ///   - clock: Measures time (retries, leases); a manual clock in tests.
     ///   - wallClockStart: The date `clock.now` stands for: stored times are dates, so that a
     ///     new process reads them.
@@ -323,7 +328,7 @@ public final class DurableQueue: Sendable {
                     // Without notifications the idle wait still polls (the store's pollInterval).
                 }
             }
-            // Renews the leases of the jobs running here, every half lease, while there are
+            // Renews the leases of the jobs running here, every third of a lease, while there are
             // any: a job longer than its lease is not taken by another worker.
             group.addTask {
                 do {
@@ -462,14 +467,14 @@ public final class DurableQueue: Sendable {
         }
     }
 
-    /// Every half lease while jobs are held, extends their leases by a whole one. Sleeps on the
-    /// clock only while a job is held; ends when cancelled.
+    /// Every ``leaseRenewalInterval`` while jobs are held, extends their leases by a whole one.
+    /// Sleeps on the clock only while a job is held; ends when cancelled.
     private func renew(_ held: HeldLeases) async throws {
-        let half = leaseDuration / 2
+        let interval = leaseRenewalInterval
         while !Task.isCancelled {
             await held.waitForOne()
             do {
-                try await sleep(now().addingTimeInterval(half.seconds))
+                try await sleep(now().addingTimeInterval(interval.seconds))
             } catch is CancellationError {
                 return
             }
