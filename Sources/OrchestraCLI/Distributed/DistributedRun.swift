@@ -15,6 +15,9 @@ struct DistributedRun {
     let schema: String
     let runID: String
     let workflow: Workflow
+    /// `--resend-uncertain`: the run's requests that may have been sent (their jobs ended
+    /// uncertain) are sent again when the run goes on.
+    var resendsUncertain = false
 
     /// What the run did, for the closing line.
     struct Summary: Sendable {
@@ -48,12 +51,19 @@ struct DistributedRun {
 
     /// How long a worker may take over a request that is not a step's (the login's; a step's
     /// takes the step's timeout): the longest timeout of the workflow's steps, the login's
-    /// included. The coordinator gives up on a request at its timeout; the worker then stops it
-    /// too, rather than hold its slot and its host's place in the limit while the server never
-    /// answers.
+    /// included. A request's timeout bounds each attempt on a worker, which stops the attempt
+    /// there rather than hold its slot and its host's place in the limit while the server never
+    /// answers; the coordinator waits for the outcome however long the request waits for a
+    /// worker (``watchForWorkers(_:runID:schema:firstNote:clock:_:)`` says when none comes).
     var jobTimeout: Duration {
         workflow.steps.map(\.timeout).reduce(WorkflowStep.defaultTimeout, max)
     }
+
+    /// What every job id of the run starts with: the workflow file's digest (its first 12
+    /// digits). The jobs are named by step and element (`each[109]#1`): a coordinator that goes
+    /// on with the run reads back the outcomes of the same file's requests, and a changed file
+    /// sends its requests afresh.
+    var jobPrefix: String { "\(workflow.digest.prefix(12))/" }
 
     /// The resource of a request to `authority`: the limit naming its `host:port`, else the one
     /// naming its host, as the workflow's coordinator chooses.
@@ -83,6 +93,8 @@ struct DistributedRun {
             let resources = resourceLimits
             let created = try await queue.open(runID: runID, limit: workflow.limit, resourceLimits: resources)
             let existing = created ? 0 : try await queue.jobs(of: runID).count
+            // Before the run's state is read: a run that ended failed for them runs again.
+            let resent = resendsUncertain && !created ? try await queue.resendUncertain(runID: runID) : 0
             let run = try await queue.run(runID)
             guard run.state == .running else {
                 throw DurableError(
@@ -95,11 +107,12 @@ struct DistributedRun {
                 created
                     ? "run '\(runID)' in schema '\(schema)' at \(store.location): requests are sent by 'orchestra worker --state postgres://… --schema \(schema)'"
                     : "run '\(runID)' in schema '\(schema)' at \(store.location) goes on: \(Format.count(existing, "request")) stored by an earlier coordinator"
+                        + (resent > 0 ? ", \(resent) that may have been sent sent again (--resend-uncertain)" : "")
             )
             let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in
                 let transport = DurableHTTPTransport(
                     queue: queue, runID: runID, outcomes: outcomes, maximumConnectionsPerHost: workflow.limit,
-                    jobTimeout: jobTimeout, resource: { self.resource(for: $0) })
+                    jobTimeout: jobTimeout, resource: { self.resource(for: $0) }, jobPrefix: jobPrefix)
                 return try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await Self.watchForWorkers(store, runID: runID, schema: self.schema, waitingNote) }
                     defer { group.cancelAll() }
@@ -110,8 +123,9 @@ struct DistributedRun {
             if cancelled() {
                 try await queue.cancel(runID: runID)
             } else if try await queue.close(runID: runID) == nil {
-                // Jobs left: requests the workflow gave up on (timed out waiting for a worker, or
-                // still on one). Cancelled, so that a worker that comes later does not send them.
+                // Jobs left: requests the workflow gave up on (a step whose failure ended the
+                // run while they waited for a worker, or ran on one). Cancelled, so that a worker
+                // that comes later does not send them.
                 let summary = try await store.runSummaries(id: runID, limit: 1).first
                 abandoned = [.blocked, .ready, .running].reduce(0) { $0 + (summary?.jobs[$1] ?? 0) }
                 if abandoned > 0 { try await queue.cancel(runID: runID) }
@@ -126,24 +140,27 @@ struct DistributedRun {
         }
     }
 
-    /// Says once, on `note`, that requests wait and no worker runs any of the run's: every
-    /// 5 seconds while the run goes on. Not a wait for an event: the notice's timer.
-    private static func watchForWorkers(
-        _ store: PostgresJobStore, runID: String, schema: String, _ note: @Sendable (String) -> Void
+    /// Says on `note` that requests wait and no worker has claimed one for a while
+    /// (``WorkerWatch``: after 30 s, then each time the wait has doubled, at most 10 minutes
+    /// apart), looking at the run in the store every few seconds. The run goes on waiting: a
+    /// step's timeout bounds each attempt on a worker, not the wait for one. Ends when
+    /// cancelled, or quietly at the store's first error (the run itself then reports it).
+    static func watchForWorkers<C: Clock<Duration>>(
+        _ store: PostgresJobStore, runID: String, schema: String, firstNote: Duration = WorkerWatch.firstNote(),
+        clock: C = ContinuousClock(), _ note: @Sendable (String) -> Void
     ) async {
-        var told = false
+        var watch = WorkerWatch(firstNote: firstNote)
+        let interval = min(.seconds(5), watch.firstNote / 3)
+        let start = clock.now
         while !Task.isCancelled {
             do {
-                try await Task.sleep(for: .seconds(5))
+                try await clock.sleep(for: interval)
                 guard let summary = try await store.runSummaries(id: runID, limit: 1).first else { continue }
                 let waiting = summary.jobs[.ready] ?? 0
-                if waiting > 0, summary.workers == 0, !told {
-                    told = true
-                    note(
-                        "\(Format.count(waiting, "request")) of run '\(runID)' wait for a worker: start 'orchestra worker --state postgres://… --schema \(schema)' against the same store"
-                    )
-                } else if summary.workers > 0 {
-                    told = false
+                let ended = summary.jobs.filter { $0.key.isTerminal }.values.reduce(0, +)
+                let look = WorkerWatch.Look(waiting: waiting, running: summary.jobs[.running] ?? 0, ended: ended)
+                if let waited = watch.observe(look, at: start.duration(to: clock.now)) {
+                    note(WorkerWatch.note(waited: waited, waiting: waiting, runID: runID, schema: schema))
                 }
             } catch {
                 return

@@ -44,9 +44,18 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds a claimed request stays this worker's without news from it (renewed while it runs); after a crash, another worker sends it once this has passed.",
+            "Seconds a claimed request stays this worker's without news from it (renewed every third of it while it runs); after a crash, another worker sends it once this has passed. 2 to 3600.",
             valueName: "seconds"))
-    var lease = 30
+    var lease = Self.defaultLease
+
+    /// The default `--lease`, in seconds: a killed worker's requests are sent by another within
+    /// about 11 s (the lease, then an idle worker's one-second poll), well within the default
+    /// step timeout (30 s, which bounds each attempt, not the wait for a worker), while a live
+    /// worker, renewing every 3.3 s, keeps its requests through a stall of more than 6 s (a
+    /// starved machine, a restart of PostgreSQL) before another may take them.
+    static let defaultLease = 10
+    /// The longest `--lease`: an hour.
+    static let maximumLease = 3600
 
     @Option(
         help: ArgumentHelp(
@@ -63,7 +72,9 @@ struct WorkerCommand: AsyncParsableCommand {
             throw ValidationError("--state must be a PostgreSQL URL (postgres://user:password@host:port/database)")
         }
         guard limit >= 1 else { throw ValidationError("--limit must be at least 1, got \(limit)") }
-        guard lease >= 2 else { throw ValidationError("--lease must be at least 2 seconds, got \(lease)") }
+        guard (2...Self.maximumLease).contains(lease) else {
+            throw ValidationError("--lease must be 2 to \(Self.maximumLease) seconds, got \(lease)")
+        }
         guard grace >= 0 else { throw ValidationError("--grace must be 0 or more seconds, got \(grace)") }
     }
 

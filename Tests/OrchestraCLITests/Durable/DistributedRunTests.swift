@@ -69,11 +69,11 @@ struct DistributedRunTests {
             """)
     }
 
-    /// A worker on `schema`: at most 4 requests at once, 2-second leases unless told otherwise.
-    static func worker(_ schema: String, lease: Int = 2, url: String = Self.url) throws -> RunningOrchestra {
-        try OrchestraExecutable.start([
-            "worker", "--state", url, "--schema", schema, "--limit", "4", "--lease", "\(lease)",
-        ])
+    /// A worker on `schema`: at most 4 requests at once, 2-second leases unless told otherwise
+    /// (`nil`: the default `--lease`).
+    static func worker(_ schema: String, lease: Int? = 2, url: String = Self.url) throws -> RunningOrchestra {
+        try OrchestraExecutable.start(
+            ["worker", "--state", url, "--schema", schema, "--limit", "4"] + (lease.map { ["--lease", "\($0)"] } ?? []))
     }
 
     /// `orchestra run file` as the coordinator of run `runID` on `schema`.
@@ -261,7 +261,85 @@ struct DistributedRunTests {
         }
     }
 
-    @Test("a request given up on before any worker took it is cancelled, not sent by a worker that comes later")
+    /// A coordinator of `file` started with no worker, whose note about that comes after
+    /// `noteAfter` seconds without a claim (`ORCHESTRA_WORKER_NOTE_AFTER`).
+    static func coordinatorAlone(
+        _ file: String, schema: String, runID: String, noteAfter: Int
+    ) throws -> RunningOrchestra {
+        try OrchestraExecutable.start(
+            Self.coordinator(file, schema: schema, runID: runID),
+            environment: ["ORCHESTRA_WORKER_NOTE_AFTER": "\(noteAfter)"])
+    }
+
+    // The step's timeout bounds each attempt on a worker, not the wait for one: requests that
+    // waited longer than it for a worker are sent once one comes. No real sleep: the
+    // coordinator's note, due after 3 s without a claim, says when the requests have waited
+    // more than the steps' 1-second timeout.
+    @Test(
+        "no worker for longer than the steps' timeout, then one: the coordinator says it waits for a worker, and every request succeeds"
+    )
+    func noWorkerForAWhile() async throws {
+        try await Self.withServerAndSchema { server, schema in
+            let base = server.baseURL.absoluteString
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: list, url: "\(base)/list/20", captures: { items: $.items }, timeout: 1s }
+                  - id: each
+                    for_each: "{{list.items}}"
+                    url: "\(base)/payload/{{item}}"
+                    timeout: 1s
+                    expect: [200]
+                """)
+            let coordinator = try Self.coordinatorAlone(file, schema: schema, runID: "late", noteAfter: 3)
+            let noted = await coordinator.child.standardError.wait(
+                for: "waiting for a worker: none has claimed a request for 3 s", limit: .seconds(30))
+            #expect(noted, "no note about the missing worker: \(coordinator.child.standardError.text)")
+            #expect(server.requestCount == 0)
+            let workers = try [Self.worker(schema)]
+            let run = await coordinator.finish(limit: .seconds(120))
+            await Self.stop(workers)
+            #expect(run.status == 0, "\(run)")
+            #expect(run.stdout.contains("20 requests sent, 20 succeeded"), "\(run)")
+            #expect(!run.stdout.contains("timed out"), "\(run)")
+            #expect(
+                run.stderr.contains(
+                    "orchestra run: note: waiting for a worker: none has claimed a request for 3 s; 1 request of run 'late' waits: start 'orchestra worker --state postgres://… --schema \(schema)'"
+                ), "\(run)")
+            #expect(!run.stderr.contains(Self.url), "the URL, with its password, was printed")
+            #expect((0..<20).allSatisfy { server.arrivals(of: "/payload/\($0)") == 1 }, "\(run)")
+        }
+    }
+
+    // With the default --lease, a killed worker's request is sent by another well within the
+    // default step timeout (30 s), which counts from the new worker's claim anyway.
+    @Test(
+        "a worker SIGKILLed while it sends a request: another worker with the default lease sends it again, and it succeeds",
+        .enabled(if: ExitTests.areEnabled))
+    func killedWorkerDefaultLease() async throws {
+        try await Self.withServerAndSchema { server, schema in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: slow, url: "\(server.baseURL.absoluteString)/payload/7?latency_ms=2000", expect: [200] }
+                """)
+            let first = try Self.worker(schema, lease: nil)
+            let coordinator = try OrchestraExecutable.start(Self.coordinator(file, schema: schema, runID: "failover"))
+            try await withHangGuard(.seconds(60)) { try await server.arrival(of: "/payload/7") }
+            first.child.send(SIGKILL)
+            _ = await first.finish(limit: .seconds(30))
+            let second = try Self.worker(schema, lease: nil)
+            let run = await coordinator.finish(limit: .seconds(120))
+            await Self.stop([second])
+            #expect(run.status == 0, "\(run)")
+            #expect(run.stdout.contains("✓ slow"), "\(run)")
+            #expect(server.arrivals(of: "/payload/7") == 2, "sent once by the killed worker, once by the other")
+        }
+    }
+
+    @Test(
+        "a request no worker took before Ctrl-C is cancelled with the run, not sent by a worker that comes later",
+        .enabled(if: ExitTests.areEnabled))
     func givenUpBeforeAWorker() async throws {
         try await Self.withServerAndSchema { server, schema in
             let file = try WorkflowCommandTests.workflowFile(
@@ -269,15 +347,16 @@ struct DistributedRunTests {
                 steps:
                   - { id: only, url: "\(server.baseURL.absoluteString)/users/1", timeout: 1s }
                 """)
-            // No worker: the request times out on the coordinator while its job waits.
-            let run = try await OrchestraExecutable.run(Self.coordinator(file, schema: schema, runID: "alone"))
-            #expect(run.status == 1, "\(run)")
-            #expect(run.stdout.contains("timed out after 1 s"), "\(run)")
-            #expect(
-                run.stdout.contains(
-                    "state: run 'alone' closed · 1 request sent by workers · 1 request given up on, cancelled"
-                ),
-                "\(run)")
+            // No worker: the request waits (its timeout is for the attempt on a worker) until
+            // Ctrl-C.
+            let coordinator = try Self.coordinatorAlone(file, schema: schema, runID: "alone", noteAfter: 1)
+            let noted = await coordinator.child.standardError.wait(
+                for: "waiting for a worker: none has claimed a request", limit: .seconds(60))
+            #expect(noted, "no note about the missing worker: \(coordinator.child.standardError.text)")
+            coordinator.child.send(SIGINT)
+            let run = await coordinator.finish(limit: .seconds(60))
+            #expect(run.status == 130, "\(run)")
+            #expect(run.stdout.contains("state: run 'alone' cancelled"), "\(run)")
             let status = try await OrchestraExecutable.run([
                 "status", "--state", Self.url, "--schema", schema, "--run", "alone", "--output", "json",
             ])
