@@ -6,6 +6,7 @@ import OrchestraDurable
 import OrchestraDurableHTTP
 import OrchestraHTTP
 import OrchestraPostgres
+import OrchestraWorkflow
 import ServiceLifecycle
 
 /// `orchestra worker --state postgres://…`: sends the requests of the runs that
@@ -87,7 +88,8 @@ struct WorkerCommand: AsyncParsableCommand {
         do {
             try await PostgresJobStore.withStore(url: state, schema: schema, logger: quiet) { store in
                 opened = true
-                try await transportOptions.withTransport(connectionsPerHost: limit) { transport in
+                let connections = WorkflowLimits(limit: limit).connectionsPerHost
+                try await transportOptions.withTransport(connectionsPerHost: connections) { transport in
                     let queue = DurableQueue(store: store, worker: name, leaseDuration: .seconds(lease))
                     queue.registerHTTPJobs(sendingThrough: transport) { outcome in
                         sent.withLock {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import OrchestraAsyncHTTPClient
 import OrchestraHTTP
+import OrchestraWorkflow
 
 /// `--transport asynchttpclient|urlsession`, shared by `orchestra run` and `orchestra demo`:
 /// which HTTP client sends the requests.
@@ -37,15 +38,16 @@ struct TransportOptions: ParsableArguments {
     /// run a signal cancelled), URLSession's sessions are invalidated when the transport is
     /// released.
     ///
-    /// The transport allows `connectionsPerHost` connections to one host, or 64 if that is
-    /// more, so that the client never queues requests the coordinator has let through.
+    /// The transport allows `connectionsPerHost` connections to one host: a workflow's
+    /// ``WorkflowLimits/connectionsPerHost`` (its `limit`, at least 64), so that the client never
+    /// queues requests the coordinator has let through.
     ///
     /// Cancelling the calling task cancels the requests in flight (each transport ends them
     /// with `CancellationError`); the client is still shut down.
     func withTransport<T: Sendable>(
-        connectionsPerHost: Int = 64, _ body: (any HTTPTransport) async throws -> T
+        connectionsPerHost connections: Int = WorkflowLimits.minimumConnectionsPerHost,
+        _ body: (any HTTPTransport) async throws -> T
     ) async throws -> T {
-        let connections = max(64, connectionsPerHost)
         switch transport {
         case .asynchttpclient:
             return try await AsyncHTTPClientTransport.withTransport(maximumConnectionsPerHost: connections) {

@@ -238,7 +238,8 @@ struct RunCommand: AsyncParsableCommand {
                 workflow, state: state, console: console, signals: signals, run)
         } else {
             // The transport opens as many connections to a host as the workflow may use at once.
-            report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit, run)
+            report = try await transportOptions.withTransport(
+                connectionsPerHost: workflow.limits.connectionsPerHost, run)
         }
         if text { progress.finish(report) }
         switch output {
@@ -306,7 +307,8 @@ struct RunCommand: AsyncParsableCommand {
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
         }
         let total = rows.rows.count
-        let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limit) { transport in
+        let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limits.connectionsPerHost) {
+            transport in
             let runner = self.runner(workflow, transport: transport, cookieJar: nil)
             return try await signals.cancellingOnSignal {
                 await runner.run(rows: rows.rows, parallel: parallel) { row in

@@ -376,30 +376,14 @@ public final class HTTPCoordinator: Sendable {
         }
     }
 
-    /// Whether `pattern` is `host` or `host:port` (a bracketed IPv6 address as the host).
+    /// Whether `pattern` is `host` or `host:port` (a bracketed IPv6 address as the host), as
+    /// ``HTTPHostKey/init(pattern:)`` reads it.
     package static func isHostPattern(_ pattern: String) -> Bool {
-        guard !pattern.isEmpty,
-            !pattern.contains(where: { $0 == "/" || $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace })
-        else { return false }
-        let name = hostName(of: pattern)
-        guard !name.isEmpty, name != "[]" else { return false }
-        let rest = pattern.dropFirst(name.count)
-        guard !rest.isEmpty else { return name.hasPrefix("[") || !name.contains(":") }
-        guard rest.hasPrefix(":"), let port = Int(rest.dropFirst()), (1...65_535).contains(port) else { return false }
-        return true
+        HTTPHostKey(pattern: pattern) != nil
     }
 
-    /// `authority` without its port (`[::1]:80` → `[::1]`, `example.com:8080` → `example.com`).
-    package static func hostName(of authority: String) -> String {
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            return String(authority[...close])
-        }
-        return authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
-            ?? authority
-    }
-
-    private static func groupLimits(_ limits: [String: Int]) -> [String: Int] {
-        Dictionary(limits.map { (RequestAdmission.groupKey(ofPattern: $0.key), $0.value) }, uniquingKeysWith: min)
+    private static func groupLimits(_ limits: [String: Int]) -> [HTTPHostKey: Int] {
+        HTTPHostKey.limits(limits.map { ($0.key, $0.value) })
     }
 
     // MARK: - Classification

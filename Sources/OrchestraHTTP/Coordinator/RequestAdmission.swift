@@ -23,8 +23,12 @@ struct RequestAdmission: AdmissionStateMachine {
 
     private(set) var totalLimit: Int
     private(set) var perHostLimit: Int
-    /// Limits of particular groups, replacing `perHostLimit` for them.
-    private(set) var groupLimits: [String: Int]
+    /// Limits of particular groups (host-limit patterns), replacing `perHostLimit` for them.
+    private(set) var groupLimits: [HTTPHostKey: Int] {
+        didSet { limitByGroup = Self.limitByGroup(groupLimits) }
+    }
+    /// ``groupLimits`` by group key, read on every admission.
+    private var limitByGroup: [String: Int]
     private(set) var inFlight = 0
     private var inFlightByHost: [String: Int] = [:]
     /// Per host, per priority, the waiters in arrival order.
@@ -34,34 +38,37 @@ struct RequestAdmission: AdmissionStateMachine {
     private var nextID: UInt64 = 0
     private(set) var peakInFlight = 0
 
-    init(totalLimit: Int, perHostLimit: Int, groupLimits: [String: Int] = [:]) {
+    init(totalLimit: Int, perHostLimit: Int, groupLimits: [HTTPHostKey: Int] = [:]) {
         self.totalLimit = totalLimit
         self.perHostLimit = perHostLimit
         self.groupLimits = groupLimits
+        self.limitByGroup = Self.limitByGroup(groupLimits)
     }
 
     var waitingCount: Int { location.count }
 
     func inFlight(to host: String) -> Int { inFlightByHost[host, default: 0] }
 
-    /// The group key of a host-limit pattern (`host` or `host:port`, any case).
-    static func groupKey(ofPattern pattern: String) -> String {
-        "=" + pattern.lowercased()
+    /// The group of the requests a host-limit pattern matches.
+    private static func groupKey(of key: HTTPHostKey) -> String {
+        "=" + key.description
     }
 
     /// The group of a request to `scheme://authority`: the host-limit pattern naming its
-    /// authority (`host:port`), else the one naming its host, else the authority on its own.
+    /// `host:port`, else the one naming its host, else its own host and port
+    /// (``HTTPHostKey/init(scheme:authority:)``: `https://HOST` and `https://host:443` are one).
     func group(scheme: String, authority: String) -> String {
-        let own = "\(scheme)://\(authority)"
-        guard !groupLimits.isEmpty else { return own }
-        let exact = Self.groupKey(ofPattern: authority)
-        if groupLimits[exact] != nil { return exact }
-        let name = Self.groupKey(ofPattern: HTTPCoordinator.hostName(of: authority))
-        return groupLimits[name] != nil ? name : own
+        let key = HTTPHostKey(scheme: scheme, authority: authority)
+        if !groupLimits.isEmpty, let entry = key.entry(in: groupLimits) { return Self.groupKey(of: entry.key) }
+        return "\(scheme.lowercased())://\(key)"
     }
 
     func limit(of host: String) -> Int {
-        groupLimits[host] ?? perHostLimit
+        limitByGroup[host] ?? perHostLimit
+    }
+
+    private static func limitByGroup(_ limits: [HTTPHostKey: Int]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: limits.map { (groupKey(of: $0.key), $0.value) })
     }
 
     private func hasRoom(for host: String) -> Bool {
@@ -117,7 +124,7 @@ struct RequestAdmission: AdmissionStateMachine {
     }
 
     /// New limits; a rise admits waiters at once, a fall lets requests in flight finish.
-    mutating func setLimits(total: Int, perHost: Int, groups: [String: Int]? = nil) -> [Continuation] {
+    mutating func setLimits(total: Int, perHost: Int, groups: [HTTPHostKey: Int]? = nil) -> [Continuation] {
         totalLimit = total
         perHostLimit = perHost
         if let groups { groupLimits = groups }

@@ -36,9 +36,10 @@ package struct Workflow: Sendable {
         didSet { redactor = Redactor(secrets: secretValues) }
     }
     /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
-    /// slot holds none); 8 by default.
+    /// slot holds none); 8 by default. What each layer of a run makes of it: ``limits``.
     package var limit: Int
-    /// `hosts:`: at most this many requests at once to a host, on top of ``limit``.
+    /// `hosts:`: at most this many requests at once to a host, on top of ``limit``. What each
+    /// layer of a run makes of both: ``limits``.
     package var hostLimits: [HostLimit]
     /// `failure:`.
     package var failurePolicy: WorkflowFailurePolicy
@@ -141,17 +142,13 @@ package struct HostLimit: Sendable, Hashable {
         self.location = location
     }
 
-    /// Whether a request to `authority` (`host:port` or `host`) is limited by this entry (the
-    /// coordinator prefers an entry naming the whole `host:port` over one naming the host).
-    package func matches(authority: String) -> Bool {
-        if host.lowercased() == authority.lowercased() { return true }
-        guard !host.contains(":") || host.hasPrefix("[") && host.hasSuffix("]") else { return false }
-        return Self.hostName(of: authority).lowercased() == host.lowercased()
-    }
-
-    /// `authority` without its port (`[::1]:80` → `[::1]`).
-    static func hostName(of authority: String) -> String {
-        HTTPCoordinator.hostName(of: authority)
+    /// Whether a request to `scheme://authority` is limited by this entry: it names the
+    /// request's `host:port` or its host (``HTTPHostKey``). Where entries naming both exist,
+    /// the one naming `host:port` applies (``WorkflowLimits/resource(scheme:authority:)``).
+    package func matches(scheme: String? = nil, authority: String) -> Bool {
+        guard let key = HTTPHostKey(pattern: host) else { return false }
+        let request = HTTPHostKey(scheme: scheme, authority: authority)
+        return key == request || key == request.anyPort
     }
 }
 

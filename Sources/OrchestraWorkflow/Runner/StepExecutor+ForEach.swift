@@ -152,9 +152,9 @@ extension StepExecutor {
         return declared.intersection(read)
     }
 
-    /// Elements started at once by a `for_each` step: four times the workflow's limit, so the
+    /// Elements started at once by a `for_each` step (``WorkflowLimits/forEachWindow``), so the
     /// limit stays busy while elements wait for backoffs, tokens or host slots.
-    var window: Int { max(16, workflow.limit.multipliedReportingOverflow(by: 4).partialValue) }
+    var window: Int { workflow.limits.forEachWindow }
 
     /// `an object`, `a string`, … for messages.
     static func kind(of value: JSONValue) -> String {

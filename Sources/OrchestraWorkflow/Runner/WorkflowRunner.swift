@@ -203,16 +203,11 @@ package struct WorkflowRunner: Sendable {
                     transport: runner.transport, redactor: workflow.redactor, observer: runner.observer,
                     timeout: WorkflowStep.defaultTimeout, clock: clock)
             }
-            // Timeouts, retries and redirects are per step (HTTPRequestOptions); a host without a
-            // `hosts:` entry is limited by `limit` alone.
-            let configuration = HTTPCoordinator.Configuration(
-                maxConcurrentRequests: workflow.limit, maxConcurrentRequestsPerHost: workflow.limit,
-                hostLimits: Dictionary(
-                    workflow.hostLimits.map { ($0.host, $0.limit) }, uniquingKeysWith: { first, _ in first }),
-                requestTimeout: nil, retry: .never, redirects: .never, authentication: authenticator?.authentication
-            )
+            // Timeouts, retries and redirects are per step (HTTPRequestOptions).
             coordinator = HTTPCoordinator(
-                transport: CookieTransport(base: observed(label: nil)), configuration: configuration, clock: clock)
+                transport: CookieTransport(base: observed(label: nil)),
+                configuration: workflow.limits.coordinatorConfiguration(authentication: authenticator?.authentication),
+                clock: clock)
             redactor = workflow.redactor
         }
     }
@@ -246,12 +241,9 @@ package struct WorkflowRunner: Sendable {
         do {
             // The coordinator limits the requests in flight; the graph only keeps every ready
             // step from starting at once (each started step is a task, whose suspended frames
-            // are kept while it waits: BENCHMARKS.md#workflow-files-at-scale). Four times `limit` leaves room for steps
-            // waiting for a backoff or a token without idling the requests. With `hosts:`
-            // limits there is no graph limit: a step waiting for a busy host must not hold a
-            // place another host's step could use.
+            // are kept while it waits: BENCHMARKS.md#workflow-files-at-scale).
             try await graph.withRun(
-                limit: workflow.hostLimits.isEmpty ? Self.graphLimit(for: workflow.limit) : .max,
+                limit: workflow.limits.graphWindow,
                 failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
             ) { run in
@@ -293,14 +285,6 @@ package struct WorkflowRunner: Sendable {
             )
         }
         return WorkflowReport(workflow: workflow.name, steps: steps, duration: ended)
-    }
-
-    /// The most steps started at once (running, or waiting for a request slot, a backoff or a
-    /// token) in a workflow whose `limit:` is `limit` and that has no `hosts:` limits: four times
-    /// `limit`, and at least `limit` + 16. Other ready steps wait, unstarted, in the order the
-    /// graph schedules them.
-    package static func graphLimit(for limit: Int) -> Int {
-        limit > Int.max / 4 ? Int.max : max(limit * 4, limit + 16)
     }
 
     /// The report of a step that just ended, from what its executor recorded and how the graph

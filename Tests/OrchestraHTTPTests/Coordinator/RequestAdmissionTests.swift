@@ -75,10 +75,7 @@ struct RequestAdmissionTests {
     }
 
     @Test func aHostLimitPatternGroupsTheHostsItNamesAndReplacesThePerHostLimit() {
-        let groups = [
-            RequestAdmission.groupKey(ofPattern: "API.test"): 5,
-            RequestAdmission.groupKey(ofPattern: "cdn.test:8443"): 1,
-        ]
+        let groups = HTTPHostKey.limits([("API.test", 5), ("cdn.test:8443", 1)])
         let machine = RequestAdmission(totalLimit: 10, perHostLimit: 2, groupLimits: groups)
         let byName = machine.group(scheme: "https", authority: "api.test:443")
         #expect(

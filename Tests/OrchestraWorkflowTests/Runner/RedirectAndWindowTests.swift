@@ -107,9 +107,10 @@ struct RedirectAndWindowTests {
         #expect(agents == ["/a": "orchestra/9.9", "/b": "mine/1"])
     }
 
-    /// With `limit: 1` the window is 16 elements: while the element holding the one slot is
-    /// held, at most 16 have started and the rest start only as elements end, so a list of any
-    /// length never makes more than 16 tasks.
+    /// With `limit: 1` the window is 17 elements (`limit` + 16, as the graph's; it was 16, a
+    /// formula of its own): while the element holding the one slot is held, at most 17 have
+    /// started and the rest start only as elements end, so a list of any length never makes
+    /// more than 17 tasks.
     @Test func forEachStartsABoundedWindowOfElements() async throws {
         let gate = AsyncGate(isOpen: false)
         let clock = ManualClock()
@@ -121,6 +122,8 @@ struct RedirectAndWindowTests {
             return respond()
         }
         let workflow = try ForEachRunnerTests.workflow(limit: 1)
+        let window = WorkflowLimits(limit: 1).forEachWindow
+        #expect(window == 17)
         try await withHangGuard {
             async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
             try await waitUntil("an element in flight") { transport.inFlight == 1 && transport.requests.count == 2 }
@@ -129,9 +132,9 @@ struct RedirectAndWindowTests {
             let result = await report
             let items = try #require(result["image"]?.items)
             #expect(items.count == 100 && items.allSatisfy { $0.state == .succeeded })
-            // Element 16 and later can start only once an element ended, which needs the gate.
-            #expect(items[16...].allSatisfy { ($0.started ?? .zero) >= .seconds(1) })
-            #expect(items.count { $0.started == .zero } <= 16)
+            // Element 17 and later can start only once an element ended, which needs the gate.
+            #expect(items[window...].allSatisfy { ($0.started ?? .zero) >= .seconds(1) })
+            #expect(items.count { $0.started == .zero } == window)
             #expect(result["image"]?.itemCounts?.succeeded == 100)
         }
         #expect(transport.peakInFlight == 1)

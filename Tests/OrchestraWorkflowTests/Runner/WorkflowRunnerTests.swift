@@ -71,7 +71,7 @@ struct WorkflowRunnerTests {
         let steps = (0..<60).map { "  - { id: s\($0), url: \"http://x.test/\($0)\" }" }
         let workflow = try parse("limit: 2\nsteps:\n" + steps.joined(separator: "\n"))
         let started = Locked(0)
-        let graphLimit = WorkflowRunner.graphLimit(for: 2)
+        let graphLimit = WorkflowLimits(limit: 2).graphWindow
         #expect(graphLimit == 18)
         try await withHangGuard {
             async let report = WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) {
