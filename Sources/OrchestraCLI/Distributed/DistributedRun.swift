@@ -44,11 +44,6 @@ struct DistributedRun {
         return "\(base.isEmpty ? "run" : base)-\(time)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
     }
 
-    /// The run's resources: one per host limit of the workflow, `host:<host>`.
-    var resourceLimits: [String: Int] {
-        Dictionary(workflow.hostLimits.map { ("host:\($0.host.lowercased())", $0.limit) }) { first, _ in first }
-    }
-
     /// How long a worker may take over a request that is not a step's (the login's; a step's
     /// takes the step's timeout): the longest timeout of the workflow's steps, the login's
     /// included. A request's timeout bounds each attempt on a worker, which stops the attempt
@@ -66,13 +61,9 @@ struct DistributedRun {
     var jobPrefix: String { "\(workflow.digest.prefix(12))/" }
 
     /// The resource of a request to `authority`: the limit naming its `host:port`, else the one
-    /// naming its host, as the workflow's coordinator chooses.
+    /// naming its host, as the workflow's coordinator chooses (``WorkflowLimits``).
     func resource(for authority: String) -> String? {
-        let limits = workflow.hostLimits
-        let entry =
-            limits.first { $0.host.lowercased() == authority.lowercased() }
-            ?? limits.first { $0.matches(authority: authority) }
-        return entry.map { "host:\($0.host.lowercased())" }
+        workflow.limits.resource(scheme: nil, authority: authority)
     }
 
     /// Opens the store and the run, and runs `body` with the transport that hands requests to
@@ -90,8 +81,9 @@ struct DistributedRun {
         let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
         return try await PostgresJobStore.withStore(url: url, schema: schema, logger: quiet) { store in
             let queue = DurableQueue(store: store, worker: "coordinator-\(getpid())")
-            let resources = resourceLimits
-            let created = try await queue.open(runID: runID, limit: workflow.limit, resourceLimits: resources)
+            let limits = workflow.limits
+            let created = try await queue.open(
+                runID: runID, limit: limits.durableLimit, resourceLimits: limits.resourceLimits)
             let existing = created ? 0 : try await queue.jobs(of: runID).count
             // Before the run's state is read: a run that ended failed for them runs again.
             let resent = resendsUncertain && !created ? try await queue.resendUncertain(runID: runID) : 0
@@ -111,7 +103,8 @@ struct DistributedRun {
             )
             let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in
                 let transport = DurableHTTPTransport(
-                    queue: queue, runID: runID, outcomes: outcomes, maximumConnectionsPerHost: workflow.limit,
+                    queue: queue, runID: runID, outcomes: outcomes,
+                    maximumConnectionsPerHost: limits.connectionsPerHost,
                     jobTimeout: jobTimeout, resource: { self.resource(for: $0) }, jobPrefix: jobPrefix)
                 return try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await Self.watchForWorkers(store, runID: runID, schema: self.schema, waitingNote) }
