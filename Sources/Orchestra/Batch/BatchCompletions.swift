@@ -15,28 +15,38 @@ extension Sequence where Self: Sendable, Element: Sendable {
     /// exceed `limit + buffer`. Up to `limit` worker tasks (children of one task group) each run
     /// an item, hand its result over and take the next.
     ///
+    /// The input is read as the workers take elements, so a lazy sequence (a range, a
+    /// `lazy.map`) is never held whole: memory is O(`limit + buffer`) whatever its length.
+    ///
     /// Cancellation: dropping the iterator (leaving the loop early) or cancelling the consuming
-    /// task cancels the running items and starts nothing new; the sequence then ends.
+    /// task cancels the running items and starts nothing new; the sequence then ends at once,
+    /// or, with `whenCancelled: .deliverRunning`, after delivering the running items'
+    /// outcomes (``BatchCancellation``).
     ///
     /// - Parameters:
     ///   - limit: The most items running at once; must be at least 1.
     ///   - buffer: How many finished results may wait for the consumer beyond `limit`;
     ///     0 by default.
+    ///   - whenCancelled: What cancelling the consuming task does: end at once (the default),
+    ///     or deliver the outcomes of the items that were running first.
     ///   - transform: The work for one element.
     @inlinable
     public func completions<Output: Sendable>(
         limit: Int,
         buffer: Int = 0,
+        whenCancelled: BatchCancellation = .endAtOnce,
         _ transform: @escaping @Sendable (Element) async throws -> Output
     ) -> BatchCompletions<Self, Output> {
         BatchCompletions(
             source: BatchStreamSource(
-                base: self, limit: limit, buffer: buffer, function: "completions(limit:_:)", transform: transform
+                base: self, limit: limit, buffer: buffer, cancellation: whenCancelled,
+                function: "completions(limit:_:)", transform: transform
             ))
     }
 }
 
-/// The outcomes of a batch in completion order; see ``Swift/Sequence/completions(limit:buffer:_:)``.
+/// The outcomes of a batch in completion order; see
+/// ``Swift/Sequence/completions(limit:buffer:whenCancelled:_:)``.
 public struct BatchCompletions<Base: Sequence & Sendable, Output: Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
     /// The position of the element in the input, and its outcome.

@@ -10,6 +10,10 @@ import DequeModule
 /// (`limit + buffer`), so running plus finished-but-unconsumed items never exceed it; in input
 /// order, item *i + capacity* cannot start before item *i* was delivered. A worker that finds
 /// no room parks until the consumer frees a slot.
+///
+/// Cancelling the consumer either terminates the stream (it ends at once, dropping what is
+/// ready) or, with `deliversRunning`, *stops* it: no item starts any more, the running ones are
+/// cancelled, and the consumer receives their outcomes until every worker has ended.
 @usableFromInline
 struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     /// One input's outcome. (A struct, not a tuple, on the per-item path: should this code run
@@ -77,7 +81,11 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     @usableFromInline let order: Order
     @usableFromInline let capacity: Int
+    /// What cancelling the consumer does: stop (`true`) or terminate.
+    @usableFromInline let deliversRunning: Bool
     @usableFromInline var phase = Phase.idle
+    /// Stopped: no worker takes another item; those running deliver their outcomes.
+    @usableFromInline var stopping = false
     @usableFromInline var outstanding = 0
     /// The input has no more elements: no worker takes another.
     @usableFromInline var inputEnded = false
@@ -103,9 +111,10 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     var parkedCount: Int { parked.count }
 
     @inlinable
-    init(order: Order, capacity: Int) {
+    init(order: Order, capacity: Int, deliversRunning: Bool = false) {
         self.order = order
         self.capacity = capacity
+        self.deliversRunning = deliversRunning
     }
 
     @inlinable
@@ -116,6 +125,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
 
     @inlinable
     mutating func started(_ task: Task<Void, Never>) -> Task<Void, Never>? {
+        // Not idle: terminated (the task is cancelled), or drained already (it has finished).
         guard case .idle = phase else { return task }
         phase = .running(task)
         return nil
@@ -134,7 +144,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     @inlinable
     mutating func reserveSlot() -> SlotAction {
         if case .terminated = phase { return .stop }
-        if inputEnded { return .stop }
+        if inputEnded || stopping { return .stop }
         guard outstanding < capacity else { return .suspend }
         outstanding += 1
         return .proceed
@@ -181,10 +191,13 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
         return HandOff(consumer: consumer, item: next)
     }
 
-    /// Every worker ended.
+    /// Every worker ended (possibly before ``started(_:)`` recorded their task).
     @inlinable
     mutating func workersFinished() -> ConsumerContinuation? {
-        guard case .running = phase else { return nil }
+        switch phase {
+        case .running, .idle: break
+        case .drained, .terminated: return nil
+        }
         phase = .drained
         defer { consumer = nil }
         return consumer
@@ -194,7 +207,7 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
     /// for it, to resume with `true`.
     @inlinable
     mutating func takeWorkerForFreedSlot() -> WorkerContinuation? {
-        guard !waking, !parked.isEmpty, outstanding < capacity, !inputEnded else { return nil }
+        guard !waking, !parked.isEmpty, outstanding < capacity, !inputEnded, !stopping else { return nil }
         if case .terminated = phase { return nil }
         outstanding += 1
         waking = true
@@ -227,27 +240,57 @@ struct BatchStreamStateMachine<Output: Sendable>: Sendable {
         }
     }
 
-    /// What a consumer about to suspend does, and the workers' task to cancel if it was
-    /// cancelled.
+    /// What a consumer about to suspend does, and, if it was cancelled, the workers' task to
+    /// cancel and the parked workers to stop.
     @usableFromInline
     struct Suspension {
         @usableFromInline let action: NextAction
         @usableFromInline let taskToCancel: Task<Void, Never>?
+        @usableFromInline let workersToStop: [WorkerContinuation]
 
         @inlinable
-        init(action: NextAction, taskToCancel: Task<Void, Never>?) {
+        init(action: NextAction, taskToCancel: Task<Void, Never>?, workersToStop: [WorkerContinuation] = []) {
             self.action = action
             self.taskToCancel = taskToCancel
+            self.workersToStop = workersToStop
         }
     }
 
     /// Called under the lock from inside the consumer's continuation closure.
     @inlinable
     mutating func suspendConsumer(_ continuation: ConsumerContinuation, isCancelled: Bool) -> Suspension {
-        if isCancelled { return Suspension(action: .end, taskToCancel: terminate().task) }
+        var stopped: Termination?
+        if isCancelled {
+            guard deliversRunning else { return Suspension(action: .end, taskToCancel: terminate().task) }
+            stopped = stop()
+        }
         let action = next()
         if case .suspend = action { consumer = continuation }
-        return Suspension(action: action, taskToCancel: nil)
+        return Suspension(action: action, taskToCancel: stopped?.task, workersToStop: stopped?.workers ?? [])
+    }
+
+    /// The consumer was cancelled: the stream terminates, or with `deliversRunning` stops
+    /// (``stop()``).
+    @inlinable
+    mutating func consumerCancelled() -> Termination {
+        deliversRunning ? stop() : terminate()
+    }
+
+    /// No item starts any more: parked workers stop and the running items are cancelled (the
+    /// workers' task is handed back to cancel), but their outcomes are still delivered, and
+    /// the stream ends once every worker has ended. Stopping twice, or a stream that ended,
+    /// changes nothing.
+    @inlinable
+    mutating func stop() -> Termination {
+        let task: Task<Void, Never>?
+        switch phase {
+        case .drained, .terminated: return Termination(task: nil, consumer: nil, workers: [])
+        case .idle: task = nil
+        case .running(let running): task = stopping ? nil : running
+        }
+        stopping = true
+        defer { parked.removeAll() }
+        return Termination(task: task, consumer: nil, workers: parked)
     }
 
     /// The consumer stopped (its iterator was dropped or its task cancelled). Returns the

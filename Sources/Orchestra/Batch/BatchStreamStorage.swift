@@ -82,10 +82,10 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
 
     @inlinable
     init(
-        base: Base, order: Machine.Order, capacity: Int,
+        base: Base, order: Machine.Order, capacity: Int, deliversRunning: Bool,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
     ) {
-        state = Locked(Machine(order: order, capacity: capacity))
+        state = Locked(Machine(order: order, capacity: capacity, deliversRunning: deliversRunning))
         cursor = Locked(Cursor(iterator: base.makeIterator()))
         self.transform = transform
     }
@@ -94,6 +94,9 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     @inlinable
     func startIfNeeded(limit: Int) {
         guard state.withLock({ $0.isIdle }) else { return }
+        // A consumer cancelled before its first `next()` starts nothing when the running items
+        // are to be delivered (otherwise `next()` terminates the stream).
+        if Task.isCancelled, state.withLock({ $0.deliversRunning }) { _ = state.withLock { $0.stop() } }
         // Unstructured on purpose: see the type's documentation. It inherits the consumer's
         // priority and task-local values, and is cancelled by `terminate()`.
         let task = Task { [self] in
@@ -167,7 +170,8 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     }
 
     /// The consumer's `next()`: the next item in the stream's order, or `nil` at the end or
-    /// when the consuming task is cancelled (which also stops the batch).
+    /// when the consuming task is cancelled (which terminates the batch, or stops it and goes
+    /// on delivering the running items' outcomes: ``BatchCancellation``).
     @inlinable
     func next(isolation: isolated (any Actor)?) async -> Machine.Item? {
         switch state.withLock({ $0.next() }) {
@@ -183,6 +187,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
             await withCheckedContinuation(isolation: isolation) { (continuation: Machine.ConsumerContinuation) in
                 let suspension = state.withLock { $0.suspendConsumer(continuation, isCancelled: Task.isCancelled) }
                 suspension.taskToCancel?.cancel()
+                for worker in suspension.workersToStop { worker.resume(returning: false) }
                 switch suspension.action {
                 case .deliver(let item, let worker):
                     worker?.resume(returning: true)
@@ -194,7 +199,10 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
                 }
             }
         } onCancel: {
-            terminate()
+            let ended = state.withLock { $0.consumerCancelled() }
+            ended.task?.cancel()
+            ended.consumer?.resume(returning: nil)
+            for worker in ended.workers { worker.resume(returning: false) }
         }
     }
 
@@ -224,17 +232,19 @@ final class BatchStreamHandle<Base: Sequence & Sendable, Output: Sendable>: Send
     }
 }
 
-/// What a batch stream runs: the inputs, the limits and the work for one element.
+/// What a batch stream runs: the inputs, the limits, what cancelling its consumer does and the
+/// work for one element.
 @usableFromInline
 struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable where Base.Element: Sendable {
     @usableFromInline let base: Base
     @usableFromInline let limit: Int
     @usableFromInline let buffer: Int
+    @usableFromInline let cancellation: BatchCancellation
     @usableFromInline let transform: @Sendable (Base.Element) async throws -> Output
 
     @inlinable
     init(
-        base: Base, limit: Int, buffer: Int, function: StaticString,
+        base: Base, limit: Int, buffer: Int, cancellation: BatchCancellation = .endAtOnce, function: StaticString,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
     ) {
         checkArgument(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
@@ -242,6 +252,7 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
         self.base = base
         self.limit = limit
         self.buffer = buffer
+        self.cancellation = cancellation
         self.transform = transform
     }
 }
@@ -259,7 +270,8 @@ struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base
         let (capacity, overflow) = source.limit.addingReportingOverflow(source.buffer)
         handle = BatchStreamHandle(
             BatchStreamStorage(
-                base: source.base, order: order, capacity: overflow ? .max : capacity, transform: source.transform))
+                base: source.base, order: order, capacity: overflow ? .max : capacity,
+                deliversRunning: source.cancellation == .deliverRunning, transform: source.transform))
     }
 
     @inlinable

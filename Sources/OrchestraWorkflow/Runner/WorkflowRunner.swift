@@ -141,26 +141,21 @@ package struct WorkflowRunner: Sendable {
         let start = clock.now
         let template = cookieJar?.cookies ?? []
         var reports = [DataRunReport.Row?](repeating: nil, count: rows.count)
-        await withTaskGroup(of: DataRunReport.Row.self) { group in
-            var next = 0
-            func startRow() {
-                let index = next
-                next += 1
-                group.addTask {
-                    let started = start.duration(to: clock.now)
-                    let jar = CookieJar()
-                    for cookie in template { jar.add(cookie) }
-                    let report = await runOnce(
-                        shared, row: rows[index], cookies: jar, state: nil, clock: clock, onEvent: { _ in })
-                    return DataRunReport.Row(index: index, data: rows[index], started: started, report: report)
-                }
-            }
-            while next < rows.count, next < parallel { startRow() }
-            for await row in group {
-                reports[row.index] = row
-                onRow(row)
-                if next < rows.count, !Task.isCancelled { startRow() }
-            }
+        // `parallel` rows at a time; cancelled, no row starts any more and the rows in flight
+        // are cancelled, their reports still received.
+        let runs = (0..<rows.count).completions(limit: parallel, whenCancelled: .deliverRunning) { index in
+            let started = start.duration(to: clock.now)
+            let jar = CookieJar()
+            for cookie in template { jar.add(cookie) }
+            let report = await runOnce(
+                shared, row: rows[index], cookies: jar, state: nil, clock: clock, onEvent: { _ in })
+            return DataRunReport.Row(index: index, data: rows[index], started: started, report: report)
+        }
+        for await (_, ran) in runs {
+            // A row's run never throws: it reports what happened.
+            guard case .success(let row) = ran else { continue }
+            reports[row.index] = row
+            onRow(row)
         }
         let ended = start.duration(to: clock.now)
         let all = reports.enumerated().map { index, row in

@@ -83,7 +83,6 @@ struct BatchStreamStateMachineTests {
 
     @Test func theStreamEndsOnlyOnceTheDriverFinishedAndEverythingWasConsumed() {
         var machine = Machine(order: .completion, capacity: 2)
-        #expect(machine.workersFinished() == nil)
         #expect(
             describe(machine.next()) == "suspend", "an idle stream has not ended: the workers have not even started")
         _ = machine.started(idleTask())
