@@ -7,8 +7,9 @@
     Scripts/postgres.sh stop
 
 `crash`: starts the demo server (`orchestra demo --serve`), a coordinator and `--workers` workers
-(`orchestra worker`, default options: `--lease` 10 s, `--limit` 8), and SIGKILLs a random worker
-`--kills` times, evenly over the run (by requests ended), starting a new worker after each kill.
+(`orchestra worker`, default options: `--lease` 10 s, `--limit` 8), and SIGKILLs a worker
+`--kills` times, evenly over the run (by requests ended), starting a new worker after each kill;
+the victim is the worker that holds the most requests at that moment.
 The workflow: a list of `--requests` items, then one GET per item with `--latency-ms` of server
 latency, default `limit` and `timeout`. At each kill it reads from the store the requests the
 victim held (`lease_owner`), and then polls them every 0.1 s: a request's failover time is from
@@ -164,8 +165,11 @@ def crash(experiment):
             time.sleep(0.2)
         if coordinator.poll() is not None:
             break
-        index = random.randrange(len(workers))
-        victim = f"{experiment.host}-{workers[index].pid}"
+        # The worker holding the most requests now (a random one among equals): a failover to time.
+        names = [f"{experiment.host}-{worker.pid}" for worker in workers]
+        holdings = [(len(experiment.held_by(name)), random.random(), index) for index, name in enumerate(names)]
+        index = max(holdings)[2]
+        victim = names[index]
         held = experiment.held_by(victim)
         workers[index].send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
