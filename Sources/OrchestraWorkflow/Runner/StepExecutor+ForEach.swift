@@ -29,88 +29,33 @@ extension StepExecutor {
             throw StepFailure("for_each: \(short: reference) is \(Self.kind(of: list)), not a list")
         }
         let total = elements.count
-        var cursor: StateRecordCursor?
-        if let state {
-            do {
-                try await state.prepareList(step: step.id, count: total, list: list.text)
-            } catch let error as WorkflowStateError {
-                throw StepFailure("--state: \(error)")
-            }
-            cursor = StateRecordCursor(state: state, step: step.id)
-        }
-        emit(.progress(step: step.id, finished: 0, total: total))
         let kept = keptCaptures(of: step)
         var outcome = FanOutOutcome(keepsAll: keepsItemReports, keeping: kept, count: total)
         var stateFailure: (any Error)?
-        /// An element's index, how it ended, and its report.
-        typealias Ended = (Int, Result<[String: JSONValue], any Error>, StepReport?)
-        typealias Group = TaskGroup<Ended>
-        await withTaskGroup(of: Ended.self) { group in
-            var next = 0
-            var running = 0
+        if let state {
+            stateFailure = try await fanOutRecorded(
+                step, list: list, elements: elements, values: values, state: state, into: &outcome)
+        } else {
+            emit(.progress(step: step.id, finished: 0, total: total))
+            // The library's window: at most `window` elements started at once, each one's
+            // outcome received as it ends. Cancelled, no element starts any more and those
+            // running are cancelled, their outcomes still received: every element that started
+            // is accounted for, and the others are counted at once, however long the list.
+            let ends = (0..<total).completions(limit: window, whenCancelled: .deliverRunning) { index in
+                await element(step, index: index, item: elements[index], values: values)
+            }
             var finished = 0
-            func start(_ index: Int, in group: inout Group) {
-                var elementValues = values
-                elementValues.item = elements[index]
-                elementValues.index = index
-                group.addTask {
-                    let id = "\(step.id)[\(index)]"
-                    let result: Result<[String: JSONValue], any Error>
-                    do {
-                        result = .success(
-                            try await tracked(step, id: id, item: index) {
-                                try await perform(step, id: id, item: index, values: elementValues)
-                            })
-                    } catch {
-                        result = .failure(error)
-                    }
-                    return (index, result, records.withLock { $0.removeValue(forKey: id) })
-                }
-            }
-            /// Starts elements until `window` are running; an element its record settles (reused,
-            /// or "may have been sent") ends at once, unsent.
-            func fill(_ group: inout Group) async {
-                while next < total, running < window, !Task.isCancelled, stateFailure == nil {
-                    let index = next
-                    var decision = StateRecord.Decision.send
-                    if cursor != nil {
-                        do {
-                            decision = self.decision(step, record: try await cursor!.record(at: index))
-                        } catch {
-                            stateFailure = error
-                            return
-                        }
-                    }
-                    next += 1
-                    switch decision {
-                    case .send:
-                        start(index, in: &group)
-                        running += 1
-                        continue
-                    case .reuse(let record):
-                        outcome.record(
-                            index, .success(record.captures),
-                            elementReport(step, index: index, record: record, reused: true))
-                    case .uncertain(let record):
-                        let report = elementReport(step, index: index, record: record, reused: false)
-                        outcome.record(index, .failure(StepFailure(report.error ?? "")), report)
-                    }
-                    finished += 1
-                    emit(.progress(step: step.id, finished: finished, total: total))
-                }
-            }
-            await fill(&group)
-            for await (index, result, report) in group {
-                outcome.record(index, result, report)
+            for await (index, ended) in ends {
+                // An element never throws: it returns how it ended.
+                guard case .success(let end) = ended else { continue }
+                outcome.record(index, end.result, end.report)
                 finished += 1
-                running -= 1
                 emit(.progress(step: step.id, finished: finished, total: total))
-                await fill(&group)
             }
-            // Cancelled (or the state file failed) before every element started: the rest are
-            // cancelled unsent, counted at once without a report each (5,000,000 reports took
-            // 26 s to build, sort and redact after a Ctrl-C).
-            outcome.cancelUnstarted(total - next)
+            // Cancelled before every element started: the rest are cancelled unsent, counted at
+            // once without a report each (5,000,000 reports took 26 s to build, sort and redact
+            // after a Ctrl-C).
+            outcome.cancelUnstarted(total - finished)
         }
         records.withLock { records in
             records[step.id]?.items = outcome.items()
@@ -155,6 +100,31 @@ extension StepExecutor {
     /// Elements started at once by a `for_each` step (``WorkflowLimits/forEachWindow``), so the
     /// limit stays busy while elements wait for backoffs, tokens or host slots.
     var window: Int { workflow.limits.forEachWindow }
+
+    /// How one element of a `for_each` step ended: its captures or its error, and its report.
+    struct ElementEnd: Sendable {
+        var result: Result<[String: JSONValue], any Error>
+        var report: StepReport?
+    }
+
+    /// Sends element `index` of `step` (`item`, with `{{item}}` and `{{index}}` set), with the
+    /// step's retries, timeout and expectations, reported as `STEP[INDEX]`.
+    func element(_ step: WorkflowStep, index: Int, item: JSONValue, values: TemplateValues) async -> ElementEnd {
+        var values = values
+        values.item = item
+        values.index = index
+        let id = "\(step.id)[\(index)]"
+        let result: Result<[String: JSONValue], any Error>
+        do {
+            result = .success(
+                try await tracked(step, id: id, item: index) {
+                    try await perform(step, id: id, item: index, values: values)
+                })
+        } catch {
+            result = .failure(error)
+        }
+        return ElementEnd(result: result, report: records.withLock { $0.removeValue(forKey: id) })
+    }
 
     /// `an object`, `a string`, … for messages.
     static func kind(of value: JSONValue) -> String {
