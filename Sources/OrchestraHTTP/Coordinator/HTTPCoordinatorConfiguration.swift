@@ -7,14 +7,17 @@ extension HTTPCoordinator {
     public struct Configuration: Sendable {
         /// Requests in flight at once, over all hosts; 16 by default. At least 1.
         public var maxConcurrentRequests: Int
-        /// Requests in flight at once to one host (`scheme://authority`); 6 by default, like
-        /// browsers. At least 1.
+        /// Requests in flight at once to one host (its scheme, host and port: `https://HOST` and
+        /// `https://host:443/` are one host); 6 by default, like browsers. At least 1.
         public var maxConcurrentRequestsPerHost: Int
         /// Limits of particular hosts, in place of ``maxConcurrentRequestsPerHost`` for them.
         /// A key is `host` (every port of that host) or `host:port` (`127.0.0.1:8080`,
-        /// `[::1]:443`), in any case; a request uses the key naming its `host:port` if there is
-        /// one, else the one naming its host. All the hosts one key matches share its limit.
-        /// Empty by default; each limit at least 1.
+        /// `[::1]:443`). Hosts compare as DNS does: in any case, a trailing dot ignored
+        /// (`Example.com.` is `example.com`); a request's port is the one in its authority, else
+        /// its scheme's (`example.com:443` limits `https://example.com/`); userinfo is ignored. A
+        /// request uses the key naming its `host:port` if there is one, else the one naming its
+        /// host. All the hosts one key matches share its limit; two keys naming the same host
+        /// share the lower limit. Empty by default; each limit at least 1.
         public var hostLimits: [String: Int]
         /// The time limit of each attempt, from when it gets its slot; 30 s by default.
         public var requestTimeout: Duration?
