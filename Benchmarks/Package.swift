@@ -51,6 +51,16 @@ let package = Package(
             ],
             path: "Tools/PostgresThroughput"
         ),
+        // A store's claims and records alone, without the worker loop: before/after figures of
+        // a change to the claim (BENCHMARKS.md, durable sections).
+        .executableTarget(
+            name: "ClaimThroughput",
+            dependencies: [
+                .product(name: "OrchestraDurable", package: "Orchestra"),
+                .product(name: "OrchestraPostgres", package: "Orchestra"),
+            ],
+            path: "Tools/ClaimThroughput"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -307,7 +307,7 @@ extension PostgresJobStore {
         // A lease that expired belongs to a worker that died (or stalled): its job is due again.
         // In the same statement, each run's room: the query reads the jobs as they were before
         // the update, so the jobs it made ready are taken off the running ones.
-        var room: [String: Int] = [:]
+        var runs: [String: ClaimPlanner.Room] = [:]
         for try await (runID, jobLimit, running) in try await connection.query(
             """
             WITH reaped AS (
@@ -322,83 +322,74 @@ extension PostgresJobStore {
             FROM \(unescaped: table("runs")) r WHERE r.state = 'running'
             """, logger: logger
         ).decode((String, Int, Int).self) {
-            room[runID] = jobLimit - running
+            runs[runID] = ClaimPlanner.Room(limit: jobLimit, inUse: running)
         }
-        var runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
+        let runsWithRoom = runs.filter { $0.value.free > 0 }.keys.sorted()
         guard !runsWithRoom.isEmpty else { return [] }
-        // Each resource's free places: its limit less the running jobs that use it.
-        var free: [String: [String: Int]] = [:]
-        for try await (runID, name, places) in try await connection.query(
+        // Each resource's limit and the running jobs that use it, in the runs with room.
+        var resources: [ClaimPlanner.Resource: ClaimPlanner.Room] = [:]
+        for try await (runID, name, resourceLimit, inUse) in try await connection.query(
             """
-            SELECT rr.run_id, rr.name, rr.resource_limit - (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
+            SELECT rr.run_id, rr.name, rr.resource_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
                 JOIN \(unescaped: table("job_resources")) r ON r.run_id = j.run_id AND r.job_id = j.id
                 WHERE j.run_id = rr.run_id AND j.state = 'running' AND r.name = rr.name)::INTEGER
             FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoom))
             """, logger: logger
-        ).decode((String, String, Int).self) {
-            free[runID, default: [:]][name] = places
+        ).decode((String, String, Int, Int).self) {
+            resources[ClaimPlanner.Resource(runID: runID, name: name)] = ClaimPlanner.Room(
+                limit: resourceLimit, inUse: inUse)
         }
-        let runsWithResources = Array(free.keys)
+        let runsWithResources = Set(resources.keys.map(\.runID)).sorted()
+        var planner = ClaimPlanner(limit: limit, kinds: claim.kinds, now: now, runs: runs, resources: resources)
         var claimed: [ClaimedJob] = []
-        let page = max(64, limit * 4)
-        while claimed.count < limit, !runsWithRoom.isEmpty {
-            // Jobs of a full resource are left out here, so that they hold no other back.
-            let full = free.flatMap { runID, places in places.filter { $0.value <= 0 }.keys.map { (runID, $0) } }
-            let fullRuns = full.map(\.0)
-            let fullNames = full.map(\.1)
-            var candidates: [ClaimedJob] = []
-            var resources: [JobKey: [String]] = [:]
+        while let page = planner.nextPage() {
+            // The page's rows: the ready jobs in claim order (the claim index), of runs with
+            // room, using no full resource; locked, and those another transaction holds skipped.
+            var jobs: [JobKey: ClaimedJob] = [:]
+            var candidates: [ClaimPlanner.Candidate] = []
             for try await (
-                runID, id, kind, input, attempts, timeout, maxAttempts, initialDelay, multiplier, maxDelay, uses
+                runID, id, kind, priority, criticalPath, runAt, position, input, attempts, timeout, maxAttempts,
+                initialDelay, multiplier, maxDelay, uses
             )
                 in try await connection.query(
                     """
-                    SELECT j.run_id, j.id, j.kind, j.input, j.attempts, j.timeout_ns, j.max_attempts,
-                        j.initial_delay_ns, j.multiplier, j.max_delay_ns,
+                    SELECT j.run_id, j.id, j.kind, j.priority, j.critical_path, j.run_at, j.position, j.input,
+                        j.attempts, j.timeout_ns, j.max_attempts, j.initial_delay_ns, j.multiplier, j.max_delay_ns,
                         CASE WHEN j.run_id = ANY(\(runsWithResources)) THEN ARRAY(
                             SELECT name FROM \(unescaped: table("job_resources")) r
                             WHERE r.run_id = j.run_id AND r.job_id = j.id) ELSE '{}' END
                     FROM \(unescaped: table("jobs")) j
                     WHERE j.state = 'ready' AND j.run_at <= \(now) AND j.kind = ANY(\(kinds))
-                        AND j.run_id = ANY(\(runsWithRoom))
+                        AND j.run_id = ANY(\(page.runs))
                         AND NOT EXISTS (SELECT 1 FROM \(unescaped: table("job_resources")) r
-                            JOIN unnest(\(fullRuns)::TEXT[], \(fullNames)::TEXT[]) AS f (run_id, name)
+                            JOIN unnest(\(page.fullResources.map(\.runID))::TEXT[],
+                                \(page.fullResources.map(\.name))::TEXT[]) AS f (run_id, name)
                                 ON f.run_id = r.run_id AND f.name = r.name
                             WHERE r.run_id = j.run_id AND r.job_id = j.id)
-                    ORDER BY j.priority DESC, j.critical_path DESC, j.run_at, j.position
-                    LIMIT \(page)
+                    ORDER BY \(unescaped: ClaimPlanner.orderBy("j."))
+                    LIMIT \(page.size)
                     FOR UPDATE OF j SKIP LOCKED
                     """, logger: logger
-                ).decode((String, String, String, Data, Int, Int64?, Int, Int64, Double, Int64, [String]).self)
+                ).decode(
+                    (
+                        String, String, String, Int, Double, Int64, Int, Data, Int, Int64?, Int, Int64, Double, Int64,
+                        [String]
+                    ).self)
             {
-                if !uses.isEmpty { resources[JobKey(runID: runID, jobID: id)] = uses }
+                let key = JobKey(runID: runID, jobID: id)
                 candidates.append(
-                    ClaimedJob(
-                        key: JobKey(runID: runID, jobID: id), kind: kind, input: input, attempt: attempts + 1,
-                        dependencyOutputs: [:], timeout: timeout.map { .nanoseconds($0) },
-                        retry: DurableRetry(
-                            maxAttempts: maxAttempts, initialDelay: .nanoseconds(initialDelay), multiplier: multiplier,
-                            maxDelay: .nanoseconds(maxDelay))))
+                    ClaimPlanner.Candidate(
+                        key: key, kind: kind, priority: priority, criticalPath: criticalPath, due: runAt,
+                        position: position, resources: uses))
+                jobs[key] = ClaimedJob(
+                    key: key, kind: kind, input: input, attempt: attempts + 1, dependencyOutputs: [:],
+                    timeout: timeout.map { .nanoseconds($0) },
+                    retry: DurableRetry(
+                        maxAttempts: maxAttempts, initialDelay: .nanoseconds(initialDelay), multiplier: multiplier,
+                        maxDelay: .nanoseconds(maxDelay)))
             }
-            var taken: [ClaimedJob] = []
-            for job in candidates where claimed.count + taken.count < limit {
-                let runID = job.key.runID
-                guard let places = room[runID], places > 0 else { continue }
-                if var available = free[runID] {
-                    let uses = resources[job.key] ?? []
-                    // Filled by an earlier job of this page: it waits, the next are looked at.
-                    guard uses.allSatisfy({ available[$0, default: 0] > 0 }) else { continue }
-                    for name in uses { available[name, default: 0] -= 1 }
-                    free[runID] = available
-                }
-                room[runID] = places - 1
-                taken.append(job)
-            }
+            let taken = planner.take(candidates).compactMap { jobs[$0.key] }
             claimed += try await markRunning(taken, worker: worker, expiry: expiry, connection)
-            runsWithRoom = runsWithRoom.filter { (room[$0] ?? 0) > 0 }
-            // A short page was every job claimable now; a page that gave nothing would give
-            // nothing again.
-            if candidates.count < page || taken.isEmpty { break }
         }
         return claimed
     }

@@ -14,6 +14,10 @@ public enum FailurePolicy: Sendable, Hashable {
 ///   every dependency ended, however).
 /// - Among ready nodes the one started next has the highest priority; within a priority, the
 ///   longest remaining path (``GraphBlueprint/bottomLevels``); then the lowest insertion index.
+///   Durable runs follow the same order and the same limits: `ClaimPlanner` in OrchestraDurable
+///   holds them for both job stores (it puts a job's due time, a retry's or when it became
+///   ready, before its position). `ClaimOrderTests` runs one graph through this machine and
+///   through each store's claims and compares the start order.
 /// - At most `limit` nodes run at once, and at most each resource's limit use that resource. A
 ///   ready node whose resource is full is parked and never blocks other ready nodes.
 /// - A node waiting out a retry backoff holds no slot and no resource.

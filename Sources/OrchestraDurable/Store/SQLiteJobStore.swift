@@ -216,7 +216,10 @@ public final class SQLiteJobStore: JobStore {
                 WHERE state = 'running' AND lease_expiry <= ?
                 """
         ).execute(arguments: [now])
-        var room: [String: Int] = [:]
+        // What the planner needs (ClaimPlanner holds the rules): each run's limit and running
+        // jobs, and, in the runs with room, each resource's limit and the running jobs that use
+        // it (read through the running jobs, which are few).
+        var runs: [String: ClaimPlanner.Room] = [:]
         for row in try Row.fetchAll(
             db.cachedStatement(
                 sql: """
@@ -225,22 +228,15 @@ public final class SQLiteJobStore: JobStore {
                     FROM runs WHERE state = 'running'
                     """))
         {
-            room[row[0]] = (row[1] as Int) - (row[2] as Int)
+            runs[row[0]] = ClaimPlanner.Room(limit: row[1], inUse: row[2])
         }
-        // Only runs with room: a run at its limit would otherwise make every claim read
-        // all of its ready jobs to take none.
-        let runsWithRoom = room.filter { $0.value > 0 }.keys.sorted()
-        guard !runsWithRoom.isEmpty else { return [] }
-        // Each resource's free places, in the runs that have resources: its limit less the
-        // running jobs that use it (read through the running jobs, which are few).
-        var resourceRoom: [String: [String: Int]] = [:]
-        for runID in runsWithRoom {
+        var resources: [ClaimPlanner.Resource: ClaimPlanner.Room] = [:]
+        for runID in runs.filter({ $0.value.free > 0 }).keys.sorted() {
             let limits = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT name, resource_limit FROM run_resources WHERE run_id = ?"),
                 arguments: [runID])
             guard !limits.isEmpty else { continue }
-            var free: [String: Int] = [:]
-            for row in limits { free[row[0]] = row[1] }
+            var inUse: [String: Int] = [:]
             for row in try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -249,50 +245,20 @@ public final class SQLiteJobStore: JobStore {
                         WHERE jobs.run_id = ? AND jobs.state = 'running' GROUP BY job_resources.name
                         """), arguments: [runID])
             {
-                free[row[0], default: 0] -= row[1] as Int
+                inUse[row[0]] = row[1]
             }
-            resourceRoom[runID] = free
+            for row in limits {
+                let name: String = row[0]
+                resources[ClaimPlanner.Resource(runID: runID, name: name)] = ClaimPlanner.Room(
+                    limit: row[1], inUse: inUse[name] ?? 0)
+            }
         }
+        let runsWithResources = Set(resources.keys.map(\.runID))
+        // Pages of the jobs wanted: another page costs no round trip here, a row read more does.
+        var planner = ClaimPlanner(
+            limit: limit, kinds: kinds, now: now, runs: runs, resources: resources, pageSize: .wanted)
         let resourcesOfJob = try db.cachedStatement(
             sql: "SELECT name FROM job_resources WHERE run_id = ? AND job_id = ?")
-        let kindList = kinds.sorted()
-        let kindPlaceholders = Self.placeholders(kindList.count)
-        let runPlaceholders = Self.placeholders(runsWithRoom.count)
-        let candidates = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT run_id, id, kind, input, attempts, timeout_ns, max_attempts, initial_delay_ns, multiplier,
-                        max_delay_ns
-                    FROM jobs INDEXED BY jobs_claim
-                    WHERE state = 'ready' AND run_at <= ? AND kind IN (\(kindPlaceholders))
-                        AND run_id IN (\(runPlaceholders))
-                    ORDER BY priority DESC, critical_path DESC, run_at, position
-                    """),
-            arguments: StatementArguments([now] + kindList + runsWithRoom))
-        var claimed: [ClaimedJob] = []
-        var runsLeft = runsWithRoom.count
-        while claimed.count < limit, runsLeft > 0, let row = try candidates.next() {
-            let runID: String = row[0]
-            guard let free = room[runID], free > 0 else { continue }
-            if var places = resourceRoom[runID] {
-                // A job whose resource is full waits; the jobs after it are still looked at.
-                let uses = try String.fetchAll(resourcesOfJob, arguments: [runID, row[1] as String])
-                guard uses.allSatisfy({ places[$0, default: 0] > 0 }) else { continue }
-                for name in uses { places[name, default: 0] -= 1 }
-                resourceRoom[runID] = places
-            }
-            room[runID] = free - 1
-            if free == 1 { runsLeft -= 1 }
-            let timeout: Int64? = row[5]
-            claimed.append(
-                ClaimedJob(
-                    key: JobKey(runID: runID, jobID: row[1]), kind: row[2], input: row[3],
-                    attempt: (row[4] as Int) + 1, dependencyOutputs: [:],
-                    timeout: timeout.map { .nanoseconds($0) },
-                    retry: DurableRetry(
-                        maxAttempts: row[6], initialDelay: .nanoseconds(row[7] as Int64), multiplier: row[8],
-                        maxDelay: .nanoseconds(row[9] as Int64))))
-        }
         let mark = try db.cachedStatement(
             sql: """
                 UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_expiry = ?
@@ -307,12 +273,66 @@ public final class SQLiteJobStore: JobStore {
                 JOIN jobs ON jobs.run_id = dependencies.run_id AND jobs.id = dependencies.depends_on
                 WHERE dependencies.run_id = ? AND dependencies.job_id = ?
                 """)
-        for index in claimed.indices {
-            let key = claimed[index].key
-            try mark.execute(arguments: [worker, expiry, key.runID, key.jobID])
-            for row in try Row.fetchAll(outputs, arguments: [key.runID, key.jobID]) {
-                let output: Data? = row[1]
-                claimed[index].dependencyOutputs[row[0]] = output ?? Data()
+        let kindList = kinds.sorted()
+        var claimed: [ClaimedJob] = []
+        while let page = planner.nextPage() {
+            // The page's rows: the ready jobs in claim order (the claim index), of runs with
+            // room, using no full resource.
+            let full = page.fullResources
+            let skipFull =
+                full.isEmpty
+                ? ""
+                : """
+                AND NOT EXISTS (SELECT 1 FROM job_resources WHERE job_resources.run_id = jobs.run_id
+                    AND job_resources.job_id = jobs.id
+                    AND (\(Array(repeating: "(job_resources.run_id = ? AND job_resources.name = ?)", count: full.count)
+                        .joined(separator: " OR "))))
+                """
+            var arguments: [any DatabaseValueConvertible] = [now]
+            arguments += kindList
+            arguments += page.runs
+            arguments += full.flatMap { [$0.runID, $0.name] }
+            arguments.append(page.size)
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT run_id, id, kind, priority, critical_path, run_at, position, input, attempts,
+                            timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns
+                        FROM jobs INDEXED BY jobs_claim
+                        WHERE state = 'ready' AND run_at <= ? AND kind IN (\(Self.placeholders(kindList.count)))
+                            AND run_id IN (\(Self.placeholders(page.runs.count))) \(skipFull)
+                        ORDER BY \(ClaimPlanner.orderBy(""))
+                        LIMIT ?
+                        """),
+                arguments: StatementArguments(arguments))
+            var rowOf: [JobKey: Row] = [:]
+            var candidates: [ClaimPlanner.Candidate] = []
+            for row in rows {
+                let key = JobKey(runID: row[0], jobID: row[1])
+                rowOf[key] = row
+                let uses =
+                    try runsWithResources.contains(key.runID)
+                    ? String.fetchAll(resourcesOfJob, arguments: [key.runID, key.jobID]) : []
+                candidates.append(
+                    ClaimPlanner.Candidate(
+                        key: key, kind: row[2], priority: row[3], criticalPath: row[4], due: row[5], position: row[6],
+                        resources: uses))
+            }
+            for candidate in planner.take(candidates) {
+                let (key, row) = (candidate.key, rowOf[candidate.key]!)
+                try mark.execute(arguments: [worker, expiry, key.runID, key.jobID])
+                let timeout: Int64? = row[9]
+                var job = ClaimedJob(
+                    key: key, kind: candidate.kind, input: row[7], attempt: (row[8] as Int) + 1,
+                    dependencyOutputs: [:], timeout: timeout.map { .nanoseconds($0) },
+                    retry: DurableRetry(
+                        maxAttempts: row[10], initialDelay: .nanoseconds(row[11] as Int64), multiplier: row[12],
+                        maxDelay: .nanoseconds(row[13] as Int64)))
+                for output in try Row.fetchAll(outputs, arguments: [key.runID, key.jobID]) {
+                    let data: Data? = output[1]
+                    job.dependencyOutputs[output[0]] = data ?? Data()
+                }
+                claimed.append(job)
             }
         }
         return claimed
