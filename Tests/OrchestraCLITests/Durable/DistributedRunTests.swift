@@ -391,6 +391,12 @@ struct DistributedRunTests {
                 "\(schemaWithFile)")
             let worker = try await OrchestraExecutable.run(["worker", "--state", "runs.sqlite"])
             #expect(worker.status == 2 && worker.stderr.contains("--state must be a PostgreSQL URL"), "\(worker)")
+            // --lease: 2 to 3600 seconds (renewed every third of it).
+            for lease in ["1", "3601", "9223372036854775807"] {
+                let leased = try await OrchestraExecutable.run(["worker", "--state", Self.url, "--lease", lease])
+                #expect(leased.status == 2, "\(leased)")
+                #expect(leased.stderr.contains("--lease must be 2 to 3600 seconds, got \(lease)"), "\(leased)")
+            }
             let badWorker = try await OrchestraExecutable.run(["worker", "--state", try #require(wrong.string)])
             #expect(
                 badWorker.status == 2 && badWorker.stderr.contains("password authentication failed"), "\(badWorker)")
