@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 2
+    static let schemaVersion = 3
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -179,6 +179,15 @@ extension PostgresJobStore {
                 // The position of the next job appended: no scan of the run's jobs for it.
                 "ALTER TABLE \(table("runs")) ADD COLUMN next_position BIGINT NOT NULL DEFAULT 0",
                 "UPDATE \(table("orchestra_store")) SET value = '2' WHERE key = 'schema'",
+            ],
+            // At-most-once jobs (DurableJobOptions.atMostOnce): uncertain, not ready again, when
+            // their lease is lost. Jobs stored before it run at least once, as they did. Whether a
+            // run was opened for jobs (`opened`): resending its uncertain jobs opens it again.
+            [
+                "ALTER TABLE \(table("jobs")) ADD COLUMN at_most_once BOOLEAN NOT NULL DEFAULT false",
+                "ALTER TABLE \(table("runs")) ADD COLUMN opened BOOLEAN NOT NULL DEFAULT false",
+                "UPDATE \(table("runs")) SET opened = open_for_jobs",
+                "UPDATE \(table("orchestra_store")) SET value = '3' WHERE key = 'schema'",
             ],
         ]
     }

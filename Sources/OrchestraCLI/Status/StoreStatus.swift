@@ -57,13 +57,17 @@ struct StoreStatus {
             console.paint("PostgreSQL store \(TerminalText.quoted(schema)) at \(TerminalText.safe(location))", .bold)
         ]
         guard !summaries.isEmpty else { return (lines + ["no runs"]).map { $0 + "\n" }.joined() }
-        let header = ["run", "state", "succeeded", "failed", "skipped", "running", "waiting", "workers", "started"]
+        // uncertain: may have been sent, not sent again (DurableJobOptions.atMostOnce).
+        let header = [
+            "run", "state", "succeeded", "failed", "uncertain", "skipped", "running", "waiting", "workers", "started",
+        ]
         let rows = summaries.map { summary -> [String] in
             let jobs = summary.jobs
             let count = { (states: [DurableJobState]) in "\(states.reduce(0) { $0 + (jobs[$1] ?? 0) })" }
             return [
                 TerminalText.quoted(summary.run.id), summary.run.state.rawValue, count([.succeeded]),
-                count([.failed]), count([.skipped, .cancelled]), count([.running]), count([.ready, .blocked]),
+                count([.failed]), count([.uncertain]), count([.skipped, .cancelled]), count([.running]),
+                count([.ready, .blocked]),
                 "\(summary.workers)", StatusCommand.timestamp(summary.run.created),
             ]
         }

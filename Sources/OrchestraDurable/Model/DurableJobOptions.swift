@@ -20,18 +20,54 @@ public struct DurableJobOptions: Sendable, Hashable {
     /// restart. Every error is retried while attempts remain, except ``DurableJobFailure`` with
     /// `retryable: false`.
     public var retry: DurableRetry
+    /// Whether the job runs at most once rather than at least once: for an effect that must not
+    /// happen twice and that the outside world cannot recognise as a repeat (a `POST` without
+    /// an `Idempotency-Key`). `false` by default.
+    ///
+    /// A job runs at least once by default: when its worker dies or stalls (its lease expires),
+    /// or stops and gives the job back, the job is made ready again and another attempt runs.
+    /// With `atMostOnce`, the job instead ends ``DurableJobState/uncertain`` ("may have been
+    /// sent"), its error saying so, whenever its effect may have begun:
+    ///
+    /// - its lease expired: the store cannot know how far the worker got, so the job is
+    ///   uncertain as soon as it was claimed;
+    /// - its worker gave it back after its handler had started (a graceful stop whose grace
+    ///   period ran out). A job given back before its handler started, or while its handler
+    ///   said it was still waiting (``JobContext/markWaiting()``, until
+    ///   ``JobContext/markStarted()``), is made ready again: it never began.
+    ///
+    /// An uncertain job counts as one that did not succeed: its dependents are skipped (or the
+    /// run stops, under ``FailurePolicy/failFast``) and the run ends failed. Send it again on
+    /// demand with ``DurableQueue/resendUncertain(runID:)``. Retries (``retry``) are unchanged:
+    /// an attempt that *failed* (the handler threw) is retried as usual, since the handler knows
+    /// how it ended.
+    ///
+    /// ```swift
+    /// let charge = JobKind<Payment, Receipt>("charge")
+    /// queue.register(charge) { payment, context in
+    ///     context.markWaiting()                    // waiting for a connection: not begun
+    ///     let connection = try await pool.connection()
+    ///     try context.markStarted()                // throws if the job was given back meanwhile
+    ///     return try await connection.post(payment)
+    /// }
+    /// try graph.add("charge-42", charge, input: payment, options: .init(atMostOnce: true))
+    /// // Later, after a crash left "charge-42" uncertain and someone checked it was not charged:
+    /// try await queue.resendUncertain(runID: "checkout-42")
+    /// ```
+    public var atMostOnce: Bool
 
-    /// Options with the given values; by default priority 0, cost 1, no resource, no time limit
-    /// and one attempt.
+    /// Options with the given values; by default priority 0, cost 1, no resource, no time limit,
+    /// one attempt, and at least once.
     public init(
         priority: Int = 0, cost: Double = 1, resources: [String] = [], timeout: Duration? = nil,
-        retry: DurableRetry = .never
+        retry: DurableRetry = .never, atMostOnce: Bool = false
     ) {
         self.priority = priority
         self.cost = cost
         self.resources = resources
         self.timeout = timeout
         self.retry = retry
+        self.atMostOnce = atMostOnce
     }
 }
 

@@ -16,12 +16,18 @@ public enum DurableJobState: String, Sendable, Hashable, CaseIterable {
     case skipped
     /// The run was cancelled (or stopped at a failure under fail-fast) before it ended.
     case cancelled
+    /// May have had its effect, and is not run again: a job with
+    /// ``DurableJobOptions/atMostOnce`` whose worker lost its lease, or gave the job back after
+    /// its handler had started. It counts as a failure (its dependents are skipped, the run
+    /// fails) until ``DurableQueue/resendUncertain(runID:)`` makes it ready again.
+    case uncertain
 
-    /// Whether the job has ended for good.
+    /// Whether the job has ended for good (an ``uncertain`` job until it is sent again on
+    /// demand).
     public var isTerminal: Bool {
         switch self {
         case .blocked, .ready, .running: false
-        case .succeeded, .failed, .skipped, .cancelled: true
+        case .succeeded, .failed, .skipped, .cancelled, .uncertain: true
         }
     }
 }
@@ -32,7 +38,8 @@ public enum DurableRunState: String, Sendable, Hashable, CaseIterable {
     case running
     /// Every job succeeded.
     case succeeded
-    /// Every job ended and at least one failed (or was skipped or cancelled for it).
+    /// Every job ended and at least one failed, or is ``DurableJobState/uncertain`` (or was
+    /// skipped or cancelled for it).
     case failed
     /// Cancelled by ``DurableQueue/cancel(runID:)``.
     case cancelled

@@ -11,12 +11,38 @@ public struct JobContext: Sendable {
     /// number after a restart is higher than the attempts the job's handler saw end.
     public let attempt: Int
     private let dependencyOutputs: [String: Data]
+    /// Where the queue learns whether this attempt started (``markWaiting()``,
+    /// ``markStarted()``); `nil` outside a queue.
+    private let starts: AttemptStarts?
 
-    init(_ job: ClaimedJob) {
+    init(_ job: ClaimedJob, starts: AttemptStarts? = nil) {
         runID = job.key.runID
         jobID = job.key.jobID
         attempt = job.attempt
         dependencyOutputs = job.dependencyOutputs
+        self.starts = starts
+    }
+
+    /// Says that the handler waits before its effect begins (for a connection slot, a rate
+    /// limit): if the worker gives the job back now (a graceful stop whose grace period ran
+    /// out), a ``DurableJobOptions/atMostOnce`` job is made ready again rather than
+    /// ``DurableJobState/uncertain``, since nothing was sent. Call ``markStarted()`` right
+    /// before the effect. Without either call, the attempt counts as started when its handler
+    /// is called. Nothing changes for a job that may run more than once.
+    public func markWaiting() {
+        _ = starts?.mark(JobKey(runID: runID, jobID: jobID), attempt: attempt, started: false)
+    }
+
+    /// Says that the job's effect begins now (the request is about to be sent), after
+    /// ``markWaiting()``: from now on a give-back ends a ``DurableJobOptions/atMostOnce`` job
+    /// ``DurableJobState/uncertain``.
+    ///
+    /// - Throws: `CancellationError` if the worker gave the job back while the handler waited:
+    ///   the job is ready for another attempt, so this one must not begin its effect.
+    public func markStarted() throws {
+        guard starts?.mark(JobKey(runID: runID, jobID: jobID), attempt: attempt, started: true) ?? true else {
+            throw CancellationError()
+        }
     }
 
     /// `run id/job id/attempt`: unique per attempt. Jobs run at least once, so an attempt may

@@ -3,7 +3,7 @@ import GRDB
 
 extension SQLiteJobStore {
     /// The store's file format: its name and schema version in the `orchestra_store` table.
-    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 2, noun: "store")
+    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 3, noun: "store")
 
     /// The versioned migrations, oldest first. Each sets `schema` to its version.
     static var migrator: DatabaseMigrator {
@@ -76,6 +76,18 @@ extension SQLiteJobStore {
                     ALTER TABLE runs ADD COLUMN open_for_jobs INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE runs ADD COLUMN next_position INTEGER NOT NULL DEFAULT 0;
                     UPDATE orchestra_store SET value = '2' WHERE key = 'schema';
+                    """)
+        }
+        // At-most-once jobs (DurableJobOptions.atMostOnce): uncertain, not ready again, when
+        // their lease is lost. Jobs stored before it run at least once, as they did. Whether a
+        // run was opened for jobs (`opened`): resending its uncertain jobs opens it again.
+        migrator.registerMigration("orchestra-3") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE jobs ADD COLUMN at_most_once INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE runs ADD COLUMN opened INTEGER NOT NULL DEFAULT 0;
+                    UPDATE runs SET opened = open_for_jobs;
+                    UPDATE orchestra_store SET value = '3' WHERE key = 'schema';
                     """)
         }
         return migrator
