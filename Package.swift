@@ -152,6 +152,8 @@ let package = Package(
                 "OrchestraHTTP",
                 // `--state` files: SQLite through GRDB, in the durable store's file format.
                 "OrchestraDurable",
+                // Names each request's durable job after its step or element (a task-local).
+                "OrchestraDurableHTTP",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Yams", package: "Yams"),

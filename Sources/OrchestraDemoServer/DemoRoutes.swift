@@ -76,9 +76,11 @@ enum DemoRoutes {
             }
             return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "recovered after \(failures)")))
         }
-        router.get("/gated/:name") { _, context -> String in
-            try await state.gate.pass()
-            return try context.parameters.require("name")
+        for method in [HTTPRequest.Method.get, .post] {
+            router.on("/gated/:name", method: method) { _, context -> String in
+                try await state.gate.pass()
+                return try context.parameters.require("name")
+            }
         }
         router.get("/hang") { _, _ -> String in
             try await state.shutdown.wait()

@@ -18,7 +18,7 @@ import ServiceLifecycle
 /// - `/protected` — 200 with the valid token as `Authorization: Bearer …`, else 401;
 ///   `/protected-200` — the same, but the rejection is a 200 with `{"error":"token_expired"}`.
 /// - `/flaky/{key}?failures=N` — 503 with `Retry-After: 1` for the first `N` calls per key.
-/// - `/gated/{name}` — waits while the gate is closed (``closeGate()``), then answers.
+/// - `/gated/{name}` (GET or POST) — waits while the gate is closed (``closeGate()``), then answers.
 /// - `/hang` — never answers (until the server stops).
 /// - `/echo/{text}` — `text`; `POST /echo` — the request body, with its content type.
 /// - `/album?latency_ms=N` — JSON: the eight images' paths and sizes, for "request B built from A".

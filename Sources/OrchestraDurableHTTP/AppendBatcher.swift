@@ -60,6 +60,26 @@ final class AppendBatcher: Sendable {
         if case .failed(let error) = turn { throw error }
     }
 
+    /// Appends `graph`'s jobs to the run; returns how many were new. A job is named by what it
+    /// is (a step's label), not by its bytes: a job the run has under the same id with another
+    /// input (a multipart boundary drawn again, a timestamp) is that request's job, already
+    /// there. The store refuses such a batch whole, so it is then appended one job at a time
+    /// (only on a resume whose requests' bytes changed).
+    private func append(_ graph: DurableGraph) async throws -> Int {
+        do {
+            return try await queue.append(graph, to: runID)
+        } catch let error as DurableError where error.code == .runIDInUse {
+            guard graph.jobs.count > 1 else { return 0 }
+            var added = 0
+            for job in graph.jobs {
+                var one = DurableGraph()
+                one.jobs = [job]
+                added += try await append(one)
+            }
+            return added
+        }
+    }
+
     /// Appends `job` and the jobs waiting now, tells their callers, and passes the lead on.
     private func lead(with job: DurableGraph.Job) async -> Turn {
         let batch = state.withLock { state in
@@ -70,7 +90,7 @@ final class AppendBatcher: Sendable {
         graph.jobs = [job] + batch.map(\.job)
         let turn: Turn
         do {
-            let added = try await queue.append(graph, to: runID)
+            let added = try await append(graph)
             state.withLock {
                 $0.added += added
                 $0.existing += graph.jobs.count - added

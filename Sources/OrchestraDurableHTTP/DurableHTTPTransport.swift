@@ -26,10 +26,17 @@ public import OrchestraHTTP
 /// try await queue.close(runID: "sync")
 /// ```
 ///
-/// A job's id is a digest of the request (method, URL, headers, body) and how many identical
-/// requests this transport sent before it: a producer started again on the same run that
-/// sends the same requests in the same way reads back the outcomes stored already instead of
-/// sending those requests again.
+/// A job's id names the request, so that a producer started again on the same run reads back
+/// the outcomes stored already instead of sending those requests again:
+///
+/// - in ``withJobName(_:atMostOnce:isolation:_:)``, the name and the request's number in the
+///   scope (`charge-42#1`, then `#2` for its retry), whatever its bytes: what the command
+///   does, with each step's and element's label (`hit[109]`);
+/// - in ``withFreshJobs(isolation:_:)``, a job of its own, never read back (a login);
+/// - otherwise a digest of the request (method, URL, headers, body) and how many identical
+///   requests this transport sent before it.
+///
+/// Each id starts with the transport's `jobPrefix`.
 public final class DurableHTTPTransport: HTTPTransport {
     /// What the transport did so far.
     public struct Counts: Sendable, Hashable {
@@ -58,7 +65,14 @@ public final class DurableHTTPTransport: HTTPTransport {
     public let maximumConnectionsPerHost: Int
     /// How long a worker may take over a request sent without a timeout.
     let jobTimeout: Duration
-    private let occurrences = Locked([String: Int]())
+    /// Put before every job id: the command's names the workflow (its digest), so that the
+    /// same run id with another workflow file does not read another file's outcomes.
+    let jobPrefix: String
+    /// Occurrences of each unnamed request (by digest) sent so far.
+    let occurrences = Locked([String: Int]())
+    /// A name of this producer's own, for its fresh jobs.
+    let producer = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    let freshJobs = Locked(0)
     private let batcher: AppendBatcher
     private let unanswered = Locked(0)
 
@@ -75,11 +89,16 @@ public final class DurableHTTPTransport: HTTPTransport {
     ///     request with one carries its own (``send(_:content:progress:timeout:)``).
     ///   - resource: The run's resource (a name in the run's `resourceLimits`) for requests to
     ///     an authority (`host:port`), or `nil` for none.
+    ///   - jobPrefix: Put before every job id (see ``withJobName(_:atMostOnce:isolation:_:)``):
+    ///     a version of the producer's logic, so that a changed producer does not read the
+    ///     outcomes of requests it no longer sends in the same way.
     public init(
         queue: DurableQueue, runID: String, outcomes: DurableOutcomes, maximumConnectionsPerHost: Int = 8,
         jobTimeout: Duration = .seconds(30),
-        resource: @escaping @Sendable (_ authority: String) -> String? = { _ in nil }
+        resource: @escaping @Sendable (_ authority: String) -> String? = { _ in nil },
+        jobPrefix: String = ""
     ) {
+        self.jobPrefix = jobPrefix
         self.jobTimeout = jobTimeout
         self.queue = queue
         self.runID = runID
@@ -142,15 +161,15 @@ public final class DurableHTTPTransport: HTTPTransport {
                 resources: request.authority.flatMap(resource).map { [$0] } ?? [],
                 timeout: jobTimeout))
         var job = graph.jobs[0]
-        let digest = Self.digest(of: job.input)
-        let occurrence = occurrences.withLock { counts in
-            counts[digest, default: 0] += 1
-            return counts[digest]!
-        }
-        job.id = "\(request.method.rawValue)-\(digest)-\(occurrence)"
+        (job.id, job.options.atMostOnce) = jobID(method: request.method.rawValue, input: job.input)
         try await batcher.append(job)
         let record = try await outcomes.wait(for: job.id)
         do {
+            if record.state == .uncertain {
+                throw HTTPJobUncertainError(
+                    method: request.method.rawValue, jobID: job.id,
+                    reason: record.error ?? "may have been sent: its worker stopped while sending it")
+            }
             // The worker's queue stops an attempt at the job's time limit and records the
             // `TimeoutError` it threw as the job's error: the same error here, as a transport
             // that sends the request itself would throw.
@@ -168,22 +187,5 @@ public final class DurableHTTPTransport: HTTPTransport {
             unanswered.withLock { $0 += 1 }
             throw error
         }
-    }
-
-    /// 32 hex digits naming `bytes`, the same in every process: an FNV-1a 64-bit hash and one
-    /// of the same shape with another offset and multiplier. Not a cryptographic digest: it tells apart the requests of one
-    /// run, which come from one producer.
-    static func digest(of bytes: Data) -> String {
-        var first: UInt64 = 0xcbf2_9ce4_8422_2325
-        var second: UInt64 = 0x6c62_272e_07bb_0142
-        for byte in bytes {
-            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-            second = (second ^ UInt64(byte)) &* 0x9e37_79b9_7f4a_7c15
-        }
-        let hex = { (value: UInt64) in
-            let digits = String(value, radix: 16)
-            return String(repeating: "0", count: 16 - digits.count) + digits
-        }
-        return hex(first) + hex(second)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Orchestra
 import OrchestraDurable
 import OrchestraDurableHTTP
 import OrchestraHTTP
@@ -117,6 +118,73 @@ struct DurableHTTPTransportTests {
                 return transport.counts
             }
             #expect(counts == .init(appended: 1, reused: 0, unanswered: 1))
+        }
+    }
+
+    @Test func namedRequestsAreFoundByTheirNameWhateverTheirBytes() async throws {
+        try await Self.withStoreFile { path in
+            let server = Self.echoServer()
+            var counts: [DurableHTTPTransport.Counts] = []
+            for _ in 1...2 {
+                // A new multipart boundary each time: the bytes differ, the request does not.
+                let body = Data("--\(UUID().uuidString)\r\nfile\r\n".utf8)
+                counts.append(
+                    try await Self.withProducer(path: path, runID: "named", server: server) { coordinator, transport in
+                        let result = try await DurableHTTPTransport.withJobName("upload[3]", atMostOnce: true) {
+                            try await coordinator.data(for: Self.request(.post, "/upload"), body: body)
+                        }
+                        #expect(result.status.code == 201)
+                        return transport.counts
+                    })
+            }
+            #expect(server.requests.count == 1)
+            #expect(counts == [.init(appended: 1), .init(reused: 1)])
+            let jobs = try await DurableQueue(store: try SQLiteJobStore(path: path)).jobs(of: "named")
+            #expect(jobs.map(\.id) == ["upload[3]#1"])
+        }
+    }
+
+    @Test func anAtMostOnceRequestWhoseWorkerDiedIsUncertainAndNotSentAgain() async throws {
+        try await Self.withStoreFile { path in
+            let epoch = Date(timeIntervalSince1970: 1_800_000_000)
+            let store = try SQLiteJobStore(path: path)
+            let producer = DurableQueue(store: store, worker: "producer", clock: ManualClock(), wallClockStart: epoch)
+            try await producer.open(runID: "charges", limit: 4)
+            let server = Self.echoServer()
+            try await producer.withOutcomes(of: "charges") { outcomes in
+                let transport = DurableHTTPTransport(queue: producer, runID: "charges", outcomes: outcomes)
+                let sending = Task {
+                    try await DurableHTTPTransport.withJobName("charge[0]", atMostOnce: true) {
+                        try await transport.send(Self.request(.post, "/charges"), body: Data("{}".utf8))
+                    }
+                }
+                try await waitUntil("the job is appended") { transport.counts.appended == 1 }
+                // A worker claims it and dies: its lease runs to epoch + 10 s and is never renewed.
+                let claimed = try await store.record(
+                    [],
+                    thenClaim: Claim(
+                        worker: "dead", kinds: [HTTPJob.kind.name], limit: 8, now: epoch,
+                        leaseExpiry: epoch.addingTimeInterval(10)),
+                    now: epoch
+                ).claimed
+                #expect(claimed.map(\.key.jobID) == ["charge[0]#1"])
+                // A live worker later: the expired lease ends the job uncertain, not ready again.
+                let live = DurableQueue(
+                    store: store, worker: "live", clock: ManualClock(), wallClockStart: epoch.addingTimeInterval(20))
+                live.registerHTTPJobs(sendingThrough: server)
+                let stop = DurableStopSignal()
+                let working = Task { try await live.work(limit: 4, until: stop) }
+                let error = await #expect(throws: HTTPJobUncertainError.self) {
+                    try await withHangGuard { try await sending.value }
+                }
+                stop.request()
+                try await working.value
+                #expect(error?.method == "POST" && error?.jobID == "charge[0]#1")
+                #expect(
+                    error?.reason.hasPrefix("may have been sent: worker 'dead'") == true, "\(String(describing: error))"
+                )
+            }
+            #expect(server.requests.isEmpty, "an at-most-once request was sent again")
         }
     }
 }

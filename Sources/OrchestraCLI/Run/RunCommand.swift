@@ -125,40 +125,16 @@ struct RunCommand: AsyncParsableCommand {
     /// Whether `--state` names a PostgreSQL store: the requests go to its workers.
     private var isDistributed: Bool { state.map(StoreStatus.isPostgresURL) ?? false }
 
+    /// The flags that choose how the command runs (``RunMode``).
+    var flags: RunFlags {
+        RunFlags(
+            state: state, schema: schema, runID: runID, data: options.data, force: force,
+            resendUncertain: resendUncertain, parallel: parallel, trace: trace, cookieJar: cookieJarPath)
+    }
+
+    /// Each mode checks the flags it takes (``RunMode``).
     func validate() throws {
-        guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1, got \(parallel)") }
-        if isDistributed {
-            if force { throw ValidationError("--force applies to a state file, not to --state postgres://…") }
-            if resendUncertain {
-                throw ValidationError("--resend-uncertain applies to a state file, not to --state postgres://…")
-            }
-            if options.data != nil {
-                throw ValidationError("--state postgres://… runs the workflow once; it does not take --data")
-            }
-            if runID?.isEmpty == true { throw ValidationError("--run-id needs an id") }
-            return
-        }
-        if schema != nil || runID != nil {
-            throw ValidationError("--schema and --run-id apply to --state postgres://… (a PostgreSQL store)")
-        }
-        if state == nil {
-            if force { throw ValidationError("--force lets --state use another workflow's state file: give --state") }
-            if resendUncertain { throw ValidationError("--resend-uncertain resumes a --state file: give --state") }
-        } else if state?.isEmpty == true {
-            throw ValidationError("--state needs a file name")
-        } else if options.data != nil {
-            throw ValidationError("--state records one run of the workflow; it does not take a --data run")
-        }
-        guard options.data != nil else {
-            if parallel != 1 { throw ValidationError("--parallel sets how many --data rows run at once: give --data") }
-            return
-        }
-        if trace != nil {
-            throw ValidationError("--trace does not take a --data run; use --report-html for its timeline")
-        }
-        if cookieJarPath != nil {
-            throw ValidationError("--cookie-jar does not take a --data run: each row has its own cookie jar")
-        }
+        _ = try RunMode(flags)
     }
 
     /// The printer of the run's lines, after printing the workflow's name (text output).
@@ -278,7 +254,8 @@ struct RunCommand: AsyncParsableCommand {
         _ run: @escaping @Sendable (any HTTPTransport) async throws -> WorkflowReport
     ) async throws -> (WorkflowReport, DistributedRun.Summary) {
         let runID = self.runID ?? DistributedRun.newRunID(file: options.file)
-        let distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
+        var distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
+        distributed.resendsUncertain = resendUncertain
         let started = Locked(false)
         let text = output == .text
         do {

@@ -38,6 +38,12 @@ enum StepErrors {
         }
     }
 
+    /// The message of a request reported "may have been sent": in flight when `stopped` (`run
+    /// 2`, `its worker`) stopped, and not safe to send twice, so not sent again.
+    static func maybeSent(method: String, stopped: String) -> String {
+        "may have been sent: in flight when \(stopped) stopped, and a \(method) is not safe to send twice, so it was not sent again (check the server; --resend-uncertain sends it)"
+    }
+
     /// The first 200 characters of a body, on one line; for a body that is not text (by its
     /// content type, or bytes that are not UTF-8), its size and type instead.
     static func snippet(_ body: Data, contentType: String? = nil) -> String {

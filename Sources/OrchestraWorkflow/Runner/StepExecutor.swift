@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Orchestra
+import OrchestraDurableHTTP
 import OrchestraHTTP
 
 /// Runs one step: renders its request from the variables and its dependencies' captures,
@@ -133,8 +134,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         }
         update(id) { $0.url = rendered.url }
         let context = ExchangeContext(label: id, cookies: values.cookieJar)
+        // On a durable transport, the request's job is named after the step or element: a resume
+        // finds it by what it is, not by its bytes; one not safe to send twice runs at most once.
         let result = try await ExchangeContext.$current.withValue(context) {
-            try await send(rendered, for: step, id: id, item: item)
+            try await DurableHTTPTransport.withJobName(id, atMostOnce: !step.resendsOnResume) {
+                try await send(rendered, for: step, id: id, item: item)
+            }
         }
         let status = result.status.code
         var reader = ResponseReader(result, regexLimit: min(regexTimeLimit, step.timeout))
@@ -259,6 +264,10 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             return result
         } catch is CancellationError {
             throw CancellationError()
+        } catch let error as HTTPJobUncertainError {
+            update(id) { $0.maybeSent = true }
+            throw StepFailure(
+                StepErrors.maybeSent(method: error.method, stopped: "its worker"), url: rendered.url)
         } catch {
             if let error = error as? HTTPRedirectError {
                 // A redirect too many is in `hops` but was not followed.

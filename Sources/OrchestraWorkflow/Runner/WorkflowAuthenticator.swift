@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Orchestra
+import OrchestraDurableHTTP
 import OrchestraHTTP
 
 /// The `auth:` block at run time: a ``TokenRefresher`` (one login or refresh at a time, shared
@@ -80,7 +81,10 @@ final class WorkflowAuthenticator: Sendable {
         do {
             result = try await withTimeout(timeout, clock: clock) {
                 // Straight to the transport: the token must not wait behind the requests it unblocks.
-                let (response, body) = try await transport.send(rendered.request, content: rendered.body, progress: nil)
+                // A durable run sends it afresh every time: never a token stored by an earlier run.
+                let (response, body) = try await DurableHTTPTransport.withFreshJobs {
+                    try await transport.send(rendered.request, content: rendered.body, progress: nil)
+                }
                 return HTTPResult(response: response, body: body)
             }
         } catch let error as TimeoutError {

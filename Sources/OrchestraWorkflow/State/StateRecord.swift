@@ -67,6 +67,6 @@ package struct StateRecord: Sendable, Hashable {
 
     /// The message of a request reported "may have been sent".
     package static func uncertainMessage(method: String, run: Int) -> String {
-        "may have been sent: in flight when run \(run) stopped, and a \(method) is not safe to send twice, so it was not sent again (check the server; --resend-uncertain sends it)"
+        StepErrors.maybeSent(method: method, stopped: "run \(run)")
     }
 }
