@@ -32,7 +32,9 @@ struct RunCommand: AsyncParsableCommand {
             'orchestra worker' processes on any machines that reach the database, the \
             workflow's limits holding across all of them; this process evaluates the workflow \
             and reads their responses back. --run-id goes on with the run of a coordinator that \
-            stopped. See Examples/README.md, "Across machines".
+            stopped. A request not safe to send twice is sent at most once there too: one whose \
+            worker died while sending it is reported as "may have been sent" (--run-id with \
+            --resend-uncertain sends it). See Examples/README.md, "Across machines".
 
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled) or \
             an output could not be written (standard output, a report, the trace, the cookie jar: \
