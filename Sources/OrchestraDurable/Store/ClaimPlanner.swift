@@ -217,10 +217,12 @@ package struct ClaimPlanner: Sendable {
             guard kinds.contains(candidate.kind), candidate.due <= now, !plannedKeys.contains(candidate.key),
                 let places = runRoom[candidate.key.runID], places > 0
             else { continue }
-            let resources = Set(candidate.resources).map { Resource(runID: candidate.key.runID, name: $0) }
-            // A resource without a limit is not in `resourceRoom`: it holds nothing back.
-            guard resources.allSatisfy({ (resourceRoom[$0] ?? 1) > 0 }) else { continue }
-            for resource in resources where resourceRoom[resource] != nil { resourceRoom[resource]! -= 1 }
+            if !candidate.resources.isEmpty {
+                let resources = Set(candidate.resources).map { Resource(runID: candidate.key.runID, name: $0) }
+                // A resource without a limit is not in `resourceRoom`: it holds nothing back.
+                guard resources.allSatisfy({ (resourceRoom[$0] ?? 1) > 0 }) else { continue }
+                for resource in resources where resourceRoom[resource] != nil { resourceRoom[resource]! -= 1 }
+            }
             runRoom[candidate.key.runID] = places - 1
             planned.append(candidate)
             plannedKeys.insert(candidate.key)
