@@ -79,7 +79,7 @@ struct AtMostOnceTests {
                 clock.pendingSleepers.contains(ManualClock.Instant(offset: .seconds(10)))
             }
             clock.advance(by: .seconds(10))
-            try await withHangGuard(.seconds(19)) { try await working.value }
+            try await withHangGuard(.seconds(20)) { try await working.value }
         }
     }
 
@@ -110,7 +110,7 @@ struct AtMostOnceTests {
 
             let calls = Locked([String]())
             let live = Self.liveQueue(store, calls: calls)
-            try await withHangGuard(.seconds(21)) { try await live.drain() }
+            try await withHangGuard(.seconds(20)) { try await live.drain() }
             let jobs = try await live.jobs(of: runID)
             guard scenario.uncertain else {
                 // Run again by the live worker, its attempt counted; the run goes on.
