@@ -19,7 +19,7 @@ public import OrchestraHTTP
 /// try await queue.withOutcomes(of: "sync") { outcomes in
 ///     let transport = DurableHTTPTransport(
 ///         queue: queue, runID: "sync", outcomes: outcomes,
-///         resource: { authority in authority == "api.example.com" ? "host:api.example.com" : nil })
+///         resource: { request in request.authority == "api.example.com" ? "host:api.example.com" : nil })
 ///     let coordinator = HTTPCoordinator(transport: transport)
 ///     let (response, body) = try await coordinator.send(request)
 /// }
@@ -60,8 +60,8 @@ public final class DurableHTTPTransport: HTTPTransport {
     let queue: DurableQueue
     let runID: String
     let outcomes: DurableOutcomes
-    /// The run's resource for requests to an authority (`host:port`), if it has a limit.
-    let resource: @Sendable (String) -> String?
+    /// The run's resource for a request, if it has a limit.
+    let resource: @Sendable (HTTPRequest) -> String?
     public let maximumConnectionsPerHost: Int
     /// How long a worker may take over a request sent without a timeout.
     let jobTimeout: Duration
@@ -87,15 +87,16 @@ public final class DurableHTTPTransport: HTTPTransport {
     ///     run's limit, so the coordinator's own limits are the ones that bind.
     ///   - jobTimeout: How long a worker may take over a request sent without a timeout; a
     ///     request with one carries its own (``send(_:content:progress:timeout:)``).
-    ///   - resource: The run's resource (a name in the run's `resourceLimits`) for requests to
-    ///     an authority (`host:port`), or `nil` for none.
+    ///   - resource: The run's resource (a name in the run's `resourceLimits`) a request
+    ///     uses, or `nil` for none: usually one per host, named from the request's scheme and
+    ///     authority.
     ///   - jobPrefix: Put before every job id (see ``withJobName(_:atMostOnce:isolation:_:)``):
     ///     a version of the producer's logic, so that a changed producer does not read the
     ///     outcomes of requests it no longer sends in the same way.
     public init(
         queue: DurableQueue, runID: String, outcomes: DurableOutcomes, maximumConnectionsPerHost: Int = 8,
         jobTimeout: Duration = .seconds(30),
-        resource: @escaping @Sendable (_ authority: String) -> String? = { _ in nil },
+        resource: @escaping @Sendable (HTTPRequest) -> String? = { _ in nil },
         jobPrefix: String = ""
     ) {
         self.jobPrefix = jobPrefix
@@ -158,7 +159,7 @@ public final class DurableHTTPTransport: HTTPTransport {
         try graph.add(
             "", HTTPJob.kind, input: HTTPJob.Request(request, body: body),
             options: DurableJobOptions(
-                resources: request.authority.flatMap(resource).map { [$0] } ?? [],
+                resources: resource(request).map { [$0] } ?? [],
                 timeout: jobTimeout))
         var job = graph.jobs[0]
         (job.id, job.options.atMostOnce) = jobID(method: request.method.rawValue, input: job.input)

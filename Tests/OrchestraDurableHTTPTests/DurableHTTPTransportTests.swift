@@ -49,7 +49,7 @@ struct DurableHTTPTransportTests {
         let result = try await queue.withOutcomes(of: runID) { outcomes in
             let transport = DurableHTTPTransport(
                 queue: queue, runID: runID, outcomes: outcomes, maximumConnectionsPerHost: 4,
-                resource: { $0 == "api.example.com" ? "host:api.example.com" : nil })
+                resource: { $0.authority == "api.example.com" ? "host:api.example.com" : nil })
             return try await body(HTTPCoordinator(transport: transport), transport)
         }
         stop.request()

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import OrchestraDurable
 import OrchestraDurableHTTP
@@ -60,10 +61,11 @@ struct DistributedRun {
     /// sends its requests afresh.
     var jobPrefix: String { "\(workflow.digest.prefix(12))/" }
 
-    /// The resource of a request to `authority`: the limit naming its `host:port`, else the one
-    /// naming its host, as the workflow's coordinator chooses (``WorkflowLimits``).
-    func resource(for authority: String) -> String? {
-        workflow.limits.resource(scheme: nil, authority: authority)
+    /// The resource of `request`: that of the limit naming its `host:port` (its scheme's
+    /// default port if it gives none), else the one naming its host, as the workflow's
+    /// coordinator chooses (``WorkflowLimits``).
+    func resource(for request: HTTPRequest) -> String? {
+        workflow.limits.resource(scheme: request.scheme, authority: request.authority ?? "")
     }
 
     /// Opens the store and the run, and runs `body` with the transport that hands requests to
