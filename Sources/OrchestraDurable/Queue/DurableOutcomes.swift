@@ -21,8 +21,8 @@ public final class DurableOutcomes: Sendable {
         self.runID = runID
     }
 
-    /// Waits until job `jobID` of the run has ended (succeeded, failed for good, skipped or
-    /// cancelled) and returns it as stored. Call it once the job was submitted or appended.
+    /// Waits until job `jobID` of the run has ended (succeeded, failed for good, skipped,
+    /// cancelled, or uncertain: ``DurableJobOptions/atMostOnce``) and returns it as stored. Call it once the job was submitted or appended.
     ///
     /// Cancellation: cancelling the waiting task throws `CancellationError`; the job goes on.
     ///
