@@ -25,9 +25,9 @@ extension PostgresJobStore {
             try await connection.query(
                 """
                 INSERT INTO \(unescaped: table("runs")) (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs,
-                    next_position)
+                    next_position, opened)
                 VALUES (\(run.runID), 'running', \(run.limit), \(run.failurePolicy == .failFast), \(fingerprint), \(now),
-                    \(run.isOpen), \(run.graph.jobs.count))
+                    \(run.isOpen), \(run.graph.jobs.count), \(run.isOpen))
                 """, logger: logger)
             try await insertJobs(of: run, from: 0, now: now, connection)
             for (name, limit) in run.resourceLimits.sorted(by: { $0.key < $1.key }) {
@@ -63,18 +63,19 @@ extension PostgresJobStore {
     ) async throws -> Set<String> {
         let jobs = Array(run.graph.jobs.enumerated())
         var inserted: Set<String> = []
-        // 15 values a row: 4,000 rows stay under PostgreSQL's 65,535 parameters.
+        // 16 values a row: 4,000 rows stay under PostgreSQL's 65,535 parameters.
         for chunk in stride(from: 0, to: jobs.count, by: 4_000) {
             var sql = """
                 INSERT INTO \(table("jobs")) (run_id, id, position, kind, input, state, waiting_on, priority,
-                    critical_path, timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at) VALUES
+                    critical_path, timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at,
+                    at_most_once) VALUES
                 """
-            var binds = PostgresBindings(capacity: 15 * 4_000)
+            var binds = PostgresBindings(capacity: 16 * 4_000)
             for (row, (position, job)) in jobs[chunk..<min(chunk + 4_000, jobs.count)].enumerated() {
                 let dependencies = Set(job.dependencies)
                 let retry = job.options.retry
                 sql += row == 0 ? " (" : ", ("
-                sql += (1...15).map { "$\(row * 15 + $0)" }.joined(separator: ", ") + ")"
+                sql += (1...16).map { "$\(row * 16 + $0)" }.joined(separator: ", ") + ")"
                 binds.append(run.runID)
                 binds.append(job.id)
                 binds.append(first + position)
@@ -90,6 +91,7 @@ extension PostgresJobStore {
                 binds.append(retry.multiplier)
                 binds.append(retry.maxDelay.saturatingNanoseconds)
                 binds.append(now)
+                binds.append(job.options.atMostOnce)
             }
             if skippingExisting {
                 sql += " ON CONFLICT (run_id, id) DO NOTHING RETURNING id"
@@ -213,14 +215,6 @@ extension PostgresJobStore {
 
     // MARK: - Claiming and recording
 
-    public func claim(
-        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
-    ) async throws -> [ClaimedJob] {
-        guard limit > 0, !kinds.isEmpty else { return [] }
-        let claim = Claim(worker: worker, kinds: kinds, limit: limit, now: now, leaseExpiry: leaseExpiry)
-        return try await transaction { [self] connection in try await self.claim(claim, connection) }
-    }
-
     public func record(
         _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
     ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
@@ -293,7 +287,7 @@ extension PostgresJobStore {
         return (recorded, try await transaction { [self] connection in try await self.claim(claim, connection) })
     }
 
-    /// Claims jobs (see `JobStore/claim(worker:kinds:limit:now:leaseExpiry:)`) inside the
+    /// Claims jobs (see `JobStore/record(_:thenClaim:now:)`) inside the
     /// caller's transaction, holding the store-wide claim lock: the limits are counted from the
     /// running jobs, which only a claim adds to.
     private func claim(_ claim: Claim, _ connection: PostgresConnection) async throws -> [ClaimedJob] {
@@ -304,7 +298,9 @@ extension PostgresJobStore {
         let kinds = claim.kinds.sorted()
         try await connection.query(
             "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
-        // A lease that expired belongs to a worker that died (or stalled): its job is due again.
+        // A lease that expired belongs to a worker that died (or stalled): its job is uncertain
+        // if it runs at most once, else due again.
+        try await expireAtMostOnceLeases(now: now, connection)
         // In the same statement, each run's room: the query reads the jobs as they were before
         // the update, so the jobs it made ready are taken off the running ones.
         var runs: [String: ClaimPlanner.Room] = [:]
@@ -313,7 +309,7 @@ extension PostgresJobStore {
             WITH reaped AS (
                 UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
                     lease_expiry = NULL
-                WHERE state = 'running' AND lease_expiry <= \(now)
+                WHERE state = 'running' AND lease_expiry <= \(now) AND NOT at_most_once
                 RETURNING run_id
             )
             SELECT r.id, r.job_limit,
@@ -503,7 +499,7 @@ extension PostgresJobStore {
 
     /// What a job that failed for good (recorded in the caller's transaction) does to the
     /// others: under fail-fast it stops the run, else it skips its dependents.
-    private func failedForGood(_ key: JobKey, _ connection: PostgresConnection) async throws {
+    func failedForGood(_ key: JobKey, outcome: String = "failed", _ connection: PostgresConnection) async throws {
         let (runID, id) = (key.runID, key.jobID)
         let failFast = try await connection.query(
             "SELECT fail_fast FROM \(unescaped: table("runs")) WHERE id = \(runID)", logger: logger
@@ -512,7 +508,7 @@ extension PostgresJobStore {
             try await connection.query(
                 """
                 UPDATE \(unescaped: table("jobs")) SET state = 'cancelled',
-                    error = \("the run stopped: job '\(id)' failed"), lease_owner = NULL, lease_expiry = NULL
+                    error = \("the run stopped: job '\(id)' \(outcome)"), lease_owner = NULL, lease_expiry = NULL
                 WHERE run_id = \(runID) AND state IN ('blocked', 'ready', 'running')
                 """, logger: logger)
         } else {
@@ -527,7 +523,7 @@ extension PostgresJobStore {
                     SELECT d.job_id FROM \(unescaped: table("dependencies")) d
                     JOIN dependents ON d.run_id = \(runID) AND d.depends_on = dependents.id
                 )
-                UPDATE \(unescaped: table("jobs")) SET state = 'skipped', error = \("not run: job '\(id)' failed")
+                UPDATE \(unescaped: table("jobs")) SET state = 'skipped', error = \("not run: job '\(id)' \(outcome)")
                 WHERE run_id = \(runID) AND state = 'blocked' AND id IN (SELECT id FROM dependents)
                 """, logger: logger)
         }
@@ -536,7 +532,7 @@ extension PostgresJobStore {
     /// Ends the run if none of its jobs is left to run: succeeded if every job did, else failed.
     /// The caller holds the run's lock, so two workers recording its last jobs at once cannot
     /// both miss the end.
-    private func endRunIfDone(
+    func endRunIfDone(
         _ runID: String, now: Int64, _ connection: PostgresConnection
     ) async throws
         -> DurableRunState?

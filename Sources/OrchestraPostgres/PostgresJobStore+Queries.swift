@@ -5,18 +5,9 @@ import PostgresNIO
 extension PostgresJobStore {
     // MARK: - Leases and retention
 
+    /// Sets the expiry of the leases `worker` still holds on `jobs`. (Giving them back:
+    /// `PostgresJobStore+AtMostOnce.swift`.)
     public func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
-        try await setLeases(of: jobs, worker: worker, expiry: expiry, notify: false)
-    }
-
-    /// Gives the leases back as the protocol says, and wakes the idle workers so that one
-    /// claims the jobs at once.
-    public func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
-        try await setLeases(of: jobs, worker: worker, expiry: now, notify: true)
-    }
-
-    /// Sets the expiry of the leases `worker` still holds on `jobs`.
-    private func setLeases(of jobs: [JobKey], worker: String, expiry: Date, notify: Bool) async throws {
         guard !jobs.isEmpty else { return }
         let expiry = Millis.of(expiry)
         try await transaction { [self] connection in
@@ -27,7 +18,6 @@ extension PostgresJobStore {
                     WHERE run_id = \(runID) AND id = ANY(\(ids)) AND state = 'running' AND lease_owner = \(worker)
                     """, logger: logger)
             }
-            if notify { try await notifyWork(connection) }
         }
     }
 
@@ -119,56 +109,6 @@ extension PostgresJobStore {
                         output: output, runAt: state == .ready ? Millis.date(runAt) : nil))
             }
             return records
-        }
-    }
-
-    public func nextDueTime(after now: Date) async throws -> Date? {
-        let now = Millis.of(now)
-        return try await read { [self] connection in
-            var due: Int64?
-            for try await (retry, lease) in try await connection.query(
-                """
-                SELECT (SELECT MIN(run_at) FROM \(unescaped: table("jobs")) WHERE state = 'ready' AND run_at > \(now)),
-                    (SELECT MIN(lease_expiry) FROM \(unescaped: table("jobs"))
-                        WHERE state = 'running' AND lease_expiry > \(now))
-                """, logger: logger
-            ).decode((Int64?, Int64?).self) {
-                due = [retry, lease].compactMap { $0 }.min()
-            }
-            return due.map(Millis.date)
-        }
-    }
-
-    public func hasOpenRuns() async throws -> Bool {
-        try await read { [self] connection in
-            try await connection.query(
-                "SELECT EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE state = 'running' AND open_for_jobs)",
-                logger: logger
-            ).decode(Bool.self).onlyRow() ?? false
-        }
-    }
-
-    public func hasUnfinishedRuns() async throws -> Bool {
-        try await read { [self] connection in
-            try await connection.query(
-                "SELECT EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE state = 'running')", logger: logger
-            ).decode(Bool.self).onlyRow() ?? false
-        }
-    }
-
-    public func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
-        let kinds = kinds.sorted()
-        return try await read { [self] connection in
-            var found: (key: JobKey, kind: String)?
-            for try await (runID, id, kind) in try await connection.query(
-                """
-                SELECT run_id, id, kind FROM \(unescaped: table("jobs"))
-                WHERE state = 'ready' AND NOT (kind = ANY(\(kinds))) ORDER BY run_id, position LIMIT 1
-                """, logger: logger
-            ).decode((String, String, String).self) {
-                found = (JobKey(runID: runID, jobID: id), kind)
-            }
-            return found
         }
     }
 

@@ -34,10 +34,9 @@ public final class PostgresJobStore: JobStore {
     /// Where the server is, for messages (`host:port/database`).
     public let location: String
     /// How long an idle worker waits at most before it looks for work again, should a
-    /// notification have been lost (a connection dropped, the server restarted).
+    /// notification have been lost (a connection dropped, the server restarted): the poll of
+    /// its ``workSignal``.
     public let pollInterval: Duration?
-    /// `true`: workers in other processes share the store.
-    public var isShared: Bool { true }
     let logger: Logger
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
@@ -72,18 +71,16 @@ public final class PostgresJobStore: JobStore {
         self.logger = logger
     }
 
-    /// Listens (`LISTEN`) on the store's channel on a connection of its own, calling `onWork`
-    /// for each notification, until the calling task is cancelled. A lost connection is opened
-    /// again after ``pollInterval`` (the idle workers poll meanwhile).
-    public func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws {
-        try await listen(on: workChannel, onWork)
-    }
-
-    /// Listens as the protocol says: the outcomes a worker records notify with its name.
+    /// Listens (`LISTEN`) on the store's work channel on a connection of its own, calling
+    /// `onWork` for each notification but those of `worker`'s own outcomes (they notify with its
+    /// name), until the calling task is cancelled. A lost connection is opened again after
+    /// ``pollInterval`` (the idle workers poll meanwhile).
     public func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws {
         try await listen(on: workChannel, ignoring: worker, onWork)
     }
 
+    /// Listens on the store's outcome channel, as ``listenForWork(ignoring:_:)`` does on its
+    /// work channel.
     public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {
         try await listen(on: outcomeChannel, onOutcome)
     }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import OrchestraDurable
 
-/// The wait behind a durable worker's inbox and its leases' renewal.
+/// The wait behind a durable worker's loop (its state machine's inputs) and its outcomes' waiters.
 @Suite("AwaitedState", .timeLimit(.minutes(1)))
 struct AwaitedStateTests {
     @Test func aWaiterTakesWhatIsThereOrWhatArrivesAndNothingIsLost() async throws {
@@ -43,11 +43,6 @@ struct AwaitedStateTests {
         for await _ in parked { break }
         waiter.cancel()
         #expect(await waiter.value == nil)
-        // An inbox whose loop is cancelled throws CancellationError.
-        let inbox = AttemptInbox()
-        let loop = Task { try await inbox.next() }
-        loop.cancel()
-        await #expect(throws: CancellationError.self) { try await loop.value }
     }
 
     @Test func aWaitCancelledInARaceLeavesTheNextWaitWaiting() async throws {

@@ -119,27 +119,28 @@ struct OpenRunTests {
     }
 }
 
-/// A store that runs `beforeOpenRunsCheck` once, the first time a worker asks whether a run is
-/// open: a close committed by another task between the worker's looks.
-final class ClosingBetweenLooks: JobStore {
+/// A store that runs `beforeLook` once, the first time a worker asks what lies ahead: a close
+/// committed by another process while the worker found nothing to claim.
+final class ClosingBeforeLook: JobStore {
     let base: any JobStore
-    let beforeOpenRunsCheck: Locked<(@Sendable () async throws -> Void)?>
+    let beforeLook: Locked<(@Sendable () async throws -> Void)?>
 
-    init(_ base: any JobStore, beforeOpenRunsCheck: @escaping @Sendable () async throws -> Void) {
+    init(_ base: any JobStore, beforeLook: @escaping @Sendable () async throws -> Void) {
         self.base = base
-        self.beforeOpenRunsCheck = Locked(beforeOpenRunsCheck)
+        self.beforeLook = Locked(beforeLook)
     }
 
-    func hasOpenRuns() async throws -> Bool {
-        if let action = beforeOpenRunsCheck.withLock({ action in
+    func outlook(after now: Date, kinds: Set<String>) async throws -> WorkOutlook {
+        if let action = beforeLook.withLock({ action in
             defer { action = nil }
             return action
         }) {
             try await action()
         }
-        return try await base.hasOpenRuns()
+        return try await base.outlook(after: now, kinds: kinds)
     }
 
+    var workSignal: WorkSignal { base.workSignal }
     func submit(_ run: DurableSubmission) async throws -> Bool { try await base.submit(run) }
     func append(_ jobs: DurableSubmission) async throws -> Int { try await base.append(jobs) }
     func close(runID: String, now: Date) async throws -> DurableRunState? {
@@ -147,13 +148,6 @@ final class ClosingBetweenLooks: JobStore {
     }
     func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
         try await base.jobs(of: runID, ids: ids)
-    }
-    func claim(
-        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
-    ) async throws
-        -> [ClaimedJob]
-    {
-        try await base.claim(worker: worker, kinds: kinds, limit: limit, now: now, leaseExpiry: leaseExpiry)
     }
     func record(
         _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
@@ -169,11 +163,6 @@ final class ClosingBetweenLooks: JobStore {
     func cancel(runID: String, now: Date) async throws -> Bool { try await base.cancel(runID: runID, now: now) }
     func run(_ runID: String) async throws -> DurableRunRecord? { try await base.run(runID) }
     func jobs(of runID: String) async throws -> [DurableJobRecord] { try await base.jobs(of: runID) }
-    func nextDueTime(after now: Date) async throws -> Date? { try await base.nextDueTime(after: now) }
-    func hasUnfinishedRuns() async throws -> Bool { try await base.hasUnfinishedRuns() }
-    func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
-        try await base.readyJob(notOf: kinds)
-    }
 }
 
 @Suite("An open run closed while a worker looks", .timeLimit(.minutes(1)))
@@ -181,11 +170,11 @@ struct OpenRunCloseRaceTests {
     @Test func aRunClosedBetweenTheWorkersLooksEndsTheDrainInsteadOfLookingStuck() async throws {
         try await withTemporaryStore { file in
             let base = try await file.open()
-            // The run is open, with no job: the worker finds nothing to claim and nothing due,
-            // then asks whether a run is open, just after another process closed (and ended) it.
+            // The run is open, with no job: the worker finds nothing to claim, then asks what lies
+            // ahead just after another process closed (and so ended) it.
             let closer = DurableQueue(store: base)
             try await closer.open(runID: "closing")
-            let store = ClosingBetweenLooks(base) { _ = try await base.close(runID: "closing", now: Date()) }
+            let store = ClosingBeforeLook(base) { _ = try await base.close(runID: "closing", now: Date()) }
             let queue = DurableQueue(store: store)
             queue.register(add) { input, _ in input.reduce(0, +) }
             try await withHangGuard { try await queue.drain() }

@@ -166,7 +166,7 @@ do {
             let queue = DurableQueue(store: store, worker: "worker-\(pid)", leaseDuration: .seconds(120))
             queue.register(noOp, handler: recorder.handler)
             // One round trip before the start, so the pool has a connection open.
-            _ = try await store.hasUnfinishedRuns()
+            _ = try await store.outlook(after: Date(), kinds: [])
             print("ready")
             fflush(nil)  // every stream: `stdout` itself is not concurrency-safe to name
             _ = readLine()

@@ -17,15 +17,20 @@ import Orchestra
 /// worker died (its lease expired) is claimed again, its attempt counted; a retry keeps its
 /// stored time; a finished job never runs again. Handlers must therefore tolerate running
 /// twice: pass ``JobContext/idempotencyKey`` or ``JobContext/jobKey`` to the outside world.
+/// A job that must not (``DurableJobOptions/atMostOnce``) ends ``DurableJobState/uncertain``
+/// instead of running again; ``resendUncertain(runID:)`` sends it again on demand.
 public final class DurableQueue: Sendable {
     typealias Handler = @Sendable (Data, JobContext) async throws -> Data
 
-    private let store: any JobStore
-    private let handlers = Locked([String: Handler]())
-    private let hub = DurableEventHub()
+    let store: any JobStore
+    let handlers = Locked([String: Handler]())
+    let hub = DurableEventHub()
+    /// Which running attempts have started their effect: a graceful give-back of an
+    /// at-most-once job depends on it.
+    let starts = AttemptStarts()
     /// How to wake the worker loops running now: jobs submitted or appended through this
     /// queue, or a run closed, wake them.
-    private let loops = Locked([ObjectIdentifier: @Sendable () -> Void]())
+    let loops = Locked([ObjectIdentifier: @Sendable () -> Void]())
     /// This queue's name in the leases it takes.
     public let worker: String
     /// How long a claim holds a job before another worker may take it.
@@ -35,8 +40,8 @@ public final class DurableQueue: Sendable {
     /// lands before the lease ends. A dead worker's jobs are claimable again at most one lease
     /// after its last renewal.
     public var leaseRenewalInterval: Duration { leaseDuration / 3 }
-    private let now: @Sendable () -> Date
-    private let sleep: @Sendable (Date) async throws -> Void
+    let now: @Sendable () -> Date
+    let sleep: @Sendable (Date) async throws -> Void
     /// `withTimeout` on the queue's clock.
     private let timing: @Sendable (Duration, @escaping @Sendable () async throws -> Data) async throws -> Data
 
@@ -223,7 +228,13 @@ public final class DurableQueue: Sendable {
                 }
             }
             group.addTask {
-                try? await self.store.listenForOutcomes { outcomes.changes.update { $0 += 1 } }
+                try? await self.store.workSignal.listenForOutcomes { outcomes.changes.update { $0 += 1 } }
+            }
+            // A lease that ended made a job uncertain: no worker records an outcome for it.
+            group.addTask {
+                try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings {
+                    outcomes.changes.update { $0 += 1 }
+                }
             }
             group.addTask { try await self.watch(outcomes) }
             defer { group.cancelAll() }
@@ -246,8 +257,10 @@ public final class DurableQueue: Sendable {
                     outcomes.fail(error)
                 }
             }
+            let signal = store.workSignal
             let poll =
-                store.isShared && !asked.isEmpty ? store.pollInterval.map { now().addingTimeInterval($0.seconds) } : nil
+                signal.isShared && !asked.isEmpty
+                ? signal.pollInterval.map { now().addingTimeInterval($0.seconds) } : nil
             try await idle(until: poll, orNotificationAfter: seen, outcomes.changes)
         }
     }
@@ -259,7 +272,7 @@ public final class DurableQueue: Sendable {
     /// Cancellation: cancelling the calling task cancels the running handlers; their jobs stay
     /// claimed until their leases expire (as after a crash), and are then run again.
     ///
-    /// On a store other processes share (``JobStore/isShared``), this queue is one worker among
+    /// On a store other processes share (``WorkSignal/isShared``), this queue is one worker among
     /// several: when it finds nothing to claim it waits for the store's notification of new
     /// work, its next due time or its poll interval, and it leaves jobs of kinds it has no
     /// handler for to the workers that have one. It still returns once no run is unfinished.
@@ -296,157 +309,9 @@ public final class DurableQueue: Sendable {
         try await workLoop(limit: limit, stop: stop, gracePeriod: max(gracePeriod, .zero))
     }
 
-    /// The worker loop of ``drain(limit:)`` (`stop` is `nil`: it returns when no run is left)
-    /// and of ``work(limit:until:gracePeriod:)``.
-    private func workLoop(limit: Int, stop: DurableStopSignal?, gracePeriod: Duration) async throws {
-        let kinds = Set(handlers.withLock { $0.keys })
-        let held = HeldLeases()
-        let inbox = AttemptInbox()
-        // Work made claimable by other processes sharing the store (or submitted through this
-        // queue), and a stop requested: counted, so an idle wait ends at the first one after
-        // the claim that found nothing.
-        let notifications = AwaitedState(0)
-        // Wakes the loop idle, or waiting for outcomes with free slots.
-        let wake: @Sendable () -> Void = {
-            notifications.update { $0 += 1 }
-            inbox.notifyWork()
-        }
-        let loopID = ObjectIdentifier(notifications)
-        loops.withLock { $0[loopID] = wake }
-        defer { loops.withLock { _ = $0.removeValue(forKey: loopID) } }
-        let observation = stop?.observe {
-            inbox.requestStop()
-            notifications.update { $0 += 1 }
-        }
-        defer { stop?.removeObserver(observation) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await self.store.listenForWork(ignoring: self.worker, wake)
-                } catch is CancellationError {
-                } catch {
-                    // Without notifications the idle wait still polls (the store's pollInterval).
-                }
-            }
-            // Renews the leases of the jobs running here, every third of a lease, while there are
-            // any: a job longer than its lease is not taken by another worker.
-            group.addTask {
-                do {
-                    try await self.renew(held)
-                } catch {
-                    inbox.fail(error)
-                }
-            }
-            defer { group.cancelAll() }
-            var running = 0
-            var ended: [AttemptOutcome] = []
-            var graceStarted = false
-            while true {
-                let stopping = stop?.isRequested ?? false
-                // One transaction settles the attempts that ended and claims the next jobs.
-                let seen = notifications.read { $0 }
-                let claimedAt = now()
-                let claim =
-                    running < limit && !stopping
-                    ? Claim(
-                        worker: worker, kinds: kinds, limit: limit - running, now: claimedAt,
-                        leaseExpiry: claimedAt.addingTimeInterval(leaseDuration.seconds)) : nil
-                for job in try await settle(ended, thenClaim: claim, held: held) {
-                    running += 1
-                    held.insert(job.key)
-                    hub.emit(.started(job.key, attempt: job.attempt))
-                    group.addTask { inbox.post(AttemptOutcome(job: job, outcome: try await self.attempt(job))) }
-                }
-                if running > 0 {
-                    if inbox.isGraceOver {
-                        // The grace period is over: settle what ended meanwhile, and give the
-                        // rest back.
-                        _ = try await settle(inbox.takeAll(), thenClaim: nil, held: held)
-                        try await store.releaseLeases(of: held.keys, worker: worker, now: now())
-                        group.cancelAll()
-                        return
-                    }
-                    if stopping && !graceStarted {
-                        graceStarted = true
-                        let deadline = now().addingTimeInterval(gracePeriod.seconds)
-                        group.addTask {
-                            try? await self.sleep(deadline)
-                            inbox.endGrace()
-                        }
-                    }
-                    // Free slots take jobs that become claimable meanwhile (appended, released).
-                    ended = try await inbox.next(
-                        wakeOnStop: stop != nil && !graceStarted, wakeOnWork: running < limit && !stopping)
-                    running -= ended.count
-                    continue
-                }
-                ended = []
-                if stopping { return }
-                // Nothing running, nothing claimable now.
-                let unfinished = try await store.hasUnfinishedRuns()
-                guard unfinished || stop != nil else { return }
-                // After the claim's time, not after now: a retry that fell due in between was not
-                // claimed, and must not look like no work at all.
-                let due = unfinished ? try await store.nextDueTime(after: claimedAt) : nil
-                if store.isShared || stop != nil {
-                    // Other processes share the store: their outcomes release jobs here too, and
-                    // they may run the kinds this queue has no handler for. A long-lived worker
-                    // waits for new runs as well.
-                    let poll = store.isShared ? store.pollInterval.map { now().addingTimeInterval($0.seconds) } : nil
-                    try await idle(
-                        until: [due, poll].compactMap { $0 }.min(), orNotificationAfter: seen, notifications)
-                    continue
-                }
-                if let due {
-                    try await sleep(due)
-                    continue
-                }
-                if try await store.hasOpenRuns() {
-                    // Its next jobs, or its close, come through this queue, which wakes the loop.
-                    try await idle(until: nil, orNotificationAfter: seen, notifications)
-                    continue
-                }
-                // A run submitted, appended to or closed through this queue since the claim: look
-                // again. A run closed (and so ended) after the first look is not stuck.
-                if notifications.read({ $0 }) != seen { continue }
-                guard try await store.hasUnfinishedRuns() else { return }
-                if let orphan = try await store.readyJob(notOf: kinds) {
-                    throw DurableError(
-                        code: .unknownJobKind,
-                        message:
-                            "job '\(orphan.key.jobID)' of run '\(orphan.key.runID)' is of kind '\(orphan.kind)', which has no handler on this queue (registered: \(kinds.sorted().joined(separator: ", ")))"
-                    )
-                }
-                // Every job left is blocked, and none it waits for is running, ready or due: no
-                // sequence of outcomes can release it. Never wait forever on that.
-                throw DurableError(
-                    code: .storeFailed,
-                    message:
-                        "the store has unfinished runs whose jobs can never become ready (no job is running, ready or scheduled); it was changed outside Orchestra"
-                )
-            }
-        }
-    }
-
     /// Wakes this queue's worker loops to look for work.
     private func wakeLoops() {
         for wake in loops.withLock({ Array($0.values) }) { wake() }
-    }
-
-    /// Records how `outcomes` ended (and tells the subscribers), then claims as `claim` says:
-    /// one call to the store. Returns the jobs claimed.
-    private func settle(
-        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, held: HeldLeases
-    ) async throws
-        -> [ClaimedJob]
-    {
-        guard !outcomes.isEmpty || claim != nil else { return [] }
-        let (recorded, claimed) = try await store.record(outcomes, thenClaim: claim, now: now())
-        for (attempt, outcome) in zip(outcomes, recorded) {
-            held.remove(attempt.job.key)
-            report(attempt, outcome)
-        }
-        return claimed
     }
 
     /// Waits until `date` on the queue's clock (if given), or until a notification of work
@@ -467,28 +332,15 @@ public final class DurableQueue: Sendable {
         }
     }
 
-    /// Every ``leaseRenewalInterval`` while jobs are held, extends their leases by a whole one.
-    /// Sleeps on the clock only while a job is held; ends when cancelled.
-    private func renew(_ held: HeldLeases) async throws {
-        let interval = leaseRenewalInterval
-        while !Task.isCancelled {
-            await held.waitForOne()
-            do {
-                try await sleep(now().addingTimeInterval(interval.seconds))
-            } catch is CancellationError {
-                return
-            }
-            try await store.renewLeases(
-                of: held.keys, worker: worker, until: now().addingTimeInterval(leaseDuration.seconds))
-        }
-    }
-
     /// Runs one attempt: how it ended, for the worker loop to record.
     ///
     /// - Throws: `CancellationError` only when the worker stops (its lease then expires and
     ///   the job is claimed again); every other error is a failed attempt.
-    private func attempt(_ job: ClaimedJob) async throws -> JobOutcome {
-        let context = JobContext(job)
+    func attempt(_ job: ClaimedJob) async throws -> JobOutcome {
+        defer { starts.ended(job.key, attempt: job.attempt) }
+        // Given back before it began (a graceful stop): it must not begin now.
+        guard starts.mark(job.key, attempt: job.attempt, started: true) else { throw CancellationError() }
+        let context = JobContext(job, starts: starts)
         do {
             guard let handler = handlers.withLock({ $0[job.kind] }) else {
                 throw DurableJobFailure("no handler for kind '\(job.kind)'", retryable: true)
@@ -512,7 +364,7 @@ public final class DurableQueue: Sendable {
     }
 
     /// Tells the subscribers how a recorded attempt ended.
-    private func report(_ attempt: AttemptOutcome, _ recorded: RecordedOutcome) {
+    func report(_ attempt: AttemptOutcome, _ recorded: RecordedOutcome) {
         guard recorded.recorded else { return }
         let job = attempt.job
         switch attempt.outcome {
@@ -521,6 +373,28 @@ public final class DurableQueue: Sendable {
             hub.emit(.failed(job.key, attempt: job.attempt, error: error, retryAt: retryAt))
         }
         if let state = recorded.runEnded { hub.emit(.runEnded(runID: job.key.runID, state: state)) }
+    }
+
+    /// Sends the ``DurableJobState/uncertain`` jobs of run `runID` again, on demand: once
+    /// someone has checked that their effect did not happen (or that repeating it is fine).
+    /// Each becomes ready (its attempts still counted), the jobs skipped because of it wait
+    /// for it again, and a run that had ended failed for it runs again (a run opened with
+    /// ``open(runID:limit:resourceLimits:failurePolicy:)`` takes jobs again, until it is closed
+    /// again: its coordinator goes on with it); this queue's workers are woken. Under ``FailurePolicy/failFast`` the jobs the run's stop cancelled stay
+    /// cancelled; a cancelled run is left as it is.
+    ///
+    /// ```swift
+    /// let sent = try await queue.resendUncertain(runID: "checkout-42")
+    /// try await queue.drain()
+    /// ```
+    ///
+    /// - Returns: How many jobs were made ready.
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``); the store's errors.
+    @discardableResult
+    public func resendUncertain(runID: String) async throws -> Int {
+        let resent = try await store.resendUncertain(runID: runID, now: now())
+        if resent > 0 { wakeLoops() }
+        return resent
     }
 
     /// Cancels run `runID`: its jobs that have not ended are marked cancelled, and the outcome

@@ -8,7 +8,9 @@ import Orchestra
 /// another worker claimed it, or the run was cancelled) is refused, not recorded.
 ///
 /// ``SQLiteJobStore`` keeps them in one SQLite file. The protocol is what a ``DurableQueue``
-/// needs, so another database can hold them too.
+/// needs, so another database can hold them too: its transactions, and how its workers learn
+/// that other processes changed it (``workSignal``). How a worker waits, claims and renews is the
+/// queue's, not the store's.
 public protocol JobStore: Sendable {
     /// Stores a new run, its jobs ready or blocked. Submitting the same graph under the same id
     /// again stores nothing and returns `false`.
@@ -40,19 +42,16 @@ public protocol JobStore: Sendable {
     /// The jobs of run `runID` with these ids (those it has), in the order they were added.
     func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord]
 
-    /// Claims up to `limit` jobs that are ready and due at `now` (or running under a lease that
-    /// expired before `now`), highest priority first, within each run's limit: each is marked
-    /// running for `worker` until `leaseExpiry`, its attempt counted.
-    /// Only jobs of `kinds` are claimed: a worker never takes a job it has no handler for.
-    func claim(
-        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
-    ) async throws -> [ClaimedJob]
-
-    /// Records how attempts ended, then claims jobs as ``claim(worker:kinds:limit:now:leaseExpiry:)``
-    /// does if `claim` is given: a worker settles the jobs that ended and takes the next ones in
-    /// one call. ``SQLiteJobStore`` does both in one transaction; a store shared by many
-    /// processes may use two (the outcomes' first), as long as each outcome's own rules below
-    /// hold.
+    /// Records how attempts ended, then claims jobs if `claim` is given: a worker settles the
+    /// jobs that ended and takes the next ones in one call (with no outcome, it only claims).
+    /// ``SQLiteJobStore`` does both in one transaction; a store shared by many processes may use
+    /// two (the outcomes' first), as long as each outcome's own rules below hold.
+    ///
+    /// The claim takes up to `claim.limit` jobs of `claim.kinds` that are ready and due at
+    /// `claim.now` (or running under a lease that expired before it), highest priority first,
+    /// within each run's limits: each is marked running for `claim.worker` until
+    /// `claim.leaseExpiry`, its attempt counted. A worker never takes a job it has no handler
+    /// for.
     ///
     /// Each outcome is recorded in the same transaction that releases the job's dependents (or
     /// skips them), schedules its retry, and ends the run if it was its last job.
@@ -73,6 +72,27 @@ public protocol JobStore: Sendable {
     /// leases until `now`; a shared store also wakes its idle workers.
     func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws
 
+    /// Gives back the leases `worker` holds on `jobs`, as ``releaseLeases(of:worker:now:)``
+    /// does, knowing which of them had `started`: their handler had begun (or said so with
+    /// ``JobContext/markStarted()``). A job with ``DurableJobOptions/atMostOnce`` among
+    /// `started` ends ``DurableJobState/uncertain`` (its dependents and its run follow, as for a
+    /// job that failed); every other job becomes claimable at `now`, its attempt counted.
+    /// ``releaseLeases(of:worker:now:)`` takes every job as started. The default, for a store
+    /// without at-most-once jobs, calls it.
+    func releaseLeases(of jobs: [JobKey], started: Set<JobKey>, worker: String, now: Date) async throws
+
+    /// Sends the ``DurableJobState/uncertain`` jobs of run `runID` again: each becomes ready at
+    /// `now` (its attempts still counted, its error cleared), the jobs skipped because of it are
+    /// blocked on their dependencies again, and a run that had ended failed runs again (open for
+    /// jobs again, if it was opened with ``DurableSubmission/isOpen``, until it is closed again).
+    /// Under ``FailurePolicy/failFast`` the jobs the run's stop cancelled stay
+    /// cancelled. A cancelled run is left as it is. The default, for a store without
+    /// at-most-once jobs, does nothing.
+    ///
+    /// - Returns: How many jobs were made ready.
+    /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
+    func resendUncertain(runID: String, now: Date) async throws -> Int
+
     /// Removes the runs that ended before `date`, with their jobs.
     ///
     /// - Returns: How many runs were removed.
@@ -90,68 +110,27 @@ public protocol JobStore: Sendable {
     /// The run's jobs, in the order they were submitted.
     func jobs(of runID: String) async throws -> [DurableJobRecord]
 
-    /// The earliest time after `now` at which a job becomes claimable (a retry's time, or a
-    /// lease's expiry), if any.
-    func nextDueTime(after now: Date) async throws -> Date?
+    /// What lies ahead for a worker that found nothing to claim at `now` and runs nothing,
+    /// read in one transaction: whether some run is unfinished, whether one is open, the
+    /// earliest time after `now` at which a job becomes claimable, and (when nothing is due and
+    /// no run is open) a ready job of none of `kinds`, which the worker's handlers cannot run.
+    func outlook(after now: Date, kinds: Set<String>) async throws -> WorkOutlook
 
-    /// Whether some run has not ended.
-    func hasUnfinishedRuns() async throws -> Bool
-
-    /// Whether some run that has not ended is open for more jobs (``DurableSubmission/isOpen``):
-    /// a worker with nothing to do waits for its jobs rather than stopping.
-    func hasOpenRuns() async throws -> Bool
-
-    /// A job of an unfinished run that is ready but whose kind is not in `kinds` (no worker of
-    /// this queue can run it), if any.
-    func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)?
-
-    /// For a store other processes use too: calls `onWork` whenever one of them may have made
-    /// jobs claimable (a run submitted, dependents released), until the calling task is
-    /// cancelled. An idle worker waits for this instead of its next due time alone. The
-    /// default, for a store only this process uses, returns at once.
-    func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws
-
-    /// As ``listenForWork(_:)``, but leaves out the notifications of `worker`'s own outcomes
-    /// (``record(_:thenClaim:now:)`` with a claim for `worker`): that worker claims right after
-    /// recording, and a notification of its own would only wake it for a claim that finds
-    /// nothing. The default listens to every notification.
-    func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws
-
-    /// For a store other processes use too: calls `onOutcome` whenever one of them may have
-    /// recorded the outcome of a job of an open run, until the calling task is cancelled; a
-    /// process waiting for those outcomes (``DurableQueue/withOutcomes(of:_:)``) looks again.
-    /// The default returns at once.
-    func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws
-
-    /// Whether other processes may use the store at the same time (`false` by default). A
-    /// worker on a shared store that finds nothing it can run waits for notifications, its next
-    /// due time or ``pollInterval``, whichever comes first: another worker may release jobs,
-    /// or run the kinds it has no handler for. On a store of its own it stops with an error
-    /// instead, since nothing could change.
-    var isShared: Bool { get }
-
-    /// For a shared store: how long an idle worker waits at most before it looks for work
-    /// again, should a notification have been lost; `nil` waits for notifications and due
-    /// times only. `nil` by default.
-    var pollInterval: Duration? { get }
+    /// How the workers over this store learn that other processes changed it: ``WorkSignal/inProcess``
+    /// for a store only this process uses, else polling or notifications.
+    var workSignal: WorkSignal { get }
 }
 
 extension JobStore {
-    public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {}
-
-    public func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws {
-        try await listenForWork(onWork)
-    }
-
     public func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
         try await renewLeases(of: jobs, worker: worker, until: now)
     }
 
-    public func listenForWork(_ onWork: @escaping @Sendable () -> Void) async throws {}
+    public func releaseLeases(of jobs: [JobKey], started: Set<JobKey>, worker: String, now: Date) async throws {
+        try await releaseLeases(of: jobs, worker: worker, now: now)
+    }
 
-    public var isShared: Bool { false }
-
-    public var pollInterval: Duration? { nil }
+    public func resendUncertain(runID: String, now: Date) async throws -> Int { 0 }
 }
 
 /// A run as it is submitted to a store.
@@ -213,6 +192,8 @@ public struct DurableSubmission: Sendable {
             mix(
                 "\(job.options.priority)/\(job.options.cost)/\(String(describing: job.options.timeout))/\(job.options.retry)"
                     .utf8)
+            // Only when set: the runs stored before the option keep their fingerprints.
+            if job.options.atMostOnce { mix("atMostOnce".utf8) }
         }
         return String(hash, radix: 16)
     }
@@ -232,7 +213,7 @@ public struct AttemptOutcome: Sendable {
     }
 }
 
-/// What a worker asks to claim: see ``JobStore/claim(worker:kinds:limit:now:leaseExpiry:)``.
+/// What a worker asks to claim: see ``JobStore/record(_:thenClaim:now:)``.
 public struct Claim: Sendable {
     /// The worker the leases are for.
     public var worker: String

@@ -35,7 +35,7 @@ public final class SQLiteJobStore: JobStore {
         fileFormat.mapped(error, path: path)
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await database.write(body)
         } catch {
@@ -43,7 +43,7 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await database.read(body)
         } catch {
@@ -68,12 +68,13 @@ public final class SQLiteJobStore: JobStore {
             let now = Millis.of(run.now)
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs, next_position)
-                    VALUES (?, 'running', ?, ?, ?, ?, ?, ?)
+                    INSERT INTO runs (id, state, job_limit, fail_fast, fingerprint, created, open_for_jobs, next_position,
+                        opened)
+                    VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 run.runID, run.limit, run.failurePolicy == .failFast, fingerprint, now, run.isOpen,
-                run.graph.jobs.count,
+                run.graph.jobs.count, run.isOpen,
             ])
             try Self.insertJobs(of: run, from: 0, now: now, db)
             for (name, limit) in run.resourceLimits {
@@ -90,8 +91,8 @@ public final class SQLiteJobStore: JobStore {
         let insertJob = try db.cachedStatement(
             sql: """
                 INSERT INTO jobs (run_id, id, position, kind, input, state, waiting_on, priority, critical_path,
-                    timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    timeout_ns, max_attempts, initial_delay_ns, multiplier, max_delay_ns, run_at, at_most_once)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         let insertDependency = try db.cachedStatement(
             sql: "INSERT OR IGNORE INTO dependencies (run_id, job_id, depends_on) VALUES (?, ?, ?)")
@@ -105,7 +106,7 @@ public final class SQLiteJobStore: JobStore {
                 dependencies.count, job.options.priority, run.criticalPaths[index],
                 job.options.timeout?.saturatingNanoseconds,
                 retry.maxAttempts, retry.initialDelay.saturatingNanoseconds, retry.multiplier,
-                retry.maxDelay.saturatingNanoseconds, now,
+                retry.maxDelay.saturatingNanoseconds, now, job.options.atMostOnce,
             ])
             for dependency in dependencies {
                 try insertDependency.execute(arguments: [run.runID, job.id, dependency])
@@ -184,14 +185,6 @@ public final class SQLiteJobStore: JobStore {
 
     // MARK: - Claiming
 
-    public func claim(
-        worker: String, kinds: Set<String>, limit: Int, now: Date, leaseExpiry: Date
-    ) async throws -> [ClaimedJob] {
-        guard limit > 0, !kinds.isEmpty else { return [] }
-        let claim = Claim(worker: worker, kinds: kinds, limit: limit, now: now, leaseExpiry: leaseExpiry)
-        return try await write { db in try Self.claim(claim, db) }
-    }
-
     public func record(
         _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
     ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
@@ -202,20 +195,15 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    /// Claims jobs (see ``JobStore/claim(worker:kinds:limit:now:leaseExpiry:)``) inside the
-    /// caller's transaction.
+    /// Claims jobs (see ``JobStore/record(_:thenClaim:now:)``) inside the caller's transaction.
     private static func claim(_ claim: Claim, _ db: Database) throws -> [ClaimedJob] {
         let (worker, kinds, limit) = (claim.worker, claim.kinds, claim.limit)
         guard limit > 0, !kinds.isEmpty else { return [] }
         let now = Millis.of(claim.now)
         let expiry = Millis.of(claim.leaseExpiry)
-        // A lease that expired belongs to a worker that died (or stalled): its job is due again.
-        try db.cachedStatement(
-            sql: """
-                UPDATE jobs SET state = 'ready', run_at = lease_expiry, lease_owner = NULL, lease_expiry = NULL
-                WHERE state = 'running' AND lease_expiry <= ?
-                """
-        ).execute(arguments: [now])
+        // A lease that expired belongs to a worker that died (or stalled): its job is due again,
+        // or uncertain if it runs at most once.
+        try Self.expireLeases(now: now, db)
         // What the planner needs (ClaimPlanner holds the rules): each run's limit and running
         // jobs, and, in the runs with room, each resource's limit and the running jobs that use
         // it (read through the running jobs, which are few).
@@ -382,20 +370,7 @@ public final class SQLiteJobStore: JobStore {
                     WHERE run_id = ? AND id = ?
                     """
             ).execute(arguments: [message, key.runID, key.jobID])
-            let failFast =
-                try Bool.fetchOne(
-                    db.cachedStatement(sql: "SELECT fail_fast FROM runs WHERE id = ?"), arguments: [key.runID])
-                ?? false
-            if failFast {
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE jobs SET state = 'cancelled', error = ?, lease_owner = NULL, lease_expiry = NULL
-                        WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
-                        """
-                ).execute(arguments: ["the run stopped: job '\(key.jobID)' failed", key.runID])
-            } else {
-                try Self.skip(dependentsOf: key, db)
-            }
+            try Self.endedUnsuccessfully(key, db)
         }
         return RecordedOutcome(recorded: true, runEnded: try Self.endRunIfDone(key.runID, now: now, db))
     }
@@ -420,8 +395,27 @@ public final class SQLiteJobStore: JobStore {
         ).execute(arguments: [key.runID, key.jobID, now])
     }
 
-    /// Skips every job that depends on `key`, directly or not, naming the failed job.
-    private static func skip(dependentsOf key: JobKey, _ db: Database) throws {
+    /// What a job that ended without success (failed for good, or uncertain: `outcome` says
+    /// which) does to the others: under fail-fast it stops the run, else it skips its dependents.
+    static func endedUnsuccessfully(_ key: JobKey, outcome: String = "failed", _ db: Database) throws {
+        let failFast =
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT fail_fast FROM runs WHERE id = ?"), arguments: [key.runID])
+            ?? false
+        if failFast {
+            try db.cachedStatement(
+                sql: """
+                    UPDATE jobs SET state = 'cancelled', error = ?, lease_owner = NULL, lease_expiry = NULL
+                    WHERE run_id = ? AND state IN ('blocked', 'ready', 'running')
+                    """
+            ).execute(arguments: ["the run stopped: job '\(key.jobID)' \(outcome)", key.runID])
+        } else {
+            try Self.skip(dependentsOf: key, outcome: outcome, db)
+        }
+    }
+
+    /// Skips every job that depends on `key`, directly or not, naming the job and its `outcome`.
+    private static func skip(dependentsOf key: JobKey, outcome: String, _ db: Database) throws {
         let dependents = try db.cachedStatement(
             sql: """
                 SELECT jobs.id FROM dependencies JOIN jobs ON jobs.run_id = dependencies.run_id
@@ -432,7 +426,7 @@ public final class SQLiteJobStore: JobStore {
             sql: "UPDATE jobs SET state = 'skipped', error = ? WHERE run_id = ? AND id = ? AND state = 'blocked'")
         // Iterative, not recursive: a long chain of dependents cannot exhaust the stack.
         var pending = [key.jobID]
-        let reason = "not run: job '\(key.jobID)' failed"
+        let reason = "not run: job '\(key.jobID)' \(outcome)"
         while let next = pending.popLast() {
             for id in try String.fetchAll(dependents, arguments: [key.runID, next]) {
                 try mark.execute(arguments: [reason, key.runID, id])
@@ -442,7 +436,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     /// Ends the run if none of its jobs is left to run: succeeded if every job did, else failed.
-    private static func endRunIfDone(_ runID: String, now: Int64, _ db: Database) throws -> DurableRunState? {
+    static func endRunIfDone(_ runID: String, now: Int64, _ db: Database) throws -> DurableRunState? {
         // EXISTS stops at the first open job: a count here made every outcome cost as much as
         // the jobs still open, so a run quadratic in its jobs.
         let open =
@@ -548,46 +542,6 @@ public final class SQLiteJobStore: JobStore {
             runAt: state == .ready ? Millis.date(row[6]) : nil)
     }
 
-    public func nextDueTime(after now: Date) async throws -> Date? {
-        let now = Millis.of(now)
-        return try await read { db in
-            let retry = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'ready' AND run_at > ?"),
-                arguments: [now])
-            let lease = try Int64.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT MIN(lease_expiry) FROM jobs WHERE state = 'running' AND lease_expiry > ?"),
-                arguments: [now])
-            return [retry, lease].compactMap { $0 }.min().map(Millis.date)
-        }
-    }
-
-    public func hasOpenRuns() async throws -> Bool {
-        try await read { db in
-            try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running' AND open_for_jobs)"))
-                ?? false
-        }
-    }
-
-    public func hasUnfinishedRuns() async throws -> Bool {
-        try await read { db in
-            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'running')"))
-                ?? false
-        }
-    }
-
-    public func readyJob(notOf kinds: Set<String>) async throws -> (key: JobKey, kind: String)? {
-        let kindList = kinds.sorted()
-        return try await read { db in
-            let filter = kindList.isEmpty ? "" : "AND kind NOT IN (\(Self.placeholders(kindList.count)))"
-            return try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT run_id, id, kind FROM jobs WHERE state = 'ready' \(filter) ORDER BY run_id, position"),
-                arguments: StatementArguments(kindList)
-            ).map { row in (JobKey(runID: row[0], jobID: row[1]), row[2]) }
-        }
-    }
 }
 
 extension SQLiteJobStore {
