@@ -187,4 +187,21 @@ struct DurableHTTPTransportTests {
             #expect(server.requests.isEmpty, "an at-most-once request was sent again")
         }
     }
+
+    @Test func freshRequestsAreSentByEveryProducerAndNeverReadBack() async throws {
+        try await Self.withStoreFile { path in
+            let server = Self.echoServer()
+            for _ in 1...2 {
+                let counts = try await Self.withProducer(path: path, runID: "fresh", server: server) {
+                    coordinator, transport in
+                    _ = try await DurableHTTPTransport.withFreshJobs {
+                        try await coordinator.data(for: Self.request(.post, "/login"), body: Data("{}".utf8))
+                    }
+                    return transport.counts
+                }
+                #expect(counts == .init(appended: 1))
+            }
+            #expect(server.requests.map(\.path) == ["/login", "/login"])
+        }
+    }
 }
