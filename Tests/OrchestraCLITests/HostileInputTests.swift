@@ -433,7 +433,7 @@ struct HostileInputTests {
     static let emptyDataFile: String = {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent(
             "orchestra-hostile-empty-\(UUID().uuidString).csv")
-        FileManager.default.createFile(atPath: path.path, contents: Data())
+        _ = FileManager.default.createFile(atPath: path.path, contents: Data())
         return path.path
     }()
 

@@ -37,7 +37,7 @@ public struct DurableJobOptions: Sendable, Hashable {
     ///   ``JobContext/markStarted()``), is made ready again: it never began.
     ///
     /// An uncertain job counts as one that did not succeed: its dependents are skipped (or the
-    /// run stops, under ``FailurePolicy/failFast``) and the run ends failed. Send it again on
+    /// run stops, under `FailurePolicy.failFast`) and the run ends failed. Send it again on
     /// demand with ``DurableQueue/resendUncertain(runID:)``. Retries (``retry``) are unchanged:
     /// an attempt that *failed* (the handler threw) is retried as usual, since the handler knows
     /// how it ended.

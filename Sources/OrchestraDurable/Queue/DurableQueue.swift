@@ -380,7 +380,7 @@ public final class DurableQueue: Sendable {
     /// Each becomes ready (its attempts still counted), the jobs skipped because of it wait
     /// for it again, and a run that had ended failed for it runs again (a run opened with
     /// ``open(runID:limit:resourceLimits:failurePolicy:)`` takes jobs again, until it is closed
-    /// again: its coordinator goes on with it); this queue's workers are woken. Under ``FailurePolicy/failFast`` the jobs the run's stop cancelled stay
+    /// again: its coordinator goes on with it); this queue's workers are woken. Under `FailurePolicy.failFast` the jobs the run's stop cancelled stay
     /// cancelled; a cancelled run is left as it is.
     ///
     /// ```swift

@@ -85,7 +85,7 @@ public protocol JobStore: Sendable {
     /// `now` (its attempts still counted, its error cleared), the jobs skipped because of it are
     /// blocked on their dependencies again, and a run that had ended failed runs again (open for
     /// jobs again, if it was opened with ``DurableSubmission/isOpen``, until it is closed again).
-    /// Under ``FailurePolicy/failFast`` the jobs the run's stop cancelled stay
+    /// Under `FailurePolicy.failFast` the jobs the run's stop cancelled stay
     /// cancelled. A cancelled run is left as it is. The default, for a store without
     /// at-most-once jobs, does nothing.
     ///

@@ -36,7 +36,7 @@ struct BatchDeliverRunningTests {
         _ = machine.reserveSlot()
         _ = machine.reserveSlot()
         _ = machine.deliver(item(0))
-        await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
+        _ = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
             let suspension = machine.suspendConsumer(consumer, isCancelled: true)
             #expect(describe(suspension.action) == "deliver 0", "what was ready is still received")
             #expect(suspension.taskToCancel == workers, "the running items are cancelled")
