@@ -7,25 +7,7 @@ import Testing
 /// (nothing new starts, the running items are cancelled) and still receives the outcome of
 /// every item that started, so it can count the rest without touching them.
 @Suite("Batch: deliver the running items when cancelled", .timeLimit(.minutes(1)))
-struct BatchDeliverRunningTests {
-    typealias Machine = BatchStreamStateMachine<String>
-
-    func idleTask() -> Task<Void, Never> {
-        // Unstructured: the machine only stores the workers' task; this one has nothing to do.
-        Task {}
-    }
-
-    func item(_ index: Int) -> Machine.Item {
-        Machine.Item(index: index, result: .success("item \(index)"))
-    }
-
-    func describe(_ action: Machine.NextAction) -> String {
-        switch action {
-        case .deliver(let item, let worker): "deliver \(item.index)\(worker == nil ? "" : " and wake a worker")"
-        case .end: "end"
-        case .suspend: "suspend"
-        }
-    }
+struct BatchDeliverRunningTests: BatchMachineFixtures {
 
     // MARK: The state machine
 
@@ -38,7 +20,7 @@ struct BatchDeliverRunningTests {
         _ = machine.deliver(item(0))
         _ = await withCheckedContinuation { (consumer: Machine.ConsumerContinuation) in
             let suspension = machine.suspendConsumer(consumer, isCancelled: true)
-            #expect(describe(suspension.action) == "deliver 0", "what was ready is still received")
+            #expect(describe(suspension.action) == "deliver item 0 at 0", "what was ready is still received")
             #expect(suspension.taskToCancel == workers, "the running items are cancelled")
             consumer.resume(returning: nil)
         }
@@ -47,7 +29,7 @@ struct BatchDeliverRunningTests {
             return
         }
         #expect(machine.deliver(item(1)) == nil, "no consumer waits")
-        #expect(describe(machine.next()) == "deliver 1", "the running item's outcome is received")
+        #expect(describe(machine.next()) == "deliver item 1 at 1", "the running item's outcome is received")
         #expect(describe(machine.next()) == "suspend", "the stream ends only once the workers have")
         #expect(machine.workersFinished() == nil)
         #expect(describe(machine.next()) == "end")

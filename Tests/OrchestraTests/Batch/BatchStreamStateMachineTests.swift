@@ -6,37 +6,7 @@ import Testing
 /// until the consumer receives it, and at most `capacity` are outstanding), the two delivery
 /// orders, the worker and consumer hand-offs, the end, and termination.
 @Suite("Batch stream state machine", .timeLimit(.minutes(1)))
-struct BatchStreamStateMachineTests {
-    typealias Machine = BatchStreamStateMachine<String>
-
-    /// Where the workers' task is recorded; never runs anything.
-    func idleTask() -> Task<Void, Never> {
-        // Unstructured: the machine only stores the workers' task (to hand it back for
-        // cancellation); this one has nothing to do.
-        Task {}
-    }
-
-    func item(_ index: Int) -> Machine.Item {
-        Machine.Item(index: index, result: .success("item \(index)"))
-    }
-
-    /// "deliver item 2", "suspend" or "end".
-    func describe(_ action: Machine.NextAction) -> String {
-        switch action {
-        case .deliver(let item, let worker):
-            "deliver \((try? item.result.get()) ?? "error") at \(item.index)\(worker == nil ? "" : " and wake a worker")"
-        case .end: "end"
-        case .suspend: "suspend"
-        }
-    }
-
-    func describe(_ action: Machine.SlotAction) -> String {
-        switch action {
-        case .proceed: "proceed"
-        case .stop: "stop"
-        case .suspend: "suspend"
-        }
-    }
+struct BatchStreamStateMachineTests: BatchMachineFixtures {
 
     @Test func workersTakeAtMostCapacityItemsBeforeOneIsConsumed() {
         var machine = Machine(order: .completion, capacity: 3)
