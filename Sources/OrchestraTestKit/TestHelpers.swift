@@ -198,24 +198,3 @@ public enum ExitTests {
         ProcessInfo.processInfo.environment["ORCHESTRA_SKIP_EXIT_TESTS"] == nil
     }
 }
-
-/// Runs `work` on a thread of its own, off Swift concurrency's cooperative pool, and returns
-/// what it returns.
-///
-/// The pool has one thread per core. A test that computes for seconds without suspending
-/// (parsing a 20,000-element body, learning thousands of secrets) holds one of them all that
-/// time: on a two-core machine two such tests leave no thread to the rest of the process, and
-/// unrelated tests then fail their time limits while they wait for one. Check the result in the
-/// test itself, not in `work`: an expectation recorded on another thread has no test.
-///
-/// ```swift
-/// let cost = try await computedOffThePool { try JSONValue(parsing: body).memoryCost }
-/// #expect(cost <= bound)
-/// ```
-package func computedOffThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try work() })
-        }
-    }
-}

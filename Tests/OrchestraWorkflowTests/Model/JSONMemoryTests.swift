@@ -1,5 +1,4 @@
 import Foundation
-import OrchestraTestKit
 import Testing
 
 @testable import OrchestraWorkflow
@@ -36,35 +35,26 @@ struct JSONMemoryTests {
     }
 
     @Test(arguments: shapes)
-    func aParsedBodyCostsASmallMultipleOfItsText(_ shape: Shape) async throws {
+    func aParsedBodyCostsASmallMultipleOfItsText(_ shape: Shape) throws {
         let text = Self.text(of: shape, count: 20_000)
-        // Seconds of work in a debug build: off the cooperative pool, so other tests keep running.
-        let checked = try await computedOffThePool {
-            let value = try JSONValue(parsing: Data(text.utf8))
-            let lists = value.asLists
-            return (
-                cost: value.memoryCost, equal: lists == value && value == lists,
-                sameHash: lists.hashValue == value.hashValue,
-                readBack: try JSONValue(parsing: Data(value.text.utf8)) == value
-            )
-        }
+        let value = try JSONValue(parsing: Data(text.utf8))
+        let cost = value.memoryCost
         // The bound, and the value itself (a few dozen bytes).
-        #expect(
-            checked.cost <= shape.bound * text.utf8.count + 64,
-            "\(checked.cost) bytes for \(text.utf8.count) bytes of text")
+        #expect(cost <= shape.bound * text.utf8.count + 64, "\(cost) bytes for \(text.utf8.count) bytes of text")
         // The same value read back is the same value, whichever way it is held.
-        #expect(checked.equal)
-        #expect(checked.sameHash)
-        #expect(checked.readBack)
+        let lists = value.asLists
+        #expect(lists == value && value == lists)
+        #expect(lists.hashValue == value.hashValue)
+        #expect(try JSONValue(parsing: Data(value.text.utf8)) == value)
     }
 
     /// The representation this replaces: a tree (a `JSONValue` per element, an array per
     /// object, a `String` per key) costs several times more than the bound for most shapes.
     @Test(arguments: shapes.prefix(3))
-    func aTreeOfValuesCostsMoreThanTheBound(_ shape: Shape) async throws {
+    func aTreeOfValuesCostsMoreThanTheBound(_ shape: Shape) throws {
         let text = Self.text(of: shape, count: 20_000)
-        let cost = try await computedOffThePool { try JSONValue(parsing: Data(text.utf8)).asLists.memoryCost }
-        #expect(cost > shape.bound * text.utf8.count)
+        let tree = try JSONValue(parsing: Data(text.utf8)).asLists
+        #expect(tree.memoryCost > shape.bound * text.utf8.count)
     }
 
     @Test func viewsReadLikeLists() throws {

@@ -132,7 +132,7 @@ struct SecretRedactionTests {
     }
 
     @Test("a long learned value is masked whole, learned in pieces; a redactor keeps the last values it learned")
-    func learningIsBounded() async throws {
+    func learningIsBounded() {
         let redactor = Redactor(secrets: ["declared"])
         // 16 pieces: a token of 16 KB.
         let long = (0..<(16 * Redactor.learnedPieceLength / 8)).map { String(format: "%08x", $0 &* 2_654_435_761) }
@@ -140,20 +140,13 @@ struct SecretRedactionTests {
         redactor.learn(long)
         #expect(redactor.redact("<\(long)>") == "<***>")
         // Ten times as many values as it keeps: the last ones are kept, the first forgotten.
-        // Seconds of work in a debug build: off the cooperative pool, so other tests keep running.
         let values = (0..<(10 * Redactor.maximumLearnedSecrets)).map { String(format: "val-%05d", $0) }
-        let shown = try await computedOffThePool {
-            for value in values { redactor.learn(value) }
-            return [
-                values.last!, values[values.count - Redactor.maximumLearnedSecrets / 2], values[0], "<\(long)>",
-                "a declared one",
-            ].map(redactor.redact)
-        }
-        #expect(shown[0] == "***")
-        #expect(shown[1] == "***")
-        #expect(shown[2] == values[0])
-        #expect(shown[3] != "<***>", "the token's pieces were forgotten first")
-        #expect(shown[4] == "a *** one", "the secrets: values are never forgotten")
+        for value in values { redactor.learn(value) }
+        #expect(redactor.redact(values.last!) == "***")
+        #expect(redactor.redact(values[values.count - Redactor.maximumLearnedSecrets / 2]) == "***")
+        #expect(redactor.redact(values[0]) == values[0])
+        #expect(redactor.redact("<\(long)>") != "<***>", "the token's pieces were forgotten first")
+        #expect(redactor.redact("a declared one") == "a *** one", "the secrets: values are never forgotten")
     }
 
     @Test("a login response with thousands of credentials teaches the run its token and the first 16 of them")
