@@ -87,12 +87,7 @@ extension SQLiteJobStore: LeaseEndingNotices {
         let now = Millis.of(now)
         let path = self.path
         return try await write { db in
-            guard
-                let state = try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT state FROM runs WHERE id = ?"), arguments: [runID])
-            else {
-                throw DurableError.unknownRun(runID, store: path)
-            }
+            let state = try Self.runState(of: runID, path: path, db)
             guard state != DurableRunState.cancelled.rawValue else { return 0 }
             let uncertain = try String.fetchAll(
                 db.cachedStatement(sql: "SELECT id FROM jobs WHERE run_id = ? AND state = 'uncertain'"),

@@ -486,16 +486,24 @@ public final class SQLiteJobStore: JobStore {
 
     // MARK: - Control and queries
 
+    /// The state of run `runID` (its raw value), read in `db`.
+    ///
+    /// - Throws: ``DurableError`` (unknown run) when the store at `path` has no such run.
+    static func runState(of runID: String, path: String, _ db: Database) throws -> String {
+        guard
+            let state = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT state FROM runs WHERE id = ?"), arguments: [runID])
+        else {
+            throw DurableError.unknownRun(runID, store: path)
+        }
+        return state
+    }
+
     public func cancel(runID: String, now: Date) async throws -> Bool {
         let now = Millis.of(now)
         let path = self.path
         return try await write { db in
-            guard
-                let state = try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT state FROM runs WHERE id = ?"), arguments: [runID])
-            else {
-                throw DurableError.unknownRun(runID, store: path)
-            }
+            let state = try Self.runState(of: runID, path: path, db)
             guard state == DurableRunState.running.rawValue else { return false }
             try db.cachedStatement(
                 sql: """
