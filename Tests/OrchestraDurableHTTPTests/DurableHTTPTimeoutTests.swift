@@ -55,7 +55,7 @@ struct DurableHTTPTimeoutTests {
         let clock = ManualClock()
         // A server that never answers: the attempt ends at its time limit, on the queue's clock.
         let server = ScriptedHTTPTransport { _, _ in
-            try await Task.sleep(for: .seconds(3_600))
+            try await AsyncEvent().wait()  // never answers; ends when the time limit cancels it
             return (HTTPResponse(status: .ok), Data())
         }
         let error = try await Self.withTransport(clock: clock, server: server, runID: "slow") { queue, transport in
