@@ -86,7 +86,9 @@ struct DistributedRun {
             let limits = workflow.limits
             let created = try await queue.open(
                 runID: runID, limit: limits.durableLimit, resourceLimits: limits.resourceLimits)
-            let existing = created ? 0 : try await queue.jobs(of: runID).count
+            // Counted by state in the store, not read: a run's jobs carry their requests and responses.
+            let existing =
+                created ? 0 : try await store.runSummaries(id: runID, limit: 1).first?.jobs.values.reduce(0, +) ?? 0
             // Before the run's state is read: a run that ended failed for them runs again.
             let resent = resendsUncertain && !created ? try await queue.resendUncertain(runID: runID) : 0
             let run = try await queue.run(runID)
