@@ -179,9 +179,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // What every test target shares (not a product): a thread of its own for a test that
+        // computes for seconds or awaits thousands of times in a row (`.ownThread`).
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "OrchestraTests",
-            dependencies: ["Orchestra", "OrchestraTestKit"]
+            dependencies: ["TestSupport", "Orchestra", "OrchestraTestKit"]
         ),
         // A worker process the crash tests kill and restart (not a product).
         .executableTarget(
@@ -203,6 +209,7 @@ let package = Package(
         .testTarget(
             name: "OrchestraDurableTests",
             dependencies: [
+                "TestSupport",
                 "OrchestraDurable", "OrchestraPostgres", "OrchestraTestKit", "DurableStoreTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -213,6 +220,7 @@ let package = Package(
         .testTarget(
             name: "OrchestraPostgresTests",
             dependencies: [
+                "TestSupport",
                 "OrchestraPostgres", "OrchestraDurable", "OrchestraTestKit", "DurableStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -221,15 +229,18 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraOperationsTests",
-            dependencies: ["OrchestraOperations", "OrchestraTestKit"]
+            dependencies: ["TestSupport", "OrchestraOperations", "OrchestraTestKit"]
         ),
         .testTarget(
             name: "OrchestraHTTPTests",
-            dependencies: ["OrchestraHTTP", "OrchestraAsyncHTTPClient", "OrchestraTestKit", "OrchestraDemoServer"]
+            dependencies: [
+                "TestSupport", "OrchestraHTTP", "OrchestraAsyncHTTPClient", "OrchestraTestKit", "OrchestraDemoServer",
+            ]
         ),
         .testTarget(
             name: "OrchestraWorkflowTests",
             dependencies: [
+                "TestSupport",
                 "OrchestraWorkflow", "OrchestraTestKit", "OrchestraDemoServer", "OrchestraDurable",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -238,6 +249,7 @@ let package = Package(
         .testTarget(
             name: "OrchestraCLITests",
             dependencies: [
+                "TestSupport",
                 "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer", "DurableCrashWorker", "OrchestraDurable",
                 "OrchestraPostgres",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -247,11 +259,13 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraDurableHTTPTests",
-            dependencies: ["OrchestraDurableHTTP", "OrchestraHTTP", "OrchestraDurable", "OrchestraTestKit"]
+            dependencies: [
+                "TestSupport", "OrchestraDurableHTTP", "OrchestraHTTP", "OrchestraDurable", "OrchestraTestKit",
+            ]
         ),
         .testTarget(
             name: "OrchestraTestKitTests",
-            dependencies: ["OrchestraTestKit"]
+            dependencies: ["TestSupport", "OrchestraTestKit"]
         ),
     ],
     swiftLanguageModes: [.v6]
