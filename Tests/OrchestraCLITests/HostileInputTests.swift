@@ -1,13 +1,14 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// The catalogue of hostile input `orchestra` must show it handles: one row per case, each a
 /// workflow file (or command-line arguments), the exit status, and what the output must say.
 /// Every row runs the built executable and is cheap (nothing is sent: `validate`, or an
 /// option refused before anything runs); cases that need a server are the tests after it.
-@Suite("orchestra on hostile input", .timeLimit(.minutes(5)))
+@Suite("orchestra on hostile input", .timeLimit(.minutes(5)), .takesTurns)
 struct HostileInputTests {
     /// What a row gives the command.
     enum Input: Sendable {

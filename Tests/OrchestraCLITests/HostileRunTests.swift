@@ -1,11 +1,12 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// Hostile cases of the catalogue (``HostileInputTests``) that need a run: against the demo
 /// server, against a port where nothing listens, or with a trace folder in the way.
-@Suite("orchestra on hostile input, running", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra on hostile input, running", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct HostileRunTests {
     @Test(
         "a captured value is inserted as text, never read as a template: {{vars.secret}} from a server stays as it is")

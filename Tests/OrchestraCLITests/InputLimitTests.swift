@@ -1,10 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Input a user or a script controls, read in bounded time and memory: an endless pipe on
 /// standard input is refused at the input file limit, and 10,000 `--var` are read in linear
 /// time (ArgumentParser's cost is quadratic in the number of arguments).
-@Suite("orchestra: input limits", .timeLimit(.minutes(2)))
+@Suite("orchestra: input limits", .timeLimit(.minutes(2)), .takesTurns)
 struct InputLimitTests {
     @Test("an endless pipe on standard input is refused at the input file limit, naming it")
     func anEndlessPipeIsRefused() async throws {

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import OrchestraCLI
 
-@Suite("orchestra --version", .timeLimit(.minutes(5)))
+@Suite("orchestra --version", .timeLimit(.minutes(5)), .takesTurns)
 struct VersionTests {
     @Test("--version prints the version, the one the User-Agent of orchestra run carries")
     func printsTheVersion() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// `orchestra run`, `validate` and `graph`, run as the built executable against an in-process
 /// demo server.
-@Suite("orchestra run / validate / graph", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run / validate / graph", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct WorkflowCommandTests {
     static let examples = [
         "album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml", "api-test.yaml",

@@ -5,11 +5,13 @@ import OrchestraDurable
 import OrchestraDurableHTTP
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// A request's timeout, handed to durable workers, bounds each attempt on a worker: not the
 /// time its job waits for a worker, nor a failover.
-@Suite("Durable HTTP: a request's timeout is its attempt's time limit on a worker", .timeLimit(.minutes(1)))
+@Suite(
+    "Durable HTTP: a request's timeout is its attempt's time limit on a worker", .timeLimit(.minutes(1)), .takesTurns)
 struct DurableHTTPTimeoutTests {
     /// Runs `body` with a transport on run `runID` of a fresh store and its queue, whose clock
     /// (the workers' time limits and leases) is `clock`.

@@ -5,9 +5,10 @@ import OrchestraDurable
 import OrchestraDurableHTTP
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("Durable HTTP: a coordinator's requests sent by durable workers", .timeLimit(.minutes(1)))
+@Suite("Durable HTTP: a coordinator's requests sent by durable workers", .timeLimit(.minutes(1)), .takesTurns)
 struct DurableHTTPTransportTests {
     /// A fresh SQLite file, removed after `body`.
     static func withStoreFile<T>(_ body: (String) async throws -> T) async throws -> T {

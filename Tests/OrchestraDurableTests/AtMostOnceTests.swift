@@ -3,6 +3,7 @@ import GRDB
 import Orchestra
 import OrchestraTestKit
 import PostgresNIO
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
@@ -11,7 +12,7 @@ import Testing
 /// The job kind of these tests: returns its input.
 private let charge = JobKind<String, String>("charge")
 
-@Suite("At most once: uncertain jobs, in every store", .timeLimit(.minutes(1)))
+@Suite("At most once: uncertain jobs, in every store", .timeLimit(.minutes(1)), .takesTurns)
 struct AtMostOnceTests {
     /// How a worker loses job `a`'s attempt 1.
     enum Loss: String, Sendable {

@@ -1,10 +1,11 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
 /// The wait behind a durable worker's loop (its state machine's inputs) and its outcomes' waiters.
-@Suite("AwaitedState", .timeLimit(.minutes(1)))
+@Suite("AwaitedState", .timeLimit(.minutes(1)), .takesTurns)
 struct AwaitedStateTests {
     @Test func aWaiterTakesWhatIsThereOrWhatArrivesAndNothingIsLost() async throws {
         let numbers = AwaitedState([Int]())

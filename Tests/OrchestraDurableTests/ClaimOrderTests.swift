@@ -1,5 +1,6 @@
 import Foundation
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
@@ -12,7 +13,7 @@ import Testing
 /// on the cooperative pool, and in a full `swift test` on two cores other tests' synchronous work
 /// (cookie floods, large parses) holds both of the pool's threads for tens of seconds; two of five
 /// full runs took the case past one minute though it takes about a second alone.
-@Suite("Claim order: SchedulerStateMachine and the stores", .timeLimit(.minutes(3)))
+@Suite("Claim order: SchedulerStateMachine and the stores", .timeLimit(.minutes(3)), .takesTurns)
 struct ClaimOrderTests {
     struct Node: Sendable {
         var id: String

@@ -1,11 +1,12 @@
 import Foundation
 @_spi(Simulation) import Orchestra
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
 /// The claim rules alone: ``ClaimPlanner`` without a store.
-@Suite("ClaimPlanner")
+@Suite("ClaimPlanner", .takesTurns)
 struct ClaimPlannerTests {
     /// A ready job: `"run/job"`, of kind "k" and due at 0 unless said otherwise (the claims of
     /// ``theRules(_:)`` are at 100).

@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
-@Suite("Durable runs, on SQLite and on PostgreSQL", .timeLimit(.minutes(1)))
+@Suite("Durable runs, on SQLite and on PostgreSQL", .timeLimit(.minutes(1)), .takesTurns)
 struct DurableQueueTests {
     /// a → (b, c) → d; each job adds its input to its dependencies' outputs.
     static func diamond() throws -> DurableGraph {

@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
-@Suite("A long-lived worker, and its graceful stop", .timeLimit(.minutes(1)))
+@Suite("A long-lived worker, and its graceful stop", .timeLimit(.minutes(1)), .takesTurns)
 struct GracefulStopTests {
     /// `count` independent jobs of `wait`, each returning its input.
     static func independent(_ count: Int) throws -> DurableGraph {

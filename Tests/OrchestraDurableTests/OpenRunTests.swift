@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
-@Suite("Open runs: jobs appended as they come, and their outcomes awaited", .timeLimit(.minutes(1)))
+@Suite("Open runs: jobs appended as they come, and their outcomes awaited", .timeLimit(.minutes(1)), .takesTurns)
 struct OpenRunTests {
     /// One job of `add` with `input`, using `resources`.
     static func job(_ id: String, _ input: [Int], resources: [String] = []) throws -> DurableGraph {
@@ -165,7 +166,7 @@ final class ClosingBeforeLook: JobStore {
     func jobs(of runID: String) async throws -> [DurableJobRecord] { try await base.jobs(of: runID) }
 }
 
-@Suite("An open run closed while a worker looks", .timeLimit(.minutes(1)))
+@Suite("An open run closed while a worker looks", .timeLimit(.minutes(1)), .takesTurns)
 struct OpenRunCloseRaceTests {
     @Test func aRunClosedBetweenTheWorkersLooksEndsTheDrainInsteadOfLookingStuck() async throws {
         try await withTemporaryStore { file in

@@ -1,11 +1,12 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
 /// A file that is not an Orchestra store of a version this build reads gets a named error.
-@Suite("SQLite job store files", .timeLimit(.minutes(1)))
+@Suite("SQLite job store files", .timeLimit(.minutes(1)), .takesTurns)
 struct SQLiteJobStoreFileTests {
     @Test func aFileThatIsNotADatabaseIsRefusedByName() async throws {
         try await withTemporaryStore { file in

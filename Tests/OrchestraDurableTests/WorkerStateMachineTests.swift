@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
 /// The worker loop's decisions alone: no store, no clock, no task. Each case feeds the machine
 /// events and inputs in order, and checks the action each event returns.
-@Suite("WorkerStateMachine")
+@Suite("WorkerStateMachine", .takesTurns)
 struct WorkerStateMachineTests {
     /// What happens to the machine, at a time in seconds after `epoch`.
     enum Step: CustomStringConvertible {

@@ -5,11 +5,12 @@ import Orchestra
 import OrchestraPostgres
 import OrchestraTestKit
 import ServiceLifecycle
+import TestSupport
 import Testing
 
 @testable import OrchestraDurable
 
-@Suite("DurableWorkerService, a worker in a service group", .timeLimit(.minutes(1)))
+@Suite("DurableWorkerService, a worker in a service group", .timeLimit(.minutes(1)), .takesTurns)
 struct DurableWorkerServiceTests {
     static let held = JobKind<String, String>("held")
 

@@ -5,9 +5,10 @@ import OrchestraDurable
 import OrchestraPostgres
 import OrchestraTestKit
 import PostgresNIO
+import TestSupport
 import Testing
 
-@Suite("PostgreSQL for the tests")
+@Suite("PostgreSQL for the tests", .takesTurns)
 struct PostgresAvailabilityTests {
     @Test("CI runs the PostgreSQL tests (.ci/run starts a server)")
     func continuousIntegrationHasAServer() {
@@ -19,7 +20,7 @@ struct PostgresAvailabilityTests {
 
 @Suite(
     "PostgresJobStore", .enabled(if: PostgresTestServer.url != nil, Comment(rawValue: PostgresTestServer.skipMessage)),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(2)), .takesTurns)
 struct PostgresJobStoreTests {
     static var url: String { PostgresTestServer.url ?? "" }
     static let add = JobKind<[Int], Int>("add")

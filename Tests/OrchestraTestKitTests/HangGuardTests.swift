@@ -1,8 +1,9 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("withHangGuard", .timeLimit(.minutes(1)))
+@Suite("withHangGuard", .timeLimit(.minutes(1)), .takesTurns)
 struct HangGuardTests {
     @Test func theGuardGivesUpByItselfOnABodyThatIgnoresCancellation() async throws {
         let clock = ManualClock()

@@ -1,7 +1,8 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("ManualClock", .timeLimit(.minutes(1)))
+@Suite("ManualClock", .timeLimit(.minutes(1)), .takesTurns)
 struct ManualClockTests {
     @Test func sleepersWakeOnlyWhenTimeReachesTheirDeadline() async throws {
         let clock = ManualClock()

@@ -2,9 +2,10 @@ import Foundation
 import HTTPTypes
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("RawHTTPServer", .timeLimit(.minutes(1)))
+@Suite("RawHTTPServer", .timeLimit(.minutes(1)), .takesTurns)
 struct RawHTTPServerTests {
     @Test func itWritesTheGivenFieldsAsTheyAreAndRecordsTheRequest() async throws {
         let reply: RawHTTPServer.Handler = { request in

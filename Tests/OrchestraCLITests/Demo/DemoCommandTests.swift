@@ -1,9 +1,10 @@
 import Foundation
 import OrchestraDemoServer
+import TestSupport
 import Testing
 
 /// `orchestra demo`, run as a user runs it: the built executable, its output on a pipe.
-@Suite("orchestra demo", .timeLimit(.minutes(5)))
+@Suite("orchestra demo", .timeLimit(.minutes(5)), .takesTurns)
 struct DemoCommandTests {
     /// Every scenario, in the order `orchestra demo` plays them (the names `--scenario` takes).
     static let scenarios = [

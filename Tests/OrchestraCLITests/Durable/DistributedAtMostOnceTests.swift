@@ -1,6 +1,7 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ import Darwin
     .enabled(
         if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil,
         "no PostgreSQL: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL"),
-    .timeLimit(.minutes(5)))
+    .timeLimit(.minutes(5)), .takesTurns)
 struct DistributedAtMostOnceTests {
     /// What a step's POST carries, and what becomes of it after its worker is killed.
     struct Scenario: Sendable, CustomTestStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// A distributed run's limits in the store come from `WorkflowLimits`, as the local run's do.
@@ -9,7 +10,7 @@ import Testing
     .enabled(
         if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil,
         "no PostgreSQL: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL"),
-    .timeLimit(.minutes(5)))
+    .timeLimit(.minutes(5)), .takesTurns)
 struct DistributedLimitsTests {
     /// A `limit:` (and a `hosts:` limit) beyond what the store's 32-bit columns hold opens the
     /// run as no limit: it failed before sending anything, with 'integer out of range (22003)'.

@@ -3,6 +3,7 @@ import OrchestraDemoServer
 import OrchestraDurable
 import OrchestraPostgres
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ import Darwin
     .enabled(
         if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil,
         "no PostgreSQL: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(10)), .takesTurns)
 struct DistributedRunTests {
     static let url = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] ?? ""
 

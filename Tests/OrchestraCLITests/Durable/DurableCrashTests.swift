@@ -1,6 +1,7 @@
 import Foundation
 import OrchestraDurable
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Darwin
 /// 10,000-job graph with random dependencies and injected failures; it is killed with SIGKILL
 /// (it sends it to itself after a random number of attempts) five times and started again
 /// each time with the same store.
-@Suite("Durable runs killed mid-run", .timeLimit(.minutes(10)))
+@Suite("Durable runs killed mid-run", .timeLimit(.minutes(10)), .takesTurns)
 struct DurableCrashTests {
     static let worker = OrchestraExecutable.url.deletingLastPathComponent().appendingPathComponent(
         "DurableCrashWorker")

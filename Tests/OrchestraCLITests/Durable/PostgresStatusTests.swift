@@ -2,6 +2,7 @@ import Foundation
 import OrchestraDurable
 import OrchestraPostgres
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// `orchestra status --state postgres://…`: the runs of a PostgreSQL store, read only.
@@ -10,7 +11,7 @@ import Testing
     .enabled(
         if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil,
         "no PostgreSQL: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(2)), .takesTurns)
 struct PostgresStatusTests {
     static let url = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] ?? ""
     static let step = JobKind<Int, Int>("step")

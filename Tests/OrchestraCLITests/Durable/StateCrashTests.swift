@@ -3,6 +3,7 @@ import GRDB
 @_spi(Simulation) import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -20,7 +21,7 @@ import Darwin
 /// (`/anything/items/E/run/K`): the server then counts each run's requests apart, those still
 /// arriving after a kill included, so the elements in flight at each kill are known exactly.
 /// The workflow file, and so its state file, is the same for every run.
-@Suite("orchestra run --state killed mid-run", .timeLimit(.minutes(10)))
+@Suite("orchestra run --state killed mid-run", .timeLimit(.minutes(10)), .takesTurns)
 struct StateCrashTests {
     static let elementCount = 5_000
     static let kills = 5

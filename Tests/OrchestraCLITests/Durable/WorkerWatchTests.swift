@@ -1,9 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import OrchestraCLI
 
 /// When the coordinator of a distributed run says that no worker takes its requests.
-@Suite("WorkerWatch: the note about a run no worker takes requests from")
+@Suite("WorkerWatch: the note about a run no worker takes requests from", .takesTurns)
 struct WorkerWatchTests {
     typealias Look = WorkerWatch.Look
 

@@ -1,6 +1,7 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 #if canImport(FoundationXML)
@@ -9,7 +10,7 @@ import FoundationXML
 
 /// `orchestra run` as an API testing tool: assertions, `--verbose`, secrets, the cookie jar and
 /// form bodies, against the demo server.
-@Suite("orchestra run: assertions, verbose, cookies, secrets", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run: assertions, verbose, cookies, secrets", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct APITestingCommandTests {
     @Test("failing assertions exit 1 and list each check with what was expected and what came")
     func failingAssertions() async throws {

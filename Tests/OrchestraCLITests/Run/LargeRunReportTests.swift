@@ -1,12 +1,13 @@
 import Foundation
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 @testable import OrchestraCLI
 
 /// Reports of large runs: a `for_each` step with tens of thousands of elements (a lane each in
 /// the HTML timeline and the trace), and `--data` runs a Ctrl-C stopped.
-@Suite("Run reports of large and cancelled runs", .timeLimit(.minutes(1)))
+@Suite("Run reports of large and cancelled runs", .timeLimit(.minutes(3)), .ownThread, .takesTurns)
 struct LargeRunReportTests {
     /// A `for_each` step `each` whose `count` elements each ran 1 ms, one after the other.
     static func forEach(_ count: Int) -> WorkflowReport {

@@ -1,12 +1,13 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// The files `orchestra run` writes (reports, trace, cookie jar) and its standard output: a
 /// failed write is an error, every path is checked before the first request, each file is
 /// written on its own, never through a symlink, and the cookie jar is private.
-@Suite("orchestra run: the files it writes", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run: the files it writes", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct OutputFilesCommandTests {
     /// A new empty folder.
     static func folder() throws -> String {

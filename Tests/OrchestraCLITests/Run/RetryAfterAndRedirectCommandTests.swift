@@ -1,12 +1,13 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// `orchestra run` against servers that ask for absurd waits or redirect elsewhere: the step
 /// fails at once, naming the delay and `max_delay` (never a trap, never a day's sleep), and
 /// no credential of the run follows a redirect to another origin.
-@Suite("orchestra run: Retry-After limits and credentials on redirects", .timeLimit(.minutes(2)))
+@Suite("orchestra run: Retry-After limits and credentials on redirects", .timeLimit(.minutes(2)), .takesTurns)
 struct RetryAfterAndRedirectCommandTests {
     static func retryFlow(maxDelay: String? = "30s") -> String {
         let maxDelay = maxDelay.map { ", max_delay: \($0)" } ?? ""

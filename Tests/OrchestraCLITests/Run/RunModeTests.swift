@@ -1,10 +1,11 @@
 import ArgumentParser
+import TestSupport
 import Testing
 
 @testable import OrchestraCLI
 
 /// `orchestra run` picks one of three modes from its flags, and each mode checks its own.
-@Suite("orchestra run: the mode its flags choose, and the flags each mode refuses")
+@Suite("orchestra run: the mode its flags choose, and the flags each mode refuses", .takesTurns)
 struct RunModeTests {
     static let url = "postgres://u:p@127.0.0.1:5432/db"
 

@@ -2,11 +2,12 @@ import Foundation
 import HTTPTypes
 import OrchestraHTTP
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 @testable import OrchestraCLI
 
-@Suite("Run reports and the verbose log", .timeLimit(.minutes(1)))
+@Suite("Run reports and the verbose log", .timeLimit(.minutes(1)), .takesTurns)
 struct RunReportsTests {
     @Test func xmlEscapesMarkupAndReplacesWhatXMLCannotHold() {
         #expect(RunReports.xml(#"a<b>&"c"'d'"#) == "a&lt;b&gt;&amp;&quot;c&quot;&apos;d&apos;")

@@ -2,11 +2,12 @@ import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// `orchestra run` never prints a secret: the `secrets:` values, the auth block's token and
 /// every form a filter or a server's echo gives them, in every output the run writes.
-@Suite("orchestra run: secrets in no output", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run: secrets in no output", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct SecretLeakCommandTests {
     /// A space and a slash: percent-encoded in a URL.
     static let secret = "Sekr1t Plain/Pass-42"

@@ -1,10 +1,11 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// `orchestra run --state` and `orchestra status`, against the demo server.
-@Suite("orchestra run --state and orchestra status", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run --state and orchestra status", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct StateCommandTests {
     /// A state file path in a fresh folder, removed after `body`.
     static func withStatePath<T>(_ body: (String) async throws -> T) async throws -> T {

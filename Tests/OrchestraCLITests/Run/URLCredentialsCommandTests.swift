@@ -1,11 +1,12 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// `orchestra run` with credentials in a URL (`http://user:password@host/`) and values that
 /// would make a dot segment, on both transports.
-@Suite("orchestra run: URL credentials and dot segments", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run: URL credentials and dot segments", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct URLCredentialsCommandTests {
     static let password = "Pw-s3cret-9"
     /// The `Authorization` the URL's credentials make: a server's echo carries it.

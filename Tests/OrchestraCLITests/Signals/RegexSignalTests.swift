@@ -1,11 +1,14 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// Ctrl-C while a workflow's regular expressions backtrack without end on a server's text, and
 /// while a long `for_each` is in flight.
-@Suite("orchestra run: Ctrl-C stops regular expressions and long for_each steps", .serialized, .timeLimit(.minutes(5)))
+@Suite(
+    "orchestra run: Ctrl-C stops regular expressions and long for_each steps", .serialized, .timeLimit(.minutes(5)),
+    .takesTurns)
 struct RegexSignalTests {
     /// Every element's response (`/anything` echoes `x`: forty `a`s then `b`) makes `(a+)+$`
     /// backtrack about 2^40 times. Each gives up after the 3 s bound, so a run of 1,000 elements

@@ -1,11 +1,12 @@
 import Foundation
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// Ctrl-C (SIGINT) and SIGTERM sent to a real `orchestra` process, started with every signal at
 /// its default disposition (see ``ChildProcess``), as a terminal's shell starts it.
-@Suite("orchestra run / demo: SIGINT and SIGTERM", .serialized, .timeLimit(.minutes(5)))
+@Suite("orchestra run / demo: SIGINT and SIGTERM", .serialized, .timeLimit(.minutes(5)), .takesTurns)
 struct SignalTests {
     /// A workflow whose second step never gets an answer: the demo server holds `/hang` until
     /// it stops.

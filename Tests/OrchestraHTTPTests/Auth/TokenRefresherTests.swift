@@ -1,5 +1,6 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
@@ -52,7 +53,7 @@ struct TestError: Error, Equatable, CustomStringConvertible {
     var description: String { name }
 }
 
-@Suite("TokenRefresher", .timeLimit(.minutes(1)))
+@Suite("TokenRefresher", .timeLimit(.minutes(1)), .takesTurns)
 struct TokenRefresherTests {
     @Test func aTokenStormCausesExactlyOneRefreshAndEveryRequestSucceeds() async throws {
         let server = TokenServer()
@@ -270,7 +271,7 @@ func refreshing(_ server: TokenServer, lifetime: Duration) -> @Sendable (AuthTok
 
 /// Short token lifetimes: the margin scales down, renewals are not mistaken for a loop, and
 /// rejections still are (issue 13).
-@Suite("TokenRefresher: token lifetimes", .timeLimit(.minutes(1)))
+@Suite("TokenRefresher: token lifetimes", .timeLimit(.minutes(1)), .takesTurns)
 struct TokenLifetimeTests {
     @Test(arguments: LifetimeCase.all)
     func theMarginIsAtMostHalfTheLifetime(_ lifetimeCase: LifetimeCase) {

@@ -1,10 +1,11 @@
 import Orchestra
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
 
 /// The state machine alone: decisions as text, times as offsets.
-@Suite("TokenRefresher: state machine", .timeLimit(.minutes(1)))
+@Suite("TokenRefresher: state machine", .timeLimit(.minutes(1)), .takesTurns)
 struct TokenStateMachineTests {
     static func describe(_ decision: TokenStateMachine.Decision) -> String {
         switch decision {

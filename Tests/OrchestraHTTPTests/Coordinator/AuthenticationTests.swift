@@ -3,10 +3,11 @@ import HTTPTypes
 import Orchestra
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// `HTTPCoordinator.Authentication`'s own closures, as the transport sees their effect.
-@Suite("HTTPCoordinator.Authentication", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator.Authentication", .timeLimit(.minutes(1)), .takesTurns)
 struct AuthenticationTests {
     static let tokenField = HTTPField.Name("X-Api-Token")!
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
@@ -19,7 +20,7 @@ private func post(_ host: String, _ path: String, headers: HTTPFields = [:]) -> 
 }
 
 /// Redirects, host limits and per-request options of `HTTPCoordinator`.
-@Suite("HTTPCoordinator options", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator options", .timeLimit(.minutes(1)), .takesTurns)
 struct HTTPCoordinatorOptionsTests {
     /// What the transport received: method, URL and body of each request.
     private final class Log: Sendable {

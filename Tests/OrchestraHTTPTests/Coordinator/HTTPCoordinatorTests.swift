@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
@@ -14,7 +15,7 @@ func ok(_ text: String = "") -> (HTTPResponse, Data) {
     (HTTPResponse(status: .ok), Data(text.utf8))
 }
 
-@Suite("HTTPCoordinator", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator", .timeLimit(.minutes(1)), .takesTurns)
 struct HTTPCoordinatorTests {
     @Test func theTotalAndPerHostLimitsAreNeverExceeded() async throws {
         let gate = AsyncGate(isOpen: false)
@@ -437,7 +438,7 @@ struct HTTPCoordinatorTests {
     }
 }
 
-@Suite("HTTPRequestHandle", .timeLimit(.minutes(1)))
+@Suite("HTTPRequestHandle", .timeLimit(.minutes(1)), .takesTurns)
 struct HTTPRequestHandleTests {
     @Test func aRequestIsSentOnlyAfterTheRequestsItDependsOnReturned() async throws {
         let gate = AsyncGate(isOpen: false)
@@ -503,7 +504,7 @@ struct HTTPRequestHandleTests {
     }
 }
 
-@Suite("HTTPCoordinator batches", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator batches", .timeLimit(.minutes(1)), .takesTurns)
 struct HTTPBatchTests {
     @Test func aBatchReturnsResponsesInInputOrderAndReportsProgress() async throws {
         let transport = ScriptedHTTPTransport { request, _ in

@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
 
 /// The host key: what a host limit matches, for the coordinator, the workflow's `hosts:` and
 /// the durable resources alike.
-@Suite("HTTPHostKey", .timeLimit(.minutes(1)))
+@Suite("HTTPHostKey", .timeLimit(.minutes(1)), .takesTurns)
 struct HTTPHostKeyTests {
     @Test(arguments: [
         ("https", "HOST:443", "host:443"),

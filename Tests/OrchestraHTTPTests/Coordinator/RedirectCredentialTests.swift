@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
 
 /// The credentials the coordinator attaches never follow a redirect to another origin,
 /// whatever field carries them.
-@Suite("HTTPCoordinator: credentials on redirects", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator: credentials on redirects", .timeLimit(.minutes(1)), .takesTurns)
 struct RedirectCredentialTests {
     static let tokenField = HTTPField.Name("X-Api-Token")!
     static let keyField = HTTPField.Name("X-Api-Key")!

@@ -1,5 +1,6 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
@@ -12,7 +13,7 @@ import Testing
 /// The fast path is checked on the machine alone. Waiters need continuations: each waits in
 /// its own task through `suspendUntilAdmitted` (which only calls the machine's methods), and
 /// the test calls `release` and `setLimits` itself and resumes whom they return.
-@Suite("RequestAdmission", .timeLimit(.minutes(1)))
+@Suite("RequestAdmission", .timeLimit(.minutes(1)), .takesTurns)
 struct RequestAdmissionTests {
     typealias Request = RequestAdmission.Request
 

@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
 
 /// `Retry-After` is outside input: however large, negative or far a date, it never traps,
 /// and one over the policy's `maximumServerDelay` fails the request at once, naming it.
-@Suite("HTTPCoordinator and Retry-After limits", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator and Retry-After limits", .timeLimit(.minutes(1)), .takesTurns)
 struct RetryAfterLimitTests {
     /// A 503 with `Retry-After: header` on the first attempt, then a 200.
     static func busyOnce(retryAfter header: String) -> ScriptedHTTPTransport {

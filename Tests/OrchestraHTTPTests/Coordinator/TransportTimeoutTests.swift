@@ -3,10 +3,11 @@ import HTTPTypes
 import Orchestra
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// How a request's timeout reaches the transport (`HTTPTransport.send(_:content:progress:timeout:)`).
-@Suite("HTTPCoordinator: a request's timeout and the transport", .timeLimit(.minutes(1)))
+@Suite("HTTPCoordinator: a request's timeout and the transport", .timeLimit(.minutes(1)), .takesTurns)
 struct TransportTimeoutTests {
     /// Answers at once, and records the timeout each request came with (`nil`: sent without).
     private final class TimeoutRecorder: HTTPTransport {

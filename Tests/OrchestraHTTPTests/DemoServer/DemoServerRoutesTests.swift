@@ -4,10 +4,11 @@ import OrchestraAsyncHTTPClient
 import OrchestraDemoServer
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// The demo server's httpbin-compatible routes and `/barrier`, with their bounds.
-@Suite("Demo server routes", .serialized, .timeLimit(.minutes(2)))
+@Suite("Demo server routes", .serialized, .timeLimit(.minutes(2)), .takesTurns)
 struct DemoServerRoutesTests {
     func json(_ data: Data) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

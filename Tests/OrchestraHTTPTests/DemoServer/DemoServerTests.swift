@@ -3,6 +3,7 @@ import HTTPTypes
 import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
@@ -26,7 +27,7 @@ func token(from result: HTTPResult) throws -> AuthToken {
 
 /// Real requests over URLSession to the demo server on 127.0.0.1. No real-time waits: the
 /// server's counters and its gate say when requests arrived.
-@Suite("HTTPCoordinator against the demo server", .serialized, .timeLimit(.minutes(2)))
+@Suite("HTTPCoordinator against the demo server", .serialized, .timeLimit(.minutes(2)), .takesTurns)
 struct DemoServerTests {
     @Test(arguments: [4, 16])
     func theLimitHoldsAndIsWhatLimitsBelowAndAboveTheTransportsDefaultCap(limit: Int) async throws {

@@ -4,12 +4,13 @@ import Orchestra
 import OrchestraAsyncHTTPClient
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
 
 /// The same guarantees over AsyncHTTPClient (SwiftNIO), against the demo server.
-@Suite("AsyncHTTPClientTransport against the demo server", .serialized, .timeLimit(.minutes(2)))
+@Suite("AsyncHTTPClientTransport against the demo server", .serialized, .timeLimit(.minutes(2)), .takesTurns)
 struct AsyncHTTPClientTransportTests {
     @Test func theCoordinatorLimitAboveTheClientsDefaultCapIsWhatLimits() async throws {
         try await withDemoServer { server in

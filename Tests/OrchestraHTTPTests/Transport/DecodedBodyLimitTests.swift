@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import OrchestraAsyncHTTPClient
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraHTTP
@@ -11,7 +12,7 @@ import Testing
 /// limit is cancelled at the limit instead of being inflated whole (issue 32: 10 MB of gzip
 /// inflating to 10 GB was OOM-killed). AsyncHTTPClient does not decode: it hands over, and
 /// counts, the bytes as sent.
-@Suite("Transports: the body limit counts decoded bytes", .serialized, .timeLimit(.minutes(1)))
+@Suite("Transports: the body limit counts decoded bytes", .serialized, .timeLimit(.minutes(1)), .takesTurns)
 struct DecodedBodyLimitTests {
     static let limit = 1 << 20
 

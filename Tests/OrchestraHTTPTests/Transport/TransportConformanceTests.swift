@@ -4,10 +4,11 @@ import OrchestraAsyncHTTPClient
 import OrchestraDemoServer
 import OrchestraHTTP
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// Both transports pass every check of the conformance suite against the demo server.
-@Suite("HTTPTransportConformance", .serialized, .timeLimit(.minutes(2)))
+@Suite("HTTPTransportConformance", .serialized, .timeLimit(.minutes(2)), .takesTurns)
 struct TransportConformanceTests {
     @Test(arguments: HTTPTransportConformance.Check.allCases)
     func urlSessionTransport(_ check: HTTPTransportConformance.Check) async throws {

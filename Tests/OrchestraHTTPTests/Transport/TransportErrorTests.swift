@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraAsyncHTTPClient
@@ -16,7 +17,7 @@ import FoundationNetworking
 
 /// Client errors in words: both transports map their clients' errors to the same codes and
 /// messages, and refuse before sending what they cannot send as it is.
-@Suite("Transport errors", .timeLimit(.minutes(2)))
+@Suite("Transport errors", .timeLimit(.minutes(2)), .takesTurns)
 struct TransportErrorTests {
     struct Case: Sendable, CustomStringConvertible {
         var error: any Error

@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraOperations
 
-@Suite("AsyncOperation on OperationQueue", .timeLimit(.minutes(1)))
+@Suite("AsyncOperation on OperationQueue", .timeLimit(.minutes(1)), .takesTurns)
 struct AsyncOperationTests {
     @Test func dependentsStartOnlyAfterTheAsyncOperationSignalsFinished() async throws {
         let log = EventLog<String>()

@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraOperations
 
-@Suite("ResultOperation and TaskOperation", .timeLimit(.minutes(1)))
+@Suite("ResultOperation and TaskOperation", .timeLimit(.minutes(1)), .takesTurns)
 struct ResultAndTaskOperationTests {
     @Test func asyncCodeAwaitsAResultOperationsValue() async throws {
         let completion = Locked<(@Sendable (String) -> Void)?>(nil)

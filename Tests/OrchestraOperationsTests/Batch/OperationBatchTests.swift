@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraOperations
 
-@Suite("Operation batches", .timeLimit(.minutes(1)))
+@Suite("Operation batches", .timeLimit(.minutes(1)), .takesTurns)
 struct OperationBatchTests {
     @Test func oneCompletionReceivesEveryOutcomeInOrder() async throws {
         let log = EventLog<String>()

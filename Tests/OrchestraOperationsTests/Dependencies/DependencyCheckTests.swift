@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraOperations
 
-@Suite("Operation dependency checks", .timeLimit(.minutes(1)))
+@Suite("Operation dependency checks", .timeLimit(.minutes(1)), .takesTurns)
 struct DependencyCheckTests {
     func named(_ name: String) -> BlockOperation {
         let operation = BlockOperation {}

@@ -1,11 +1,12 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraOperations
 
-@Suite("Operations in a TaskGraph", .timeLimit(.minutes(1)))
+@Suite("Operations in a TaskGraph", .timeLimit(.minutes(1)), .takesTurns)
 struct TaskGraphOperationsTests {
     @Test func operationsRunAsAGraphWithItsLimitAndOrder() async throws {
         let probe = ConcurrencyProbe()

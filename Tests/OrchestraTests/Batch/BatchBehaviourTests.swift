@@ -1,4 +1,5 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
@@ -34,7 +35,7 @@ final class ScriptedWork: Sendable {
     }
 }
 
-@Suite("Batch behaviour", .timeLimit(.minutes(1)))
+@Suite("Batch behaviour", .timeLimit(.minutes(1)), .takesTurns)
 struct BatchBehaviourTests {
     @Test func concurrentMapFailsFastCancellingTheRestAndStartingNothingNew() async throws {
         let work = ScriptedWork(count: 10)

@@ -1,4 +1,5 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import Orchestra
@@ -6,7 +7,7 @@ import Testing
 /// `completions(limit:whenCancelled: .deliverRunning)`: a cancelled consumer stops the batch
 /// (nothing new starts, the running items are cancelled) and still receives the outcome of
 /// every item that started, so it can count the rest without touching them.
-@Suite("Batch: deliver the running items when cancelled", .timeLimit(.minutes(1)))
+@Suite("Batch: deliver the running items when cancelled", .timeLimit(.minutes(1)), .takesTurns)
 struct BatchDeliverRunningTests: BatchMachineFixtures {
 
     // MARK: The state machine

@@ -1,11 +1,12 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// The batch scenarios: eight simulated downloads with different latencies on a manual clock.
 /// Each test checks the exact start times against the reference schedule, the order results
 /// are handled in, and the largest number of downloads that ran at once.
-@Suite("Batch scenarios: eight downloads", .timeLimit(.minutes(1)))
+@Suite("Batch scenarios: eight downloads", .timeLimit(.minutes(1)), .takesTurns)
 struct BatchScenarioTests {
     let network = SimulatedNetwork(clock: ManualClock())
 

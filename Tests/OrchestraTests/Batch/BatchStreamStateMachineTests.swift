@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Orchestra
@@ -5,7 +6,7 @@ import Testing
 /// The batch stream's pure state: its counting rule (an item is outstanding from its start
 /// until the consumer receives it, and at most `capacity` are outstanding), the two delivery
 /// orders, the worker and consumer hand-offs, the end, and termination.
-@Suite("Batch stream state machine", .timeLimit(.minutes(1)))
+@Suite("Batch stream state machine", .timeLimit(.minutes(1)), .takesTurns)
 struct BatchStreamStateMachineTests: BatchMachineFixtures {
 
     @Test func workersTakeAtMostCapacityItemsBeforeOneIsConsumed() {

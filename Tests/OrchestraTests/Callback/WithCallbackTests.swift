@@ -1,5 +1,6 @@
 import Dispatch
 import Orchestra
+import TestSupport
 import Testing
 
 /// A stand-in for a completion-handler API such as a networking library's request call.
@@ -33,7 +34,7 @@ final class LegacyAPI: Sendable {
     }
 }
 
-@Suite("withCallback", .timeLimit(.minutes(1)))
+@Suite("withCallback", .timeLimit(.minutes(1)), .takesTurns)
 struct WithCallbackTests {
     let api = LegacyAPI()
     let diagnostics = EventLog<OrchestraDiagnostic>()

@@ -1,7 +1,8 @@
 import Orchestra
+import TestSupport
 import Testing
 
-@Suite("AsyncEvent", .timeLimit(.minutes(1)))
+@Suite("AsyncEvent", .timeLimit(.minutes(1)), .takesTurns)
 struct AsyncEventTests {
     @Test func anEventReleasesEveryWaiterAndLaterWaitsPassAtOnce() async throws {
         let event = AsyncEvent()

@@ -1,7 +1,8 @@
 import Orchestra
+import TestSupport
 import Testing
 
-@Suite("AsyncGate", .timeLimit(.minutes(1)))
+@Suite("AsyncGate", .timeLimit(.minutes(1)), .takesTurns)
 struct AsyncGateTests {
     @Test func aClosedGateHoldsTasksUntilItOpens() async throws {
         let gate = AsyncGate(isOpen: false)

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Orchestra
 
-@Suite("DOT, Mermaid and Chrome trace writers", .timeLimit(.minutes(1)))
+@Suite("DOT, Mermaid and Chrome trace writers", .timeLimit(.minutes(1)), .takesTurns)
 struct DiagramWriterTests {
     @Test func dotQuotesEveryIdAndLabelAndMarksLooseEdges() {
         var writer = DOTWriter(name: "my \"flow\"")

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
 
-@Suite("Graph nodes", .timeLimit(.minutes(1)))
+@Suite("Graph nodes", .timeLimit(.minutes(1)), .takesTurns)
 struct GraphNodesTests {
     func add(_ nodes: inout GraphNodes, _ id: String, _ dependencies: String...) {
         nodes.append(

@@ -1,8 +1,9 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("TaskGraph.withRun", .timeLimit(.minutes(1)))
+@Suite("TaskGraph.withRun", .timeLimit(.minutes(1)), .takesTurns)
 struct GraphRunTests {
     @Test func eventsAndProgressFollowTheRun() async throws {
         let graph = TaskGraph()

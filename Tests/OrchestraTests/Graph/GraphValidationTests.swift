@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Orchestra
 
-@Suite("Graph validation", .timeLimit(.minutes(1)))
+@Suite("Graph validation", .timeLimit(.minutes(1)), .takesTurns)
 struct GraphValidationTests {
     func node(_ id: String, _ dependencies: String..., cost: Double = 1, resources: [String] = []) -> NodeSpec {
         NodeSpec(id: id, dependencies: dependencies, cost: cost, resources: resources)

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import Orchestra
 
-@Suite("Outcome table", .timeLimit(.minutes(1)))
+@Suite("Outcome table", .timeLimit(.minutes(1)), .takesTurns)
 struct OutcomeTableTests {
     /// What a run keeps per node, as the types' documentation states it: a record of 56 bytes
     /// (where a `NodeOutcome` takes 120) and a scheduling state of 8.

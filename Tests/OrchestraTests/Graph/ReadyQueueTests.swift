@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
 
-@Suite("Ready queue", .timeLimit(.minutes(1)))
+@Suite("Ready queue", .timeLimit(.minutes(1)), .takesTurns)
 struct ReadyQueueTests {
     typealias Entry = ReadyQueue.Entry
 

@@ -1,9 +1,10 @@
 @_spi(Simulation) import Orchestra
+import TestSupport
 import Testing
 
 /// `ScheduleSimulation.makespan` on graphs small enough to schedule by hand: every expected
 /// number is worked out in the comments, not taken from the implementation.
-@Suite("ScheduleSimulation.makespan", .timeLimit(.minutes(1)))
+@Suite("ScheduleSimulation.makespan", .timeLimit(.minutes(1)), .takesTurns)
 struct ScheduleSimulationTests {
     typealias SimulatedTask = ScheduleSimulation.Task
 

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
 
-@Suite("Scheduler state machine", .timeLimit(.minutes(1)))
+@Suite("Scheduler state machine", .timeLimit(.minutes(1)), .takesTurns)
 struct SchedulerStateMachineTests {
     typealias Machine = SchedulerStateMachine
 

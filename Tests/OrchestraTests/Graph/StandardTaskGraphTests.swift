@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Orchestra
@@ -12,7 +13,7 @@ import Testing
 /// fourth the best length known. Dividing by the lower bound there can only make a ratio look
 /// worse, so the targets are checked over all 720 cases that way, and the proven cases are
 /// also checked alone.
-@Suite("Standard Task Graph Set", .timeLimit(.minutes(1)))
+@Suite("Standard Task Graph Set", .timeLimit(.minutes(1)), .takesTurns)
 struct StandardTaskGraphTests {
     static let directory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,9 +1,10 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("TaskGraph exports", .timeLimit(.minutes(1)))
+@Suite("TaskGraph exports", .timeLimit(.minutes(1)), .takesTurns)
 struct TaskGraphExportTests {
     func sampleGraph() -> TaskGraph {
         let graph = TaskGraph()

@@ -1,4 +1,5 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
@@ -6,7 +7,7 @@ import Testing
 /// Random DAGs run for real, with failures, timeouts, abandoned callbacks and cancellations
 /// injected. Whatever the interleaving: every edge is respected, the limit holds, and every
 /// node reaches exactly one terminal state. Each case prints its seed.
-@Suite("TaskGraph property tests", .timeLimit(.minutes(2)))
+@Suite("TaskGraph property tests", .timeLimit(.minutes(2)), .takesTurns)
 struct TaskGraphPropertyTests {
     enum Fault: CaseIterable { case none, fails, hangsUntilTimeout, abandonsCallback }
 

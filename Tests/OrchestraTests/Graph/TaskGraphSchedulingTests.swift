@@ -1,10 +1,11 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// Priorities and resources as `TaskGraph.run` applies them to real nodes (the scheduler state
 /// machine's own tests check its decisions; these check the runner follows them).
-@Suite("TaskGraph.run: priorities and resources", .timeLimit(.minutes(1)))
+@Suite("TaskGraph.run: priorities and resources", .timeLimit(.minutes(1)), .takesTurns)
 struct TaskGraphSchedulingTests {
     @Test func withOneSlotTheHigherPriorityReadyNodeStartsFirst() async throws {
         let graph = TaskGraph()

@@ -1,9 +1,10 @@
 import Foundation
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("TaskGraph", .timeLimit(.minutes(1)))
+@Suite("TaskGraph", .timeLimit(.minutes(1)), .takesTurns)
 struct TaskGraphTests {
     @Test func dependentsReceiveTheirDependenciesTypedResults() async throws {
         let graph = TaskGraph()

@@ -1,10 +1,11 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 /// A delay a failure asks for (`Retry-After`) is outside input: compared with
 /// `maximumServerDelay` before any arithmetic, never slept beyond it, never trapping.
-@Suite("RetryPolicy.maximumServerDelay", .timeLimit(.minutes(1)))
+@Suite("RetryPolicy.maximumServerDelay", .timeLimit(.minutes(1)), .takesTurns)
 struct RetryServerDelayTests {
     struct Busy: Error { var retryAfter: Duration }
 

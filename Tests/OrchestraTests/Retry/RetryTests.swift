@@ -1,8 +1,9 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("withRetry and RetryPolicy", .timeLimit(.minutes(1)))
+@Suite("withRetry and RetryPolicy", .timeLimit(.minutes(1)), .takesTurns)
 struct RetryTests {
     /// Fails the first `failures` calls, then returns the attempt number.
     final class Flaky: Sendable {

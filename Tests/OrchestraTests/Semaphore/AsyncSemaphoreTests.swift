@@ -1,9 +1,10 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @_spi(Simulation) @testable import Orchestra
 
-@Suite("AsyncSemaphore", .timeLimit(.minutes(1)))
+@Suite("AsyncSemaphore", .timeLimit(.minutes(1)), .takesTurns)
 struct AsyncSemaphoreTests {
     @Test func tryWaitTakesAvailablePermitsOnly() {
         let semaphore = AsyncSemaphore(value: 2)

@@ -1,8 +1,9 @@
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
-@Suite("ConcurrencyLimiter", .timeLimit(.minutes(1)))
+@Suite("ConcurrencyLimiter", .timeLimit(.minutes(1)), .takesTurns)
 struct ConcurrencyLimiterTests {
     /// Starts `count` tasks that each take a slot and hold it until `release` is signalled.
     private func holders(

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Orchestra
@@ -5,7 +6,7 @@ import Testing
 /// The semaphore's slow half, driven directly: a signal serves the oldest queued waiter or
 /// leaves a hand-over for one on its way; a cancelled waiter leaves only if it can withdraw its
 /// place in the count (no signal on its way to it), and otherwise stays to be served.
-@Suite("SemaphoreWaiters", .timeLimit(.minutes(1)))
+@Suite("SemaphoreWaiters", .timeLimit(.minutes(1)), .takesTurns)
 struct SemaphoreWaitersTests {
     @Test func signalsServeQueuedWaitersOldestFirst() {
         var waiters = SemaphoreWaiters<String>()

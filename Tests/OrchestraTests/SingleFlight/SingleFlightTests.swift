@@ -1,7 +1,8 @@
 import Orchestra
+import TestSupport
 import Testing
 
-@Suite("SingleFlight", .timeLimit(.minutes(1)))
+@Suite("SingleFlight", .timeLimit(.minutes(1)), .takesTurns)
 struct SingleFlightTests {
     /// A piece of work that runs until released, and counts its executions and cancellations.
     final class Work: Sendable {

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Orchestra
@@ -5,7 +6,7 @@ import Testing
 /// The waiter queue's rules, from its doc comment: first in, first out; any waiter can leave
 /// by id; ids are never reused; tombstones left by leavers are compacted so memory stays
 /// proportional to the live waiters.
-@Suite("WaiterQueue", .timeLimit(.minutes(1)))
+@Suite("WaiterQueue", .timeLimit(.minutes(1)), .takesTurns)
 struct WaiterQueueTests {
     /// Appends `names` in order, returning each one's id.
     @discardableResult

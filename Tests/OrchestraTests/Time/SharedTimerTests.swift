@@ -1,4 +1,5 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import Orchestra
@@ -7,7 +8,7 @@ import Testing
 /// cancelled sleeper forgotten at once (a cancelled `Task.sleep` keeps its timer until the
 /// deadline, which made a long `for_each` with the default 30 s timeout grow by ~0.45 KB a
 /// request).
-@Suite("SharedTimer", .timeLimit(.minutes(1)))
+@Suite("SharedTimer", .timeLimit(.minutes(1)), .takesTurns)
 struct SharedTimerTests {
     typealias Machine = SharedTimerStateMachine<ManualClock.Instant, String>
     static let t0 = ManualClock.Instant(offset: .zero)

@@ -1,9 +1,10 @@
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import Orchestra
 
-@Suite("withTimeout and withDeadline", .timeLimit(.minutes(1)))
+@Suite("withTimeout and withDeadline", .timeLimit(.minutes(1)), .takesTurns)
 struct TimeoutTests {
     @Test func returnsTheValueWhenTheBodyFinishesInTime() async throws {
         let clock = ManualClock()

@@ -1,10 +1,11 @@
 import Foundation
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// JSON text read and written back exactly: numbers as written, members in order, errors
 /// that say what and where.
-@Suite("JSON values", .timeLimit(.minutes(1)))
+@Suite("JSON values", .timeLimit(.minutes(1)), .takesTurns)
 struct JSONValueTests {
     static func parsed(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try JSONValue(parsing: Data(text.utf8))

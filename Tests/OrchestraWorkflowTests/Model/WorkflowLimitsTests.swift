@@ -1,10 +1,11 @@
 import OrchestraHTTP
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// `limit:` and `hosts:` turned into each layer's numbers, in one place.
-@Suite("WorkflowLimits")
+@Suite("WorkflowLimits", .takesTurns)
 struct WorkflowLimitsTests {
     /// limit → connections per host, graph window (no `hosts:`), `for_each` window, durable limit.
     @Test(arguments: [

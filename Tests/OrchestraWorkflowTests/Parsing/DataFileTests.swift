@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("Data files (--data)", .timeLimit(.minutes(1)))
+@Suite("Data files (--data)", .timeLimit(.minutes(1)), .takesTurns)
 struct DataFileTests {
     func messages(_ body: () throws(WorkflowErrors) -> DataRows) -> [String] {
         do {

@@ -1,10 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// Every input file is read through one function, in chunks, up to a limit.
-@Suite("Input files: the size limit", .timeLimit(.minutes(1)))
+@Suite("Input files: the size limit", .timeLimit(.minutes(1)), .takesTurns)
 struct InputFileTests {
     @Test func theDefaultLimitIs256MB() {
         #expect(Workflow.defaultInputFileLimit == 256 << 20)

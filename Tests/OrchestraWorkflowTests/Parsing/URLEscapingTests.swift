@@ -3,13 +3,14 @@ import HTTPTypes
 @_spi(Simulation) import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// URLs are made ASCII before any transport: what a component does not allow is encoded,
 /// escapes already written are kept (issue 13: `São%20Paulo` was sent as `S%C3%A3o%2520Paulo`).
-@Suite("URL escaping", .timeLimit(.minutes(1)))
+@Suite("URL escaping", .timeLimit(.minutes(1)), .takesTurns)
 struct URLEscapingTests {
     @Test(arguments: [
         ("http://x.test/a?city=São%20Paulo", "http://x.test/a?city=S%C3%A3o%20Paulo"),

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("Variables files (--vars-file)", .timeLimit(.minutes(1)))
+@Suite("Variables files (--vars-file)", .timeLimit(.minutes(1)), .takesTurns)
 struct VariablesFileTests {
     /// Writes `text` to a fresh file named `name`.
     func file(_ name: String, _ text: String) throws -> URL {

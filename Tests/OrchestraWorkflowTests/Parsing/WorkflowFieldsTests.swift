@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("Step fields table", .timeLimit(.minutes(1)))
+@Suite("Step fields table", .timeLimit(.minutes(1)), .takesTurns)
 struct WorkflowFieldsTests {
     /// A step `b` that uses `{{a.x}}` in one field, and nothing else that names `a`.
     static let uses: [(field: String, yaml: String)] = [

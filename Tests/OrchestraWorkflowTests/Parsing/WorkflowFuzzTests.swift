@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Simulation) import Orchestra
+import TestSupport
 import Testing
 import Yams
 
@@ -10,7 +11,7 @@ import Yams
 /// time limit catches a hang, a crash ends the test process).
 ///
 /// Seeded: a failing input is printed with its seed, and `ORCHESTRA_FUZZ_SEED=…` replays it.
-@Suite("Workflow fuzzing", .timeLimit(.minutes(3)))
+@Suite("Workflow fuzzing", .timeLimit(.minutes(3)), .ownThread, .takesTurns)
 struct WorkflowFuzzTests {
     /// Time spent mutating and parsing (whatever the machine), and at most this many inputs.
     static let budget: Duration = .seconds(15)

@@ -1,5 +1,6 @@
 import Foundation
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// Parses `text`, expecting it to be valid.
@@ -17,7 +18,7 @@ func errors(_ text: String) -> [WorkflowError] {
     }
 }
 
-@Suite("Workflow files", .timeLimit(.minutes(1)))
+@Suite("Workflow files", .timeLimit(.minutes(1)), .takesTurns)
 struct WorkflowParserTests {
     @Test func defaults() throws {
         let workflow = try parse("steps:\n  - id: a\n    url: \"http://x.test/a\"\n")

@@ -1,9 +1,10 @@
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// Files far larger than anyone writes by hand: checked without recursion (a 1,000-step chain
 /// used to overflow the stack) and in linear time (every lookup was a linear search).
-@Suite("Workflow files at scale", .timeLimit(.minutes(1)))
+@Suite("Workflow files at scale", .timeLimit(.minutes(3)), .ownThread, .takesTurns)
 struct WorkflowScaleTests {
     /// 20,000 steps: 20 times the chain that crashed, and fast enough in a debug build under
     /// ThreadSanitizer. BENCHMARKS.md times 100,000.

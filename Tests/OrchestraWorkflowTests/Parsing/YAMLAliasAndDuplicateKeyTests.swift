@@ -1,9 +1,10 @@
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// Aliases are bounded before anything expands them, and every duplicate key is reported at
 /// its own line.
-@Suite("YAML aliases and duplicate keys", .timeLimit(.minutes(1)))
+@Suite("YAML aliases and duplicate keys", .timeLimit(.minutes(1)), .takesTurns)
 struct YAMLAliasAndDuplicateKeyTests {
     /// `levels` anchors, each a list of ten aliases of the one before: 10^levels values in the
     /// last, in a file of a few hundred bytes. The step's body is the last.

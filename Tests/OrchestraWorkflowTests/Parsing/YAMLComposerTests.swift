@@ -1,9 +1,10 @@
+import TestSupport
 import Testing
 import Yams
 
 @testable import OrchestraWorkflow
 
-@Suite("YAML composer", .timeLimit(.minutes(1)))
+@Suite("YAML composer", .timeLimit(.minutes(1)), .takesTurns)
 struct YAMLComposerTests {
     /// Lists and mappings used as keys (always refused as workflow fields, but composed first):
     /// the fuzzer found the composer left their tags unresolved where Yams resolves them.

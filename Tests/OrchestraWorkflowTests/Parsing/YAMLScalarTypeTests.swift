@@ -1,5 +1,6 @@
 @_spi(Simulation) import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 import Yams
 
@@ -7,7 +8,7 @@ import Yams
 
 /// Plain scalars are typed without Yams' regular expressions, by the same rules: every case
 /// and random text agree with `Resolver.default` (its timestamps and `<<`/`=` are text here).
-@Suite("YAML scalar types", .timeLimit(.minutes(1)))
+@Suite("YAML scalar types", .timeLimit(.minutes(3)), .ownThread, .takesTurns)
 struct YAMLScalarTypeTests {
     static func expected(_ text: String) -> Yams.Tag.Name {
         let tag = Resolver.default.resolveTag(of: Yams.Node(text))

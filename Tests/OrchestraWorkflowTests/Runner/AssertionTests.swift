@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("assert:", .timeLimit(.minutes(1)))
+@Suite("assert:", .timeLimit(.minutes(1)), .takesTurns)
 struct AssertionTests {
     static let user = #"""
         {"user":{"name":"Ada","id":7},"items":[1,2,3],"price":12.5,"email":"ada@example.com",

@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("basic_auth", .timeLimit(.minutes(1)))
+@Suite("basic_auth", .timeLimit(.minutes(1)), .takesTurns)
 struct BasicAuthTests {
     func run(_ text: String) async throws -> (WorkflowReport, ScriptedHTTPTransport) {
         let workflow = try Workflow.parse(text, file: "flow.yaml", environment: ["PASS": "s3cret"])

@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// What a cancelled run reports, whatever its size: a `for_each` step's elements never started,
 /// and the rows of a `--data` run never started.
-@Suite("WorkflowRunner: what a cancellation reports", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: what a cancellation reports", .timeLimit(.minutes(1)), .takesTurns)
 struct CancelledRunCountTests {
     /// A `for_each` over `count` elements whose requests never answer, cancelled once the first
     /// window is in flight: every element is counted cancelled, and only the elements that were

@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// How long a `for_each` element's captures live: until the step ends only if something can
 /// read them (another step's template, or the element reports the runner keeps).
-@Suite("WorkflowRunner: for_each captures nothing reads are freed", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: for_each captures nothing reads are freed", .timeLimit(.minutes(1)), .takesTurns)
 struct CaptureLifetimeTests {
     /// `each` captures `body` (the whole response) and `n`; `done` reads only `{{each.n}}`.
     static let workflow = """

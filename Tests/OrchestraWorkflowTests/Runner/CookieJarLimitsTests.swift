@@ -1,12 +1,13 @@
 import Foundation
 import Orchestra
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// What a server (or a cookie file) can make the jar hold and send: RFC 6265 §6.1's limits
 /// as browsers and curl apply them, and no control characters in a stored cookie.
-@Suite("Cookie jar limits", .timeLimit(.minutes(1)))
+@Suite("Cookie jar limits", .timeLimit(.minutes(3)), .ownThread, .takesTurns)
 struct CookieJarLimitsTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 

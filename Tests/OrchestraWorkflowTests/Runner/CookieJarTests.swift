@@ -2,11 +2,12 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("Cookie jar", .timeLimit(.minutes(1)))
+@Suite("Cookie jar", .timeLimit(.minutes(1)), .takesTurns)
 struct CookieJarTests {
     /// A jar whose time is `now` (seconds since 1970), moved by the test.
     final class Time: Sendable {

@@ -2,11 +2,12 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("WorkflowRunner: data-driven runs", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: data-driven runs", .timeLimit(.minutes(1)), .takesTurns)
 struct DataRunTests {
     static let flow = """
         limit: 3

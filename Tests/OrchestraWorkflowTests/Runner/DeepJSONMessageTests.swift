@@ -3,11 +3,12 @@ import HTTPTypes
 import Orchestra
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// A JSON body nested deeper than the parser reads is named so, not "not JSON" (issue 32),
 /// wherever a step reads the body: a capture, several captures, an assertion.
-@Suite("WorkflowRunner: a body nested too deep", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: a body nested too deep", .timeLimit(.minutes(1)), .takesTurns)
 struct DeepJSONMessageTests {
     static let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
 

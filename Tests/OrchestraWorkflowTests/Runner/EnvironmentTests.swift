@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("{{env.NAME}}", .timeLimit(.minutes(1)))
+@Suite("{{env.NAME}}", .timeLimit(.minutes(1)), .takesTurns)
 struct EnvironmentTests {
     static let text = """
         auth:

@@ -3,9 +3,10 @@ import HTTPTypes
 import Orchestra
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
-@Suite("WorkflowRunner: for_each", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: for_each", .timeLimit(.minutes(1)), .takesTurns)
 struct ForEachRunnerTests {
     /// `album` answers `list` (JSON text); `image` fans out over it; `done` needs `image`.
     static func workflow(limit: Int = 8, captures: Bool = false) throws -> Workflow {

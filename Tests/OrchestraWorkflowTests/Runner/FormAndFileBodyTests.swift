@@ -2,11 +2,12 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("form, multipart and body_file", .timeLimit(.minutes(1)))
+@Suite("form, multipart and body_file", .timeLimit(.minutes(1)), .takesTurns)
 struct FormAndFileBodyTests {
     /// A folder with `photo.png` (bytes 0…255) and `notes.txt`, removed by the caller.
     static func folder() throws -> URL {

@@ -3,9 +3,10 @@ import HTTPTypes
 import Orchestra
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
-@Suite("WorkflowRunner: header captures", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: header captures", .timeLimit(.minutes(1)), .takesTurns)
 struct HeaderCaptureTests {
     @Test func aHeaderCaptureIsUsedByALaterStepWithoutAJSONBody() async throws {
         let transport = ScriptedHTTPTransport { request, _ in

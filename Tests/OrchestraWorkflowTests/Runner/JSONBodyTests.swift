@@ -4,11 +4,12 @@ import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// JSON bodies and captures keep numbers and member order exactly as written (issue 13): a body
 /// is sent as written or the workflow is refused, never something else.
-@Suite("WorkflowRunner: JSON bodies", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: JSON bodies", .timeLimit(.minutes(1)), .takesTurns)
 struct JSONBodyTests {
     /// A transport that answers `response(path)` and records every body it receives by path.
     static func recording(

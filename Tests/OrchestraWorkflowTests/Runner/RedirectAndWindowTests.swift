@@ -4,11 +4,12 @@ import Orchestra
 import OrchestraHTTP
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// Redirects, the `for_each` window, the User-Agent and report times: the runner as a client
 /// of the coordinator.
-@Suite("WorkflowRunner: redirects and windows", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: redirects and windows", .timeLimit(.minutes(1)), .takesTurns)
 struct RedirectAndWindowTests {
     static func redirect(_ status: Int, to location: String, cookie: String? = nil) -> (HTTPResponse, Data) {
         var headers = HTTPFields()

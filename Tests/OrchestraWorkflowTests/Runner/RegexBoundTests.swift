@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
@@ -10,7 +11,7 @@ import Testing
 /// cancellation (``BoundedRegex``). `(a+)+$` on forty `a`s and a `b` backtracks about 2^40
 /// times: no machine finishes it within the bounds below, so a test that expects it to give
 /// up cannot flake.
-@Suite("WorkflowRunner: regular expressions are bounded", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner: regular expressions are bounded", .timeLimit(.minutes(1)), .takesTurns)
 struct RegexBoundTests {
     static let catastrophic = String(repeating: "a", count: 40) + "b"
 

@@ -2,11 +2,12 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
-@Suite("secrets: and observed exchanges", .timeLimit(.minutes(1)))
+@Suite("secrets: and observed exchanges", .timeLimit(.minutes(1)), .takesTurns)
 struct SecretsAndExchangesTests {
     @Test func secretValuesAreRedactedInEveryReportField() async throws {
         let workflow = try Workflow.parse(

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// A URL's user information (`http://user:password@host/`): sent as basic auth, never shown.
-@Suite("URL user information", .timeLimit(.minutes(1)))
+@Suite("URL user information", .timeLimit(.minutes(1)), .takesTurns)
 struct URLCredentialsTests {
     static let password = "Pw-s3cret-9"
 

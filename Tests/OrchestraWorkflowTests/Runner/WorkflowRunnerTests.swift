@@ -4,13 +4,14 @@ import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 func respond(_ status: Int = 200, _ text: String = "{}", headers: HTTPFields = [:]) -> (HTTPResponse, Data) {
     (HTTPResponse(status: .init(code: status), headerFields: headers), Data(text.utf8))
 }
 
-@Suite("WorkflowRunner", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner", .timeLimit(.minutes(1)), .takesTurns)
 struct WorkflowRunnerTests {
     @Test func independentStepsRunInParallelAndDependentsAfterTheirNeeds() async throws {
         let gate = AsyncGate(isOpen: false)

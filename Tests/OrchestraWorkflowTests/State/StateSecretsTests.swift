@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// What a `--state` file holds: what the run shows (secrets masked), and only the captures a
 /// resume may send that hold no secret.
-@Suite("The --state file keeps no secret", .timeLimit(.minutes(1)))
+@Suite("The --state file keeps no secret", .timeLimit(.minutes(1)), .takesTurns)
 struct StateSecretsTests {
     static let token = "S3cr3t-Tok3n-77"
     static let password = "Pw-s3cret-9"

@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 import OrchestraDurable
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// A file that cannot be a run's state file gets a named error, and is left as it was.
-@Suite("--state files that cannot be used")
+@Suite("--state files that cannot be used", .takesTurns)
 struct WorkflowStateFileTests {
     static let workflow = "steps:\n  - { id: a, url: \"http://x.test/a\" }"
 

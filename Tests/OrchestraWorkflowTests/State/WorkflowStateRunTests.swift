@@ -3,6 +3,7 @@ import HTTPTypes
 import Orchestra
 import OrchestraTestKit
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
 /// A state file path in a fresh folder, removed after `body`.
@@ -42,7 +43,7 @@ func runStopped(
     }
 }
 
-@Suite("WorkflowRunner with a --state file", .timeLimit(.minutes(1)))
+@Suite("WorkflowRunner with a --state file", .timeLimit(.minutes(1)), .takesTurns)
 struct WorkflowStateRunTests {
     static let listThenEach = """
         steps:

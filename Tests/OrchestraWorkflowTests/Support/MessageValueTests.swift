@@ -1,8 +1,9 @@
 import Foundation
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
-@Suite("Values quoted in messages", .timeLimit(.minutes(1)))
+@Suite("Values quoted in messages", .timeLimit(.minutes(1)), .takesTurns)
 struct MessageValueTests {
     @Test("text of at most 200 characters is kept; longer text keeps its first 200 and says its length")
     func shortening() {
@@ -36,7 +37,7 @@ struct MessageValueTests {
 
     @Test(
         "every message about a value of a million characters quotes 200 of them and its length",
-        arguments: 0..<places.count)
+        .ownThread, arguments: 0..<places.count)
     func hugeValues(place: Int) throws {
         let (yaml, length) = Self.places[place]
         let found = errors(yaml)

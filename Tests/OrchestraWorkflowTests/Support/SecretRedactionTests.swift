@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Orchestra
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// Secrets are masked in every form, before any cut, including the secrets a run learns (the
 /// auth block's tokens, the filters' output of a secret).
-@Suite("Secrets: every form, masked before the cut, learned during the run", .timeLimit(.minutes(1)))
+@Suite("Secrets: every form, masked before the cut, learned during the run", .timeLimit(.minutes(1)), .takesTurns)
 struct SecretRedactionTests {
     /// A slash, a space and a non-ASCII letter: each has forms of its own.
     static let secret = "Sekr1t-Plain/Pass ü"
@@ -131,7 +132,9 @@ struct SecretRedactionTests {
         #expect(redactor.redact("abc") == "abc")
     }
 
-    @Test("a long learned value is masked whole, learned in pieces; a redactor keeps the last values it learned")
+    @Test(
+        "a long learned value is masked whole, learned in pieces; a redactor keeps the last values it learned",
+        .ownThread)
     func learningIsBounded() {
         let redactor = Redactor(secrets: ["declared"])
         // 16 pieces: a token of 16 KB.

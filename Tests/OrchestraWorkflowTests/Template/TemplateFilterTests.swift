@@ -1,10 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// Expected values computed independently, with Python's base64, hashlib and urllib.
-@Suite("Template filters", .timeLimit(.minutes(1)))
+@Suite("Template filters", .timeLimit(.minutes(1)), .takesTurns)
 struct TemplateFilterTests {
     let values = TemplateValues(
         variables: ["credentials": "ada:s3cret é", "tildes": "~~~?", "name": "Ada"],

@@ -1,9 +1,10 @@
 import Foundation
 @_spi(Simulation) import Orchestra
 import OrchestraWorkflow
+import TestSupport
 import Testing
 
-@Suite("Templates and capture paths", .timeLimit(.minutes(1)))
+@Suite("Templates and capture paths", .timeLimit(.minutes(1)), .takesTurns)
 struct TemplateTests {
     let values = TemplateValues(
         variables: ["base": "http://127.0.0.1:8080", "q": "a b&c=d/é"],

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import OrchestraTestKit
+import TestSupport
 import Testing
 
 @testable import OrchestraWorkflow
 
 /// A value made only of dots cannot make a dot segment of a URL's path (`/users/../admin`).
-@Suite("Dot segments from values", .timeLimit(.minutes(1)))
+@Suite("Dot segments from values", .timeLimit(.minutes(1)), .takesTurns)
 struct URLDotSegmentTests {
     static let values = TemplateValues(captures: [
         "c": [
