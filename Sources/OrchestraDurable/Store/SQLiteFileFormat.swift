@@ -21,6 +21,7 @@ package struct SQLiteFileFormat: Sendable {
 
     /// Opens (or, unless `readOnly`, creates) the file at `path`, checks it and, unless
     /// `readOnly`, runs the migrations; a read-only caller checks first that the file exists.
+    /// A lock held by another connection is waited for, up to 5 seconds.
     /// New files are created readable by their owner only (they may hold captured values).
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/notADatabase``,
@@ -33,6 +34,11 @@ package struct SQLiteFileFormat: Sendable {
     {
         var configuration = Configuration()
         configuration.readonly = readOnly
+        // A lock another connection holds for a moment (the checkpoint of the last connection
+        // of a run that just ended, a writer of another process) is waited for, not an error:
+        // without it, a state file opened as the previous run's connection closed failed with
+        // "database is locked" (seen under ThreadSanitizer).
+        configuration.busyMode = .timeout(5)
         if !readOnly {
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
