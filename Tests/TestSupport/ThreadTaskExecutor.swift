@@ -30,8 +30,16 @@ package final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
         // thread's (it keeps its parent's).
         Thread.detachNewThread { [self] in
             Thread.current.name = name
+            Thread.current.threadDictionary[Self.markerKey] = true
             drain()
         }
+    }
+
+    private static let markerKey = "ThreadTaskExecutor"
+
+    /// Whether the calling thread is the thread of a ``ThreadTaskExecutor``.
+    package static func isOnAnExecutorThread() -> Bool {
+        Thread.current.threadDictionary[markerKey] as? Bool == true
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
