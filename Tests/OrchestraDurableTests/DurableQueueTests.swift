@@ -399,20 +399,21 @@ struct DurableQueueTests {
             let first = try graph.add("first", add, input: [1])
             try graph.add(
                 "second", add, input: [2], after: [first.id],
-                options: .init(retry: DurableRetry(maxAttempts: 2, initialDelay: .seconds(1))))
+                options: .init(retry: DurableRetry(maxAttempts: 2, initialDelay: .seconds(3))))
             try await queue.submit(graph, runID: "observed", limit: 1)
 
             let events = queue.events()
             let result = Task { try await queue.result(of: "observed") }
             let working = Task { try await queue.drain() }
-            // The retry of `second` (the renewal of the leases may sleep too, until t+100).
+            // The retry of `second` at t+3 (the renewal of the leases may sleep too, until t+100,
+            // and the wait for the result looks again every second).
             try await waitUntil("the retry waits") {
-                clock.pendingSleepers.contains(ManualClock.Instant(offset: .seconds(1)))
+                clock.pendingSleepers.contains(ManualClock.Instant(offset: .seconds(3)))
             }
-            clock.advance(by: .seconds(1))
+            clock.advance(by: .seconds(3))
             try await withHangGuard { try await working.value }
             let run = try await withHangGuard { try await result.value }
-            #expect(run.state == .succeeded && run.ended == epoch.addingTimeInterval(1))
+            #expect(run.state == .succeeded && run.ended == epoch.addingTimeInterval(3))
 
             var seen: [DurableEvent] = []
             for await event in events {
@@ -424,7 +425,7 @@ struct DurableQueueTests {
                 seen == [
                     .started(a, attempt: 1), .succeeded(a, attempt: 1),
                     .started(b, attempt: 1),
-                    .failed(b, attempt: 1, error: "not yet", retryAt: epoch.addingTimeInterval(1)),
+                    .failed(b, attempt: 1, error: "not yet", retryAt: epoch.addingTimeInterval(3)),
                     .started(b, attempt: 2), .succeeded(b, attempt: 2),
                     .runEnded(runID: "observed", state: .succeeded),
                 ])
@@ -450,6 +451,33 @@ struct DurableQueueTests {
             }
             let unknown = await #expect(throws: DurableError.self) { try await queue.result(of: "nope") }
             #expect(unknown?.code == .unknownRun)
+        }
+    }
+
+    /// A run worked on by another queue on the same store (another process, as far as the
+    /// waiting queue knows): its end reaches the wait through the store, not this queue's events.
+    @Test(arguments: StoreKind.available) func aRunWorkedOnElsewhereEndsTheWaitForItsResult(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let clock = ManualClock()
+            let waiter = DurableQueue(store: try await file.open(), clock: clock, wallClockStart: epoch)
+            let worker = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
+            Self.registerAdd(on: worker)
+            try await waiter.submit(try Self.diamond(), runID: "elsewhere")
+            let returned = Locked(false)
+            let result = Task {
+                defer { returned.withLock { $0 = true } }
+                return try await waiter.result(of: "elsewhere")
+            }
+            try await withHangGuard { try await worker.drain() }
+            // Told by the store (PostgreSQL's notification), or asleep until its next look.
+            try await waitUntil("the waiter returned, or sleeps until it looks again") {
+                returned.withLock { $0 } || !clock.pendingSleepers.isEmpty
+            }
+            clock.advance(by: DurableQueue.resultPollInterval)
+            let run = try await withHangGuard { try await result.value }
+            #expect(run.state == .succeeded)
         }
     }
 

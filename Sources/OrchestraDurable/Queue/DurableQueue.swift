@@ -424,23 +424,45 @@ public final class DurableQueue: Sendable {
 
     /// Waits until run `runID` has ended and returns it as stored.
     ///
-    /// It learns of the end from this queue: run ``drain(limit:)`` meanwhile (in another task),
-    /// or cancel the run through this queue. A run worked on by another process only is seen
-    /// ended by ``run(_:)``.
+    /// It learns of the end from this queue's workers and cancels, from the store's
+    /// notifications (a shared store's workers in other processes, a lease that ended), and in
+    /// any case by reading the run again every ``resultPollInterval`` (or the store's shorter
+    /// poll interval) on the queue's clock: a run worked on by other processes only, or ended as
+    /// a lease ran out, still ends the wait.
     ///
     /// Cancellation: cancelling the waiting task throws `CancellationError`; the run goes on.
     ///
     /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``), `CancellationError`.
     public func result(of runID: String) async throws -> DurableRunRecord {
-        // Subscribed before the run is read: an end between the two is not missed.
+        let changes = AwaitedState(0)
+        // Subscribed before the run is first read: an end between the two is not missed.
         let events = hub.subscribe()
-        let run = try await self.run(runID)
-        if run.state.isTerminal { return run }
-        for await event in events {
-            if case .runEnded(runID, _) = event { return try await self.run(runID) }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events {
+                    if case .runEnded(runID, _) = event { changes.update { $0 += 1 } }
+                }
+            }
+            group.addTask { try? await self.store.workSignal.listenForOutcomes { changes.update { $0 += 1 } } }
+            group.addTask {
+                try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings {
+                    changes.update { $0 += 1 }
+                }
+            }
+            defer { group.cancelAll() }
+            let interval = min(store.workSignal.pollInterval ?? Self.resultPollInterval, Self.resultPollInterval)
+            while true {
+                let seen = changes.read { $0 }
+                let run = try await self.run(runID)
+                if run.state.isTerminal { return run }
+                try await idle(until: now().addingTimeInterval(interval.seconds), orNotificationAfter: seen, changes)
+            }
         }
-        throw CancellationError()
     }
+
+    /// The longest ``result(of:)`` waits before it reads the run again when nothing told it of
+    /// a change: 1 second.
+    public static let resultPollInterval: Duration = .seconds(1)
 
     /// Removes the runs that ended more than `age` ago, with their jobs and outputs, and
     /// returns how many. Runs still going are never removed.
