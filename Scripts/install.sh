@@ -18,7 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-prefix="${1:-/usr/local}"
+prefix=/usr/local
+if [ $# -ge 1 ]; then prefix="$1"; fi
 case "$prefix" in
     /*) ;;
     *) echo "install.sh: PREFIX must be an absolute path, got '$prefix'" >&2; exit 2 ;;
@@ -34,7 +35,9 @@ trap 'rm -rf "$work"' EXIT
 
 flags=(-c release --product orchestra)
 if [ -n "${ORCHESTRA_STATIC:-}" ]; then
-    flags+=(--static-swift-stdlib)
+    # A build folder of its own: the same folder for both kinds of binary would be built anew
+    # each time the kind changed.
+    flags+=(--static-swift-stdlib --scratch-path .build-static)
     # FoundationNetworking's static library links the system's shared libcurl (a Depends of the
     # .deb) as -lcurl, which needs the development symlink libcurl.so; without the development
     # package, a symlink of our own to libcurl.so.4 stands in for it.
@@ -45,7 +48,7 @@ if [ -n "${ORCHESTRA_STATIC:-}" ]; then
             exit 1
         fi
         # A fixed folder: a linker flag that changed would make SwiftPM link again each time.
-        links="$PWD/.build/orchestra-install-links"
+        links="$PWD/.build-static/orchestra-install-links"
         mkdir -p "$links"
         ln -sf "$curl_library" "$links/libcurl.so"
         flags+=(-Xlinker "-L$links")
