@@ -216,29 +216,33 @@ public final class DurableQueue: Sendable {
         let outcomes = DurableOutcomes(runID: runID)
         let events = hub.subscribe()
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in events {
-                    switch event {
-                    case .succeeded(let key, _) where key.runID == runID,
-                        .failed(let key, _, _, _) where key.runID == runID:
-                        outcomes.changes.update { $0 += 1 }
-                    case .runEnded(runID, _): outcomes.changes.update { $0 += 1 }
-                    default: break
-                    }
-                }
-            }
-            group.addTask {
-                try? await self.store.workSignal.listenForOutcomes { outcomes.changes.update { $0 += 1 } }
-            }
-            // A lease that ended made a job uncertain: no worker records an outcome for it.
-            group.addTask {
-                try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings {
-                    outcomes.changes.update { $0 += 1 }
+            listen(to: events, into: outcomes.changes, in: &group) { event in
+                switch event {
+                case .succeeded(let key, _), .failed(let key, _, _, _): key.runID == runID
+                case .runEnded(let id, _): id == runID
+                default: false
                 }
             }
             group.addTask { try await self.watch(outcomes) }
             defer { group.cancelAll() }
             return try await body(outcomes)
+        }
+    }
+
+    /// Adds to `group` the listeners that count in `changes` whatever may have changed what a
+    /// waiter looks for: this queue's `events` that `counts` keeps, the store's notifications
+    /// of outcomes (other processes' workers), and its lease endings (a lease that ended made a
+    /// job uncertain, and no worker records an outcome for it).
+    private func listen(
+        to events: AsyncStream<DurableEvent>, into changes: AwaitedState<Int>,
+        in group: inout ThrowingTaskGroup<Void, any Error>, counting counts: @escaping @Sendable (DurableEvent) -> Bool
+    ) {
+        group.addTask {
+            for await event in events where counts(event) { changes.update { $0 += 1 } }
+        }
+        group.addTask { try? await self.store.workSignal.listenForOutcomes { changes.update { $0 += 1 } } }
+        group.addTask {
+            try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings { changes.update { $0 += 1 } }
         }
     }
 
@@ -438,16 +442,8 @@ public final class DurableQueue: Sendable {
         // Subscribed before the run is first read: an end between the two is not missed.
         let events = hub.subscribe()
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in events {
-                    if case .runEnded(runID, _) = event { changes.update { $0 += 1 } }
-                }
-            }
-            group.addTask { try? await self.store.workSignal.listenForOutcomes { changes.update { $0 += 1 } } }
-            group.addTask {
-                try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings {
-                    changes.update { $0 += 1 }
-                }
+            listen(to: events, into: changes, in: &group) { event in
+                if case .runEnded(runID, _) = event { true } else { false }
             }
             defer { group.cancelAll() }
             let interval = min(store.workSignal.pollInterval ?? Self.resultPollInterval, Self.resultPollInterval)
