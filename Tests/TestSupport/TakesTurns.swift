@@ -38,6 +38,9 @@ extension Trait where Self == TakesTurnsTrait {
 }
 
 /// The turns of ``TakesTurnsTrait``: a counting semaphore whose waiters are served in order.
+///
+/// Not Orchestra's `AsyncSemaphore` on purpose: the tests schedule themselves with it, and a
+/// defect in the code under test must fail its tests, not stop every suite from starting.
 package final class SuiteTurns: @unchecked Sendable {
     /// Whether the current task is inside a suite that has its turn.
     @TaskLocal package static var hasTurn = false
