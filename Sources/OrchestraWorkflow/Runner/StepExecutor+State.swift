@@ -71,13 +71,20 @@ extension StepExecutor {
         return captures.filter { !redactor.containsSecret(in: $0.value.text) }
     }
 
-    /// With a `--state` file and a request that is not safe to send twice: what records it as
-    /// being sent (committed) once it has its slot, before its first attempt goes out; `nil`
-    /// otherwise.
+    /// With a `--state` file, what runs once a request has its slot, before its first attempt
+    /// goes out: it refuses to send once the file could not be written (a full disk: what
+    /// would be sent could not be recorded, and a resume would send it again), and, for a
+    /// request that is not safe to send twice, records it as being sent (committed). `nil`
+    /// without a state file.
     func intent(
         for step: WorkflowStep, id: String, item: Int, url: String
     ) -> (@Sendable (HTTPRequest) async throws -> Void)? {
-        guard let state, !step.resendsOnResume else { return nil }
+        guard let state else { return nil }
+        guard !step.resendsOnResume else {
+            return { _ in
+                if let failure = state.failure { throw StepFailure("--state: \(failure); not sent") }
+            }
+        }
         return { _ in
             guard records.withLock({ $0[id].map { !$0.intentRecorded } ?? true }) else { return }
             do {
@@ -190,6 +197,12 @@ extension StepExecutor {
             /// or "may have been sent") ends at once, unsent.
             func fill(_ group: inout Group) async {
                 while next < total, running < window, !Task.isCancelled, stateFailure == nil {
+                    // The file could not be written (a full disk): nothing more starts, those
+                    // running end and are reported.
+                    if let failure = state.failure {
+                        stateFailure = failure
+                        return
+                    }
                     let index = next
                     var decision = StateRecord.Decision.send
                     if cursor != nil {
