@@ -15,6 +15,31 @@ struct OpenRunTests {
         return graph
     }
 
+    /// A run opened by one version of its producer is opened again only by that version:
+    /// another (an edited workflow file) is refused, in every store, rather than mixing its
+    /// jobs with the run's.
+    @Test(arguments: StoreKind.available) func anOpenRunIsOpenedAgainOnlyByTheSameVersion(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)
+            #expect(try await queue.open(runID: "versioned", limit: 4, version: "digest-a"))
+            #expect(!(try await queue.open(runID: "versioned", limit: 4, version: "digest-a")))
+            for other in ["digest-b", nil] {
+                let error = await #expect(throws: DurableError.self, "version \(other ?? "none")") {
+                    try await queue.open(runID: "versioned", limit: 4, version: other)
+                }
+                #expect(error?.code == .runIDInUse)
+            }
+            // A run opened with no version keeps taking none (runs stored before versions).
+            #expect(try await queue.open(runID: "unversioned", limit: 4))
+            #expect(!(try await queue.open(runID: "unversioned", limit: 4)))
+            await #expect(throws: DurableError.self) {
+                try await queue.open(runID: "unversioned", limit: 4, version: "digest-a")
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.available) func jobsAppendedToAnOpenRunRunAndTheRunEndsOnlyOnceClosed(
         _ kind: StoreKind
     ) async throws {

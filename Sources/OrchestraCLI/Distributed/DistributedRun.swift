@@ -19,6 +19,9 @@ struct DistributedRun {
     /// `--resend-uncertain`: the run's requests that may have been sent (their jobs ended
     /// uncertain) are sent again when the run goes on.
     var resendsUncertain = false
+    /// `--force`: go on with a run opened by another workflow file (or another version of this
+    /// one); its requests are sent afresh, under this file's names.
+    var force = false
 
     /// What the run did, for the closing line.
     struct Summary: Sendable {
@@ -84,8 +87,25 @@ struct DistributedRun {
         return try await PostgresJobStore.withStore(url: url, schema: schema, logger: quiet) { store in
             let queue = DurableQueue(store: store, worker: "coordinator-\(getpid())")
             let limits = workflow.limits
-            let created = try await queue.open(
-                runID: runID, limit: limits.durableLimit, resourceLimits: limits.resourceLimits)
+            // The run belongs to the workflow file that opened it (its digest is part of the
+            // run's identity): a coordinator restarted with an edited file, or another file
+            // under the same id, is refused rather than mixing its requests with the run's.
+            var forced = false
+            let created: Bool
+            do {
+                created = try await queue.open(
+                    runID: runID, limit: limits.durableLimit, resourceLimits: limits.resourceLimits,
+                    version: workflow.digest)
+            } catch let error as DurableError where error.code == .runIDInUse {
+                guard force else {
+                    throw DurableError(
+                        code: .runIDInUse,
+                        message:
+                            "run '\(runID)' in schema '\(schema)' at \(store.location) was opened by another workflow file or another version of this one; give the file it was started with, another --run-id, or --force to go on with it (this file's requests are then sent afresh)"
+                    )
+                }
+                (created, forced) = (false, true)
+            }
             // Counted by state in the store, not read: a run's jobs carry their requests and responses.
             let existing =
                 created ? 0 : try await store.runSummaries(id: runID, limit: 1).first?.jobs.values.reduce(0, +) ?? 0
@@ -103,6 +123,7 @@ struct DistributedRun {
                 created
                     ? "run '\(runID)' in schema '\(schema)' at \(store.location): requests are sent by 'orchestra worker --state postgres://… --schema \(schema)'"
                     : "run '\(runID)' in schema '\(schema)' at \(store.location) goes on: \(Format.count(existing, "request")) stored by an earlier coordinator"
+                        + (forced ? " of another version of the workflow file, not read back (--force)" : "")
                         + (resent > 0 ? ", \(resent) that may have been sent sent again (--resend-uncertain)" : "")
             )
             let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in

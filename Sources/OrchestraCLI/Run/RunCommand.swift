@@ -32,7 +32,7 @@ struct RunCommand: AsyncParsableCommand {
             'orchestra worker' processes on any machines that reach the database, the \
             workflow's limits holding across all of them; this process evaluates the workflow \
             and reads their responses back. --run-id goes on with the run of a coordinator that \
-            stopped. A request not safe to send twice is sent at most once there too: one whose \
+            stopped, with the same workflow file (an edited one is refused unless --force). A request not safe to send twice is sent at most once there too: one whose \
             worker died while sending it is reported as "may have been sent" (--run-id with \
             --resend-uncertain sends it). See Examples/README.md, "Across machines".
 
@@ -114,7 +114,10 @@ struct RunCommand: AsyncParsableCommand {
             valueName: "id"))
     var runID: String?
 
-    @Flag(help: "With --state: use a state file written for another version of the workflow file.")
+    @Flag(
+        help:
+            "With --state FILE: use a state file written for another version of the workflow file. With --state postgres://… and --run-id: go on with a run opened by another version of it."
+    )
     var force = false
 
     @Flag(
@@ -258,6 +261,7 @@ struct RunCommand: AsyncParsableCommand {
         let runID = self.runID ?? DistributedRun.newRunID(file: options.file)
         var distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
         distributed.resendsUncertain = resendUncertain
+        distributed.force = force
         let started = Locked(false)
         let text = output == .text
         do {

@@ -47,10 +47,13 @@ enum RunMode: Sendable, Equatable {
 }
 
 /// The flags of a run with `--state postgres://…`: `--schema`, `--run-id`, `--resend-uncertain`
-/// (with `--run-id`); no `--force`, `--data` or `--parallel`.
+/// and `--force` (with `--run-id`); no `--data` or `--parallel`.
 enum StoreRunFlags {
     static func check(_ flags: RunFlags) throws {
-        if flags.force { throw ValidationError("--force applies to a state file, not to --state postgres://…") }
+        if flags.force, flags.runID == nil {
+            throw ValidationError(
+                "--force goes on with a run opened by another version of the workflow file: give its --run-id")
+        }
         if flags.data != nil {
             throw ValidationError("--state postgres://… runs the workflow once; it does not take --data")
         }

@@ -122,29 +122,35 @@ public final class DurableQueue: Sendable {
     /// `orchestra run` handing a workflow's requests to workers on other machines. The run's
     /// limits hold across all of its jobs, whenever they were added; it does not end when its
     /// jobs have, but once it is closed (``close(runID:)``). Opening the same id again with the
-    /// same limits does nothing and returns `false`, so a coordinator that restarts goes on
-    /// with its run.
+    /// same limits and `version` does nothing and returns `false`, so a coordinator that
+    /// restarts goes on with its run.
     ///
-    /// - Parameters: As ``submit(_:runID:limit:resourceLimits:failurePolicy:)``.
+    /// - Parameters:
+    ///   - version: What produces the run's jobs (`orchestra run` gives its workflow file's
+    ///     digest): the run is opened again only by the same version, so that another
+    ///     producer, or an edited one, is refused under the id rather than mixing its jobs
+    ///     with the run's. `nil`: none is checked.
+    ///   - others: As ``submit(_:runID:limit:resourceLimits:failurePolicy:)``.
     /// - Returns: `true` if the run was stored now.
     /// - Throws: ``DurableError``: ``DurableError/Code/invalidGraph`` for a limit below 1,
-    ///   ``DurableError/Code/runIDInUse`` for an id in use by another run; the store's errors.
+    ///   ``DurableError/Code/runIDInUse`` for an id in use by another run (or this one with
+    ///   other limits or another `version`); the store's errors.
     @discardableResult
     public func open(
         runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
-        failurePolicy: FailurePolicy = .cancelDependents
+        failurePolicy: FailurePolicy = .cancelDependents, version: String? = nil
     ) async throws -> Bool {
         try await storeRun(
             DurableGraph(), runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
-            isOpen: true)
+            isOpen: true, version: version)
     }
 
     /// Checks and stores a run for ``submit(_:runID:limit:resourceLimits:failurePolicy:)`` and
-    /// ``open(runID:limit:resourceLimits:failurePolicy:)``; a submitted run's jobs wake this
+    /// ``open(runID:limit:resourceLimits:failurePolicy:version:)``; a submitted run's jobs wake this
     /// queue's workers.
     private func storeRun(
         _ graph: DurableGraph, runID: String, limit: Int, resourceLimits: [String: Int],
-        failurePolicy: FailurePolicy, isOpen: Bool
+        failurePolicy: FailurePolicy, isOpen: Bool, version: String? = nil
     ) async throws -> Bool {
         guard limit >= 1 else {
             throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
@@ -153,6 +159,7 @@ public final class DurableQueue: Sendable {
             runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, graph: graph,
             criticalPaths: try graph.validate(resourceLimits: resourceLimits), now: now())
         submission.isOpen = isOpen
+        submission.version = version
         let stored = try await store.submit(submission)
         if stored && !isOpen { wakeLoops() }
         return stored
@@ -383,7 +390,7 @@ public final class DurableQueue: Sendable {
     /// someone has checked that their effect did not happen (or that repeating it is fine).
     /// Each becomes ready (its attempts still counted), the jobs skipped because of it wait
     /// for it again, and a run that had ended failed for it runs again (a run opened with
-    /// ``open(runID:limit:resourceLimits:failurePolicy:)`` takes jobs again, until it is closed
+    /// ``open(runID:limit:resourceLimits:failurePolicy:version:)`` takes jobs again, until it is closed
     /// again: its coordinator goes on with it); this queue's workers are woken. Under `FailurePolicy.failFast` the jobs the run's stop cancelled stay
     /// cancelled; a cancelled run is left as it is.
     ///

@@ -153,6 +153,10 @@ public struct DurableSubmission: Sendable {
     /// Whether the run stays open for more jobs (``JobStore/append(_:)``) until it is closed
     /// (``JobStore/close(runID:now:)``): it does not end when its jobs have, before that.
     public var isOpen = false
+    /// What produces the run's jobs, if the caller names it (a digest of the producer's logic,
+    /// such as a workflow file's): part of the ``fingerprint``, so that a run opened again by
+    /// another producer under the same id is refused rather than mixed with it.
+    public var version: String?
 
     /// Checks, for jobs appended to a run, that each resource a job uses is one of the run's
     /// `limited` ones.
@@ -183,6 +187,8 @@ public struct DurableSubmission: Sendable {
         for (name, limit) in resourceLimits.sorted(by: { $0.key < $1.key }) { mix("\(name)=\(limit)".utf8) }
         mix((failurePolicy == .failFast ? "failFast" : "cancelDependents").utf8)
         if isOpen { mix("open".utf8) }
+        // Only when set, as `atMostOnce` below.
+        if let version { mix("version=\(version)".utf8) }
         for job in graph.jobs {
             mix(job.id.utf8)
             mix(job.kind.utf8)

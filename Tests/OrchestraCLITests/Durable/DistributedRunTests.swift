@@ -213,6 +213,42 @@ struct DistributedRunTests {
         }
     }
 
+    @Test(
+        "a coordinator started again on its --run-id with an edited workflow file is refused, unless --force",
+        .enabled(if: ExitTests.areEnabled))
+    func runIdentity() async throws {
+        try await Self.withServerAndSchema { server, schema in
+            let first = try Self.workflow(base: server.baseURL, count: 20, hostLimit: 2, latency: 1)
+            let edited = try Self.workflow(base: server.baseURL, count: 21, hostLimit: 2, latency: 1)
+            // No worker yet: the first coordinator opens the run and waits for one; it dies there.
+            let running = try OrchestraExecutable.start(Self.coordinator(first, schema: schema, runID: "identity"))
+            let opened = await running.child.standardOutput.wait(for: "state: run 'identity'", limit: .seconds(60))
+            running.child.send(SIGKILL)
+            let killed = await running.finish(limit: .seconds(30))
+            #expect(opened, "\(killed)")
+
+            // Before the fix the edited file was accepted silently, and the run mixed both.
+            let refused = try await OrchestraExecutable.run(
+                Self.coordinator(edited, schema: schema, runID: "identity"), limit: .seconds(60))
+            #expect(refused.status == 2, "\(refused)")
+            #expect(
+                refused.stderr.contains(
+                    "run 'identity' in schema '\(schema)'")
+                    && refused.stderr.contains("was opened by another workflow file or another version of this one"),
+                "\(refused)")
+            #expect(!refused.stderr.contains(Self.url), "the URL, with its password, was printed")
+            #expect(server.requestCount == 0, "a request was sent")
+
+            let workers = try [Self.worker(schema)]
+            let forced = try await OrchestraExecutable.run(
+                Self.coordinator(edited, schema: schema, runID: "identity") + ["--force"], limit: .seconds(240))
+            await Self.stop(workers)
+            #expect(forced.status == 0, "\(forced)")
+            #expect(forced.stdout.contains("not read back (--force)"), "\(forced)")
+            #expect(forced.stdout.contains("21 requests sent, 21 succeeded"), "\(forced)")
+        }
+    }
+
     @Test("a request no server answers fails on the coordinator with the worker's reason, as it would locally")
     func unanswered() async throws {
         try await Self.withServerAndSchema { server, schema in
@@ -390,7 +426,7 @@ struct DistributedRunTests {
             #expect(server.requestCount == 0, "a request was sent")
 
             let forced = try await OrchestraExecutable.run(["run", file, "--state", Self.url, "--force"])
-            #expect(forced.status == 2 && forced.stderr.contains("--force applies to a state file"), "\(forced)")
+            #expect(forced.status == 2 && forced.stderr.contains("--force goes on with a run"), "\(forced)")
             let schemaWithFile = try await OrchestraExecutable.run(["run", file, "--state", "x.state", "--schema", "s"])
             #expect(
                 schemaWithFile.status == 2

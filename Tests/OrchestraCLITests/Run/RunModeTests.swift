@@ -16,6 +16,7 @@ struct RunModeTests {
             (RunFlags(state: "run.state", force: true, resendUncertain: true), .once(stateFile: "run.state")),
             (RunFlags(data: "rows.csv", parallel: 4), .rows),
             (RunFlags(state: url, schema: "s", runID: "r", resendUncertain: true), .store(url: url)),
+            (RunFlags(state: url, runID: "r", force: true), .store(url: url)),
         ])
     func chosen(flags: RunFlags, mode: RunMode) throws {
         #expect(try RunMode(flags) == mode)
@@ -34,7 +35,10 @@ struct RunModeTests {
             (RunFlags(data: "rows.csv", trace: "out"), "--trace does not take a --data run"),
             (RunFlags(data: "rows.csv", cookieJar: "jar"), "--cookie-jar does not take a --data run"),
             (RunFlags(runID: "r", data: "rows.csv"), "--schema and --run-id apply to --state postgres://…"),
-            (RunFlags(state: url, force: true), "--force applies to a state file, not to --state postgres://…"),
+            (
+                RunFlags(state: url, force: true),
+                "--force goes on with a run opened by another version of the workflow file: give its --run-id"
+            ),
             (RunFlags(state: url, data: "rows.csv"), "--state postgres://… runs the workflow once"),
             (RunFlags(state: url, parallel: 3), "--parallel sets how many --data rows run at once"),
             (RunFlags(state: url, runID: ""), "--run-id needs an id"),
