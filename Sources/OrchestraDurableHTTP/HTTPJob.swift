@@ -165,13 +165,18 @@ extension DurableQueue {
     /// - Parameters:
     ///   - transport: What sends the requests on this worker; its connections per host should
     ///     be at least the worker's `limit`.
+    ///   - whenSending: Called as each request is handed to `transport`, on the handler's task:
+    ///     with `whenSent`, counts for a worker's closing line (a request sent whose outcome
+    ///     never came was in flight when the worker stopped).
     ///   - whenSent: Called with each outcome once stored in memory (before the store records
     ///     it), on the handler's task: counts for a worker's closing line.
     public func registerHTTPJobs(
-        sendingThrough transport: any HTTPTransport, whenSent: (@Sendable (HTTPJob.Outcome) -> Void)? = nil
+        sendingThrough transport: any HTTPTransport, whenSending: (@Sendable () -> Void)? = nil,
+        whenSent: (@Sendable (HTTPJob.Outcome) -> Void)? = nil
     ) {
         let worker = self.worker
         register(HTTPJob.kind) { request, _ in
+            whenSending?()
             let outcome = try await HTTPJob.send(request, through: transport, worker: worker)
             whenSent?(outcome)
             return outcome

@@ -83,7 +83,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let console = Console.standardOutput(noColor: noColor)
         let name = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         let quiet = Logger(label: "orchestra.worker", factory: { _ in SwiftLogNoOpLogHandler() })
-        let sent = Locked((requests: 0, unreachable: 0))
+        let sent = Locked((requests: 0, answered: 0, unreachable: 0))
         var opened = false
         do {
             try await PostgresJobStore.withStore(url: state, schema: schema, logger: quiet) { store in
@@ -91,12 +91,13 @@ struct WorkerCommand: AsyncParsableCommand {
                 let connections = WorkflowLimits(limit: limit).connectionsPerHost
                 try await transportOptions.withTransport(connectionsPerHost: connections) { transport in
                     let queue = DurableQueue(store: store, worker: name, leaseDuration: .seconds(lease))
-                    queue.registerHTTPJobs(sendingThrough: transport) { outcome in
-                        sent.withLock {
-                            $0.requests += 1
-                            if outcome.failure != nil { $0.unreachable += 1 }
-                        }
-                    }
+                    queue.registerHTTPJobs(
+                        sendingThrough: transport, whenSending: { sent.withLock { $0.requests += 1 } },
+                        whenSent: { outcome in
+                            sent.withLock {
+                                if outcome.failure != nil { $0.unreachable += 1 } else { $0.answered += 1 }
+                            }
+                        })
                     console.line(
                         "\(console.paint("orchestra worker \(name)", .bold)): sending the requests of the runs in schema '\(schema)' at \(store.location), \(limit) at once; SIGTERM or Ctrl-C stops it"
                     )
@@ -113,9 +114,16 @@ struct WorkerCommand: AsyncParsableCommand {
                 "orchestra worker: error: \(opened ? "" : "--state: ")\(TerminalText.safe("\(error)"))")
             throw ExitCode(opened ? 1 : 2)
         }
-        let (requests, unreachable) = sent.withLock { $0 }
-        console.line(
-            "stopped: \(Format.count(requests, "request")) sent\(unreachable > 0 ? ", \(unreachable) without a response" : "")"
-        )
+        console.line("stopped: " + Self.closingCounts(sent.withLock { $0 }))
+    }
+
+    /// The closing line's counts: the requests sent (handed to the transport), those of them
+    /// that got no response (a transport error), and those still in flight when the worker
+    /// stopped (their jobs given back, or left to their leases, for another worker to send).
+    static func closingCounts(_ counts: (requests: Int, answered: Int, unreachable: Int)) -> String {
+        let inFlight = max(0, counts.requests - counts.answered - counts.unreachable)
+        return "\(Format.count(counts.requests, "request")) sent"
+            + (counts.unreachable > 0 ? ", \(counts.unreachable) without a response" : "")
+            + (inFlight > 0 ? ", \(inFlight) in flight when it stopped (given back unanswered)" : "")
     }
 }

@@ -249,6 +249,32 @@ struct DistributedRunTests {
         }
     }
 
+    @Test(
+        "a worker stopped with requests in flight counts them in its closing line",
+        .enabled(if: ExitTests.areEnabled))
+    func aStoppedWorkerCountsTheRequestsInFlight() async throws {
+        try await Self.withServerAndSchema { server, schema in
+            // The list, then 9 requests that each take 15 s: a worker of 9 sends them all at once
+            // and is stopped with no grace period while they are in flight.
+            let file = try Self.workflow(base: server.baseURL, count: 9, hostLimit: 9, latency: 15_000)
+            let coordinator = try OrchestraExecutable.start(Self.coordinator(file, schema: schema, runID: "counted"))
+            let worker = try OrchestraExecutable.start([
+                "worker", "--state", Self.url, "--schema", schema, "--limit", "9", "--grace", "0",
+            ])
+            try await withHangGuard(.seconds(120)) { try await server.requests(reaching: 10) }
+            worker.child.send(SIGTERM)
+            let stopped = await worker.finish(limit: .seconds(60))
+            coordinator.child.send(SIGKILL)
+            _ = await coordinator.finish(limit: .seconds(30))
+            #expect(stopped.status == 0, "\(stopped)")
+            // Before, the line counted only the requests whose response had come: "1 request sent".
+            #expect(
+                stopped.stdout.contains(
+                    "stopped: 10 requests sent, 9 in flight when it stopped (given back unanswered)"),
+                "\(stopped)")
+        }
+    }
+
     @Test("a request no server answers fails on the coordinator with the worker's reason, as it would locally")
     func unanswered() async throws {
         try await Self.withServerAndSchema { server, schema in
