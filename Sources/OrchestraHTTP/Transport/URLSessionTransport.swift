@@ -33,13 +33,12 @@ import FoundationNetworking
 ///
 /// The body is limited to `maximumBodySize` bytes *decoded*: URLSession inflates a compressed
 /// body before the transport sees it, and the transport counts what arrives, cancelling the
-/// request past the limit, with
-/// an ``HTTPTransportError`` of code ``HTTPTransportError/Code/responseTooLarge``.
-/// On Linux the request fails at the limit, but memory is not bounded by it against a
-/// compressed body: URLSession cannot pause a transfer, and curl inflates what it has received
-/// into parts queued for the delegate faster than they are counted (a gzip bomb is inflated
-/// whole in memory first: BENCHMARKS.md#hostile-servers-and-files). Use `AsyncHTTPClientTransport` against servers you do not
-/// trust.
+/// request past the limit, with an ``HTTPTransportError`` of code
+/// ``HTTPTransportError/Code/responseTooLarge``. Memory and time stay at the limit too, on
+/// Linux as well, where URLSession (over curl) inflates a body as fast as it arrives and cannot
+/// pause a transfer: the session waits for the transport to take each inflated part before
+/// curl produces the next, and the transfer is paused at the limit until its cancellation
+/// lands (BENCHMARKS.md#hostile-servers-and-files).
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
@@ -73,7 +72,14 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.urlCredentialStorage = nil
         let delegate = URLSessionExchangeDelegate()
         self.delegate = delegate
-        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #if canImport(FoundationNetworking)
+        // Each part of the body taken by the delegate before curl produces the next: see
+        // InlineDelegateQueue.
+        let queue: OperationQueue? = InlineDelegateQueue()
+        #else
+        let queue: OperationQueue? = nil
+        #endif
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.maximumBodySize = maximumBodySize
     }
@@ -81,6 +87,14 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     deinit {
         session.invalidateAndCancel()
     }
+
+    /// Body bytes URLSession delivered for requests that had already ended (failed at the
+    /// limit, cancelled): how long a transfer went on after its request ended (tests).
+    package var bytesReceivedAfterTheEnd: Int { delegate.bytesAfterTheEnd }
+
+    /// Requests whose task URLSession has not completed yet, whether or not the request ended
+    /// (tests).
+    package var transfersInProgress: Int { delegate.transfersInProgress }
 
     /// Sends `request` and returns the response, whatever its status, with its whole body.
     ///
@@ -95,7 +109,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     }
 
     /// Sends `request` like ``send(_:body:)``, calling `progress` as the body's bytes arrive
-    /// (on the session's delegate queue, one call at a time).
+    /// (one call at a time, all of them before this returns; on Apple platforms on the
+    /// session's delegate queue, on Linux on a queue of the transport).
     public func send(
         _ request: HTTPRequest, body: Data?, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
@@ -109,28 +124,31 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     ) async throws -> (HTTPResponse, Data) {
         let urlRequest = try Self.urlRequest(for: request, body: body)
         try Task.checkCancellation()
-        let box = TaskBox(session.dataTask(with: urlRequest))
+        let task = SendableTask(session.dataTask(with: urlRequest))
         let delegate = self.delegate
         let limit = maximumBodySize
+        // Known before the cancellation handler can run: a cancellation or a completion that
+        // comes before the request waits is kept for it (see URLSessionExchanges).
+        delegate.prepare(task)
         do {
-            let (response, data) = try await withTaskCancellationHandler {
+            let reply = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation {
-                    (continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>) in
-                    delegate.register(
-                        box.task,
+                    (continuation: CheckedContinuation<URLSessionReply, any Error>) in
+                    delegate.start(
+                        task,
                         .init(
                             continuation: continuation, progress: progress, limit: limit,
                             authority: request.authority))
-                    box.task.resume()
                 }
             } onCancel: {
-                // A task cancelled before it is resumed still completes, with URLError.cancelled.
-                box.task.cancel()
+                // Cancels the task without waiting; its completion resumes the request.
+                delegate.cancel(task)
             }
-            if data.isEmpty, let progress {
+            let response = reply.response
+            if reply.body.isEmpty, let progress {
                 progress(0, response.expectedContentLength >= 0 ? Int(response.expectedContentLength) : nil)
             }
-            return (try Self.httpResponse(from: response, authority: request.authority), data)
+            return (try Self.httpResponse(from: response, authority: request.authority), reply.body)
         } catch let error as HTTPTransportError {
             throw error
         } catch {
@@ -138,11 +156,4 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
             throw Self.mapped(error, authority: request.authority)
         }
     }
-}
-
-/// A data task carried into the cancellation handler (URLSessionTask is thread-safe but not
-/// declared Sendable on Linux).
-private struct TaskBox: @unchecked Sendable {
-    let task: URLSessionDataTask
-    init(_ task: URLSessionDataTask) { self.task = task }
 }
