@@ -8,7 +8,7 @@ public import OrchestraHTTP
 /// none came back) as the job's output.
 ///
 /// Register the handler on each worker's queue with
-/// ``OrchestraDurable/DurableQueue/registerHTTPJobs(sendingThrough:whenSent:)``:
+/// ``OrchestraDurable/DurableQueue/registerHTTPJobs(sendingThrough:whenSending:whenSent:)``:
 ///
 /// ```swift
 /// let queue = DurableQueue(store: store, worker: "worker-1")

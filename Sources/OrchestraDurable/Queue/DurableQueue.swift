@@ -126,11 +126,15 @@ public final class DurableQueue: Sendable {
     /// restarts goes on with its run.
     ///
     /// - Parameters:
+    ///   - runID: The run's id, chosen by the caller.
+    ///   - limit: How many of the run's jobs may run at once.
+    ///   - resourceLimits: How many of the run's jobs may use each named resource at once.
+    ///   - failurePolicy: What a failed job does to the others, as for
+    ///     ``submit(_:runID:limit:resourceLimits:failurePolicy:)``.
     ///   - version: What produces the run's jobs (`orchestra run` gives its workflow file's
     ///     digest): the run is opened again only by the same version, so that another
     ///     producer, or an edited one, is refused under the id rather than mixing its jobs
     ///     with the run's. `nil`: none is checked.
-    ///   - others: As ``submit(_:runID:limit:resourceLimits:failurePolicy:)``.
     /// - Returns: `true` if the run was stored now.
     /// - Throws: ``DurableError``: ``DurableError/Code/invalidGraph`` for a limit below 1,
     ///   ``DurableError/Code/runIDInUse`` for an id in use by another run (or this one with

@@ -154,7 +154,7 @@ public struct DurableSubmission: Sendable {
     /// (``JobStore/close(runID:now:)``): it does not end when its jobs have, before that.
     public var isOpen = false
     /// What produces the run's jobs, if the caller names it (a digest of the producer's logic,
-    /// such as a workflow file's): part of the ``fingerprint``, so that a run opened again by
+    /// such as a workflow file's): part of what identifies the run, so that a run opened again by
     /// another producer under the same id is refused rather than mixed with it.
     public var version: String?
 
