@@ -7,6 +7,7 @@
 #                                         #         export ORCHESTRA_POSTGRES_DIR=/tmp/…
 #   swift test --filter Postgres          # the tests that need it read ORCHESTRA_POSTGRES_URL
 #   Scripts/postgres.sh restart           # stops and starts the same cluster (the fault tests)
+#   Scripts/postgres.sh halt / resume     # stops the server, keeping the cluster / starts it again
 #   Scripts/postgres.sh stop              # stops it and removes its folder
 #
 # initdb refuses to run as root: as root, the cluster belongs to the `postgres` system user the
@@ -67,13 +68,22 @@ restart)
     [[ -n $dir ]] || { echo "postgres.sh: ORCHESTRA_POSTGRES_DIR is not set" >&2; exit 1; }
     as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 60 restart -l "$dir/server.log" > /dev/null
     ;;
+halt)
+    # The server stops (as in a crash); the cluster stays, for `resume` (the outage tests).
+    [[ -n $dir ]] || { echo "postgres.sh: ORCHESTRA_POSTGRES_DIR is not set" >&2; exit 1; }
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop > /dev/null
+    ;;
+resume)
+    [[ -n $dir ]] || { echo "postgres.sh: ORCHESTRA_POSTGRES_DIR is not set" >&2; exit 1; }
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start > /dev/null
+    ;;
 stop)
     [[ -n $dir ]] || { echo "postgres.sh: ORCHESTRA_POSTGRES_DIR is not set" >&2; exit 1; }
     as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop > /dev/null 2>&1 || true
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: Scripts/postgres.sh start|restart|stop" >&2
+    echo "usage: Scripts/postgres.sh start|restart|halt|resume|stop" >&2
     exit 2
     ;;
 esac

@@ -38,6 +38,8 @@ public final class PostgresJobStore: JobStore {
     /// its ``workSignal``.
     public let pollInterval: Duration?
     let logger: Logger
+    /// Says when the server stops answering, and when it answers again.
+    let connectivity: ConnectivityWatch
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -50,12 +52,15 @@ public final class PostgresJobStore: JobStore {
     ///     the notifications (`LISTEN`) that wake it as soon as another worker releases jobs;
     ///     `nil` relies on notifications and due times alone (tests on a manual clock).
     ///   - logger: The client's queries are logged here (at trace level).
+    ///   - onConnectivity: Told when the server stops answering (once per outage, while the
+    ///     store keeps trying) and when it answers again: for a process to say so.
     ///
     /// - Throws: `DurableError` with code `DurableError/Code/storeFailed` if `schema` is not
     ///   a plain lower-case identifier (letters, digits and `_`, at most 48 characters).
     public init(
         client: PostgresClient, schema: String = "orchestra", location: String = "PostgreSQL",
-        pollInterval: Duration? = .seconds(1), logger: Logger = Logger(label: "orchestra.postgres")
+        pollInterval: Duration? = .seconds(1), logger: Logger = Logger(label: "orchestra.postgres"),
+        onConnectivity: (@Sendable (PostgresConnectivity) -> Void)? = nil
     ) throws(DurableError) {
         guard Self.isIdentifier(schema) else {
             throw DurableError(
@@ -69,6 +74,7 @@ public final class PostgresJobStore: JobStore {
         self.location = location
         self.pollInterval = pollInterval
         self.logger = logger
+        connectivity = ConnectivityWatch(onConnectivity)
     }
 
     /// Listens (`LISTEN`) on the store's work channel on a connection of its own, calling
@@ -122,25 +128,38 @@ public final class PostgresJobStore: JobStore {
     /// its client running for the duration, after creating or migrating its schema (or, with
     /// `migrating` `false`, after checking that it holds a store: ``check()``, for a reader).
     ///
-    /// One connection is opened first, on its own, so that a server that cannot be reached or
-    /// refuses the credentials is an error at once (the client's pool would keep trying).
+    /// One connection is opened first, on its own, so that a server that refuses the
+    /// credentials is an error at once (the client's pool would keep trying). A server that
+    /// cannot be reached (down, starting up, out of connections) is tried again, pausing
+    /// between tries, for up to `waitingUpTo` (`nil`: for as long as it takes), and
+    /// `onConnectivity` is told when it waits and when the server answers.
     ///
-    /// Cancellation: cancelling the caller cancels `body` and closes the connections.
+    /// Cancellation: cancelling the caller cancels `body` (or the wait for the server) and
+    /// closes the connections.
     ///
-    /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed` for a URL
-    ///   that cannot be read, a server that cannot be reached or refuses the credentials;
-    ///   `DurableError/Code/foreignDatabase` or `DurableError/Code/schemaFromNewerVersion`
-    ///   from ``migrate()``; and whatever `body` throws.
+    /// `waitingUpTo` is how long to wait for a server that cannot be reached at start (`.zero`,
+    /// the default: not at all; `nil`: as long as it takes). `onConnectivity` is told when the
+    /// server cannot be reached and the store keeps trying (at start, and in an outage while
+    /// working), and when it answers again.
+    ///
+    /// - Throws: `DurableError` with code `DurableError/Code/storeUnreachable` for a server
+    ///   that could not be reached within `waitingUpTo`; `DurableError/Code/connectionFailed`
+    ///   for a URL that cannot be read or a server that refuses the credentials (or has no
+    ///   such database); `DurableError/Code/foreignDatabase` or
+    ///   `DurableError/Code/schemaFromNewerVersion` from ``migrate()``; and whatever `body`
+    ///   throws.
     public static func withStore<T: Sendable>(
         url: String, schema: String = "orchestra", pollInterval: Duration? = .seconds(1),
         logger: Logger = Logger(label: "orchestra.postgres"), migrating: Bool = true,
+        waitingUpTo wait: Duration? = .zero, onConnectivity: (@Sendable (PostgresConnectivity) -> Void)? = nil,
         _ body: (PostgresJobStore) async throws -> T
     ) async throws -> T {
         let server = try Server(url: url)
-        try await server.probe(logger: logger)
-        let client = PostgresClient(configuration: server.clientConfiguration)
         let store = try PostgresJobStore(
-            client: client, schema: schema, location: server.location, pollInterval: pollInterval, logger: logger)
+            client: PostgresClient(configuration: server.clientConfiguration), schema: schema,
+            location: server.location, pollInterval: pollInterval, logger: logger, onConnectivity: onConnectivity)
+        try await server.probe(logger: logger, waitingUpTo: wait, connectivity: store.connectivity)
+        let client = store.client
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
@@ -220,7 +239,37 @@ public final class PostgresJobStore: JobStore {
         /// Opens one connection and closes it.
         ///
         /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed`.
-        func probe(logger: Logger) async throws {
+        func probe(logger: Logger, waitingUpTo wait: Duration?, connectivity: ConnectivityWatch) async throws {
+            let start = ContinuousClock.now
+            var pause: Duration = .milliseconds(250)
+            while true {
+                do {
+                    try await probeOnce(logger: logger)
+                    connectivity.answered()
+                    return
+                } catch let error as DurableError where error.code == .storeUnreachable {
+                    let waited = start.duration(to: .now)
+                    guard wait.map({ waited + pause <= $0 }) ?? true, !Task.isCancelled else {
+                        guard waited > .zero else { throw error }
+                        throw DurableError(
+                            code: .storeUnreachable,
+                            message: "\(error.message) (waited \(Int(waited.seconds.rounded())) s)",
+                            underlying: error.underlying)
+                    }
+                    connectivity.failed(error.message)
+                    // Not a wait for something to happen: the pause between tries of a server
+                    // that is down or starting.
+                    try await Task.sleep(for: pause)
+                    pause = min(pause * 2, .seconds(5))
+                }
+            }
+        }
+
+        /// One connection, opened and closed.
+        ///
+        /// - Throws: `DurableError`: `storeUnreachable` if the server cannot be reached (or
+        ///   takes no more connections), `connectionFailed` if it refuses the credentials.
+        private func probeOnce(logger: Logger) async throws {
             let tls: PostgresConnection.Configuration.TLS =
                 switch self.tls {
                 case .disable: .disable
@@ -237,7 +286,8 @@ public final class PostgresJobStore: JobStore {
             } catch {
                 let mapped = PostgresJobStore.mapped(error, location: location)
                 throw DurableError(
-                    code: .connectionFailed, message: mapped.message, underlying: mapped.underlying ?? error)
+                    code: PostgresJobStore.isOutage(error) ? .storeUnreachable : .connectionFailed,
+                    message: mapped.message, underlying: mapped.underlying ?? error)
             }
         }
     }
@@ -307,10 +357,13 @@ public final class PostgresJobStore: JobStore {
         var waited: Duration = .zero
         while true {
             do {
-                return try await Self.abandoning(after: timeout, body)
+                let result = try await Self.abandoning(after: timeout, body)
+                connectivity.answered()
+                return result
             } catch let error as TimeoutError {
                 guard waited < Self.outageTolerance, !Task.isCancelled else { throw mapped(error) }
                 logger.warning("PostgreSQL at \(location) did not answer in \(timeout); trying again")
+                connectivity.failed("PostgreSQL at \(location) did not answer in \(timeout)")
                 waited += timeout
             } catch {
                 let cause =
@@ -325,6 +378,7 @@ public final class PostgresJobStore: JobStore {
                     throw mapped(cause)
                 }
                 logger.info("PostgreSQL at \(location) unavailable, trying again in \(pause): \(cause)")
+                connectivity.failed(mapped(cause).message)
                 // Not a wait for something to happen: the pause between tries of a server that
                 // is restarting.
                 try await Task.sleep(for: pause)
@@ -376,10 +430,16 @@ public final class PostgresJobStore: JobStore {
 
     /// The server cannot be reached, or is shutting down or starting: worth trying again.
     static func isOutage(_ error: any Error) -> Bool {
+        // The client's pool stops opening connections for a while after failing to open some
+        // (its circuit breaker): the server is down or takes no more connections.
+        if String(describing: type(of: error)) == "ConnectionPoolError" {
+            return "\(error)".contains("CircuitBreaker")
+        }
         guard let error = error as? PSQLError else { return false }
         if let state = error.serverInfo?[.sqlState] {
-            // 57P01–57P03: admin shutdown, crash shutdown, cannot connect now; 08xxx: connection.
-            return state.hasPrefix("57P") || state.hasPrefix("08")
+            // 57P01–57P03: admin shutdown, crash shutdown, cannot connect now; 08xxx: connection;
+            // 53300: too many connections (more workers than max_connections allows).
+            return state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300"
         }
         return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown]
             .contains(error.code)
@@ -402,6 +462,13 @@ public final class PostgresJobStore: JobStore {
         if let error = error as? DurableError { return error }
         if error is CancellationError {
             return DurableError(code: .storeFailed, message: "cancelled", underlying: error)
+        }
+        if isOutage(error), String(describing: type(of: error)) == "ConnectionPoolError" {
+            return DurableError(
+                code: .connectionFailed,
+                message:
+                    "PostgreSQL at \(location) cannot be reached: no connection could be opened for a while (the server is down, or takes no more connections)",
+                underlying: error)
         }
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] {

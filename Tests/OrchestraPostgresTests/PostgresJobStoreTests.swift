@@ -58,14 +58,36 @@ struct PostgresJobStoreTests {
         #expect(error?.message.contains("not-the-password") == false)
     }
 
-    @Test func aServerThatIsNotThereIsAConnectionError() async throws {
+    @Test func aServerThatIsNotThereIsUnreachable() async throws {
         // Port 9 (discard) on loopback: nothing listens there.
         let nowhere = Self.url { $0.port = 9 }
         let error = await #expect(throws: DurableError.self) {
             try await PostgresJobStore.withStore(url: nowhere) { _ in }
         }
-        #expect(error?.code == .connectionFailed)
+        #expect(error?.code == .storeUnreachable)
         #expect(error?.message.contains("127.0.0.1:9") == true, "\(error?.message ?? "")")
+    }
+
+    /// A server that cannot be reached is tried again for as long as the caller waits, said
+    /// once, and then an error that says how long it waited.
+    @Test func aServerThatIsNotThereIsWaitedForAsLongAsAsked() async throws {
+        let nowhere = Self.url { $0.port = 9 }
+        let notes = Locked<[PostgresConnectivity]>([])
+        let error = await #expect(throws: DurableError.self) {
+            try await PostgresJobStore.withStore(
+                url: nowhere, waitingUpTo: .milliseconds(600),
+                onConnectivity: { note in notes.withLock { $0.append(note) } },
+                { _ in })
+        }
+        #expect(error?.code == .storeUnreachable)
+        #expect(error?.message.contains("(waited ") == true, "\(error?.message ?? "")")
+        let said = notes.withLock { $0 }
+        #expect(said.count == 1, "\(said)")
+        if case .unreachable(let reason) = said.first {
+            #expect(reason.contains("127.0.0.1:9"), "\(reason)")
+        } else {
+            Issue.record("not said: \(said)")
+        }
     }
 
     @Test func aSchemaNameThatIsNotAPlainIdentifierIsRefused() async throws {

@@ -22,6 +22,9 @@ struct DistributedRun {
     /// `--force`: go on with a run opened by another workflow file (or another version of this
     /// one); its requests are sent afresh, under this file's names.
     var force = false
+    /// `--wait-for-store`: how long to wait at start for a database that cannot be reached
+    /// (`nil`: as long as it takes).
+    var waitForStore: Duration? = .seconds(60)
 
     /// What the run did, for the closing line.
     struct Summary: Sendable {
@@ -84,7 +87,10 @@ struct DistributedRun {
         _ body: (any HTTPTransport) async throws -> T
     ) async throws -> (T, Summary) {
         let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
-        return try await PostgresJobStore.withStore(url: url, schema: schema, logger: quiet) { store in
+        return try await PostgresJobStore.withStore(
+            url: url, schema: schema, logger: quiet, waitingUpTo: waitForStore,
+            onConnectivity: StoreConnectivity.notes("orchestra run")
+        ) { store in
             let queue = DurableQueue(store: store, worker: "coordinator-\(getpid())")
             let limits = workflow.limits
             // The run belongs to the workflow file that opened it (its digest is part of the

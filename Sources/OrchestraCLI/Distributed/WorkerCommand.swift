@@ -27,8 +27,14 @@ struct WorkerCommand: AsyncParsableCommand {
             worker sends them at once. A worker that dies (SIGKILL, a lost machine) has its \
             requests sent again by another worker once their leases (--lease) expire.
 
+            A database that cannot be reached (down, starting up, out of connections) is \
+            waited for, at start for --wait-for-store seconds (as long as it takes by default) \
+            and while working for up to 2 minutes per outage, saying so on stderr when it stops \
+            answering and when it answers again.
+
             Exit status: 0 stopped by a signal, 1 the store failed while working, 2 the store \
-            cannot be used (a wrong URL, password or schema).
+            cannot be used (a wrong URL, password or schema), 3 the store could not be reached \
+            within --wait-for-store (trying again later may work).
             """
     )
 
@@ -63,6 +69,13 @@ struct WorkerCommand: AsyncParsableCommand {
             "Seconds a graceful stop waits for the requests in flight before giving them back.", valueName: "seconds"))
     var grace = 10
 
+    @Option(
+        name: .customLong("wait-for-store"),
+        help: ArgumentHelp(
+            "Seconds to wait at start for a database that cannot be reached (down, starting up, out of connections); 0 does not wait. Default: as long as it takes.",
+            valueName: "seconds"))
+    var waitForStore: Int?
+
     @OptionGroup var transportOptions: TransportOptions
 
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
@@ -77,6 +90,9 @@ struct WorkerCommand: AsyncParsableCommand {
             throw ValidationError("--lease must be 2 to \(Self.maximumLease) seconds, got \(lease)")
         }
         guard grace >= 0 else { throw ValidationError("--grace must be 0 or more seconds, got \(grace)") }
+        if let waitForStore, waitForStore < 0 {
+            throw ValidationError("--wait-for-store must be 0 or more seconds, got \(waitForStore)")
+        }
     }
 
     func run() async throws {
@@ -86,7 +102,10 @@ struct WorkerCommand: AsyncParsableCommand {
         let sent = Locked((requests: 0, answered: 0, unreachable: 0))
         var opened = false
         do {
-            try await PostgresJobStore.withStore(url: state, schema: schema, logger: quiet) { store in
+            try await PostgresJobStore.withStore(
+                url: state, schema: schema, logger: quiet, waitingUpTo: waitForStore.map { .seconds($0) },
+                onConnectivity: StoreConnectivity.notes("orchestra worker")
+            ) { store in
                 opened = true
                 let connections = WorkflowLimits(limit: limit).connectionsPerHost
                 try await transportOptions.withTransport(connectionsPerHost: connections) { transport in
@@ -112,7 +131,7 @@ struct WorkerCommand: AsyncParsableCommand {
         } catch {
             Console.standardError.line(
                 "orchestra worker: error: \(opened ? "" : "--state: ")\(TerminalText.safe("\(error)"))")
-            throw ExitCode(opened ? 1 : 2)
+            throw ExitCode(opened ? 1 : StoreConnectivity.exitStatus(openingFailedWith: error))
         }
         console.line("stopped: " + Self.closingCounts(sent.withLock { $0 }))
     }

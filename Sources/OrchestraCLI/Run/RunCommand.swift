@@ -39,7 +39,9 @@ struct RunCommand: AsyncParsableCommand {
             Exit status: 0 every step succeeded, 1 a step failed (or was skipped or cancelled) or \
             an output could not be written (standard output, a report, the trace, the cookie jar: \
             each is tried, each failure said), 2 the file, an output path or the command line is \
-            invalid (nothing is sent), 130 / 143 interrupted by SIGINT / SIGTERM.
+            invalid (nothing is sent), 3 the --state postgres://… store could not be reached \
+            within --wait-for-store (nothing is sent; trying again later may work), 130 / 143 \
+            interrupted by SIGINT / SIGTERM.
             """
     )
 
@@ -120,6 +122,13 @@ struct RunCommand: AsyncParsableCommand {
     )
     var force = false
 
+    @Option(
+        name: .customLong("wait-for-store"),
+        help: ArgumentHelp(
+            "With --state postgres://…: seconds to wait at start for a database that cannot be reached (down, starting up, out of connections); 0 does not wait. Default 60.",
+            valueName: "seconds"))
+    var waitForStore: Int?
+
     @Flag(
         name: .customLong("resend-uncertain"),
         help:
@@ -134,7 +143,8 @@ struct RunCommand: AsyncParsableCommand {
     var flags: RunFlags {
         RunFlags(
             state: state, schema: schema, runID: runID, data: options.data, force: force,
-            resendUncertain: resendUncertain, parallel: parallel, trace: trace, cookieJar: cookieJarPath)
+            resendUncertain: resendUncertain, parallel: parallel, trace: trace, cookieJar: cookieJarPath,
+            waitForStore: waitForStore)
     }
 
     /// Each mode checks the flags it takes (``RunMode``).
@@ -262,6 +272,7 @@ struct RunCommand: AsyncParsableCommand {
         var distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
         distributed.resendsUncertain = resendUncertain
         distributed.force = force
+        distributed.waitForStore = .seconds(waitForStore ?? 60)
         let started = Locked(false)
         let text = output == .text
         do {
@@ -276,7 +287,7 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             let opened = started.withLock { $0 }
             Console.standardError.line("orchestra run: error: --state: \(TerminalText.safe("\(error)"))")
-            throw ExitCode(opened ? 1 : 2)
+            throw ExitCode(opened ? 1 : StoreConnectivity.exitStatus(openingFailedWith: error))
         }
     }
 

@@ -11,6 +11,7 @@ struct RunFlags: Sendable, Equatable {
     var parallel = 1
     var trace: String?
     var cookieJar: String?
+    var waitForStore: Int?
 }
 
 /// How `orchestra run` runs a workflow, chosen from its flags: once (in memory, or resumable with
@@ -61,6 +62,9 @@ enum StoreRunFlags {
             throw ValidationError("--parallel sets how many --data rows run at once: give --data")
         }
         if flags.runID?.isEmpty == true { throw ValidationError("--run-id needs an id") }
+        if let wait = flags.waitForStore, wait < 0 {
+            throw ValidationError("--wait-for-store must be 0 or more seconds, got \(wait)")
+        }
         if flags.resendUncertain, flags.runID == nil {
             throw ValidationError("--resend-uncertain goes on with a run: give its --run-id")
         }
@@ -97,10 +101,13 @@ enum SingleRunFlags {
         }
     }
 
-    /// `--schema` and `--run-id` belong to a PostgreSQL store.
+    /// `--schema`, `--run-id` and `--wait-for-store` belong to a PostgreSQL store.
     static func checkNoStore(_ flags: RunFlags) throws {
         if flags.schema != nil || flags.runID != nil {
             throw ValidationError("--schema and --run-id apply to --state postgres://… (a PostgreSQL store)")
+        }
+        if flags.waitForStore != nil {
+            throw ValidationError("--wait-for-store applies to --state postgres://… (a PostgreSQL store)")
         }
     }
 

@@ -19,7 +19,8 @@ struct StatusCommand: AsyncParsableCommand {
             many workers run them now. Only read; workers may be running.
 
             Exit status: 0 every request (every listed run) succeeded, 1 some are still to be \
-            sent or did not succeed, 2 the state cannot be read.
+            sent or did not succeed, 2 the state cannot be read, 3 the PostgreSQL store's \
+            server cannot be reached (trying again later may work).
             """
     )
 

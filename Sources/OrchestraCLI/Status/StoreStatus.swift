@@ -21,7 +21,7 @@ struct StoreStatus {
     }
 
     /// Prints the runs; exits 1 if one is not done or did not succeed, 2 if the store cannot be
-    /// read.
+    /// read, 3 if its server cannot be reached.
     func show() async throws {
         let summaries: [DurableRunSummary]
         let location: String
@@ -35,7 +35,7 @@ struct StoreStatus {
             }
         } catch {
             Console.standardError.line("orchestra status: error: --state: \(TerminalText.safe("\(error)"))")
-            throw ExitCode(2)
+            throw ExitCode(StoreConnectivity.exitStatus(openingFailedWith: error))
         }
         if let runID, summaries.isEmpty {
             Console.standardError.line(

@@ -45,6 +45,10 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         /// The database server cannot be reached, or refused the connection (a wrong URL, user
         /// name, password or database name).
         public static let connectionFailed = Code("connectionFailed")
+        /// The database server could not be reached for as long as the caller was willing to
+        /// wait: it is down, starting, or takes no more connections. Unlike
+        /// ``connectionFailed`` for credentials, trying again later may work.
+        public static let storeUnreachable = Code("storeUnreachable")
     }
 
     /// The kind of problem.

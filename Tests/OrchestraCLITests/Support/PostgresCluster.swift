@@ -53,6 +53,19 @@ struct PostgresCluster: Sendable {
         return (status, errors)
     }
 
+    /// Stops the server in immediate mode (like a crash), keeping the cluster for ``resume()``;
+    /// returns the script's exit status and its standard error.
+    func halt() async throws -> (status: Int32?, errors: String) {
+        let (status, _, errors) = try await Self.script("halt", environment: ["ORCHESTRA_POSTGRES_DIR": folder])
+        return (status, errors)
+    }
+
+    /// Starts the server of a halted cluster again.
+    func resume() async throws -> (status: Int32?, errors: String) {
+        let (status, _, errors) = try await Self.script("resume", environment: ["ORCHESTRA_POSTGRES_DIR": folder])
+        return (status, errors)
+    }
+
     struct ClusterError: Error, CustomStringConvertible {
         let description: String
     }
