@@ -40,6 +40,14 @@ import FoundationNetworking
 /// curl produces the next, and the transfer is paused at the limit until its cancellation
 /// lands (BENCHMARKS.md#hostile-servers-and-files).
 ///
+/// Known limit on Linux: URLSession keeps the body of a 301–308 response to itself until the
+/// transfer ends (it holds it whole, copying it on every part, and gives the delegate none of
+/// it), and its transfer cannot be paused or cancelled while the server keeps sending. A
+/// server that sends a redirect whose body never ends therefore holds the request, past its
+/// cancellation and its timeout, and URLSession's one shared queue with it, until the server
+/// stops. Use `AsyncHTTPClientTransport` (the command's default) against servers you do not
+/// trust.
+///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
 /// ``HTTPTransportError/underlying`` error.
