@@ -123,3 +123,23 @@ package struct SQLiteFileFormat: Sendable {
         return DurableError(code: .storeFailed, message: "the \(noun) at \(path) failed: \(error)", underlying: error)
     }
 }
+
+extension DatabaseQueue {
+    /// Runs `body` in a read transaction (one snapshot of the file) on a connection that also
+    /// writes: the reads of the job store and of the state file.
+    ///
+    /// Not GRDB's `read`: on a writable `DatabaseQueue` it enforces read-only with
+    /// `PRAGMA query_only` on and off around `body`, and a flag pragma expires every prepared
+    /// statement of the connection, so each read made every cached statement be compiled again
+    /// (with GRDB's authorizer called for each column): a tenth of the CPU of a store-backed run.
+    package func snapshotRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await unsafeRead { db in
+            var value: T?
+            try db.inTransaction(.deferred) {
+                value = try body(db)
+                return .commit
+            }
+            return value!
+        }
+    }
+}

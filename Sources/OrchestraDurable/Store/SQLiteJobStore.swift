@@ -43,22 +43,10 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    /// Runs `body` in a read transaction (one snapshot of the file).
-    ///
-    /// Not GRDB's `read`: on a `DatabaseQueue` it enforces read-only with `PRAGMA query_only`
-    /// on and off around `body`, and a flag pragma expires every prepared statement of the
-    /// connection, so each read made every cached statement be compiled again (with GRDB's
-    /// authorizer called for each column): a tenth of the CPU of a store-backed run.
+    /// Runs `body` in a read transaction (`DatabaseQueue.snapshotRead(_:)`).
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await database.unsafeRead { db in
-                var value: T?
-                try db.inTransaction(.deferred) {
-                    value = try body(db)
-                    return .commit
-                }
-                return value!
-            }
+            return try await database.snapshotRead(body)
         } catch {
             throw Self.mapped(error, path: path)
         }

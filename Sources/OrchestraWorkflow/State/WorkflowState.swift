@@ -188,7 +188,7 @@ package final class WorkflowState: Sendable {
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await database.read(body)
+            return try await database.snapshotRead(body)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
