@@ -242,15 +242,18 @@ public final class PostgresJobStore: JobStore {
         func probe(logger: Logger, waitingUpTo wait: Duration?, connectivity: ConnectivityWatch) async throws {
             let start = ContinuousClock.now
             var pause: Duration = .milliseconds(250)
+            var tries = 0
             while true {
                 do {
                     try await probeOnce(logger: logger)
                     connectivity.answered()
                     return
                 } catch let error as DurableError where error.code == .storeUnreachable {
+                    tries += 1
                     let waited = start.duration(to: .now)
                     guard wait.map({ waited + pause <= $0 }) ?? true, !Task.isCancelled else {
-                        guard waited > .zero else { throw error }
+                        // Not waited for (`.zero`): the error as it is, without "(waited 0 s)".
+                        guard tries > 1 else { throw error }
                         throw DurableError(
                             code: .storeUnreachable,
                             message: "\(error.message) (waited \(Int(waited.seconds.rounded())) s)",
@@ -430,11 +433,7 @@ public final class PostgresJobStore: JobStore {
 
     /// The server cannot be reached, or is shutting down or starting: worth trying again.
     static func isOutage(_ error: any Error) -> Bool {
-        // The client's pool stops opening connections for a while after failing to open some
-        // (its circuit breaker): the server is down or takes no more connections.
-        if String(describing: type(of: error)) == "ConnectionPoolError" {
-            return "\(error)".contains("CircuitBreaker")
-        }
+        if isPoolCircuitBreaker(error) { return true }
         guard let error = error as? PSQLError else { return false }
         if let state = error.serverInfo?[.sqlState] {
             // 57P01–57P03: admin shutdown, crash shutdown, cannot connect now; 08xxx: connection;
@@ -443,6 +442,14 @@ public final class PostgresJobStore: JobStore {
         }
         return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown]
             .contains(error.code)
+    }
+
+    /// The client's pool refusing connections for a while after failing to open some (its
+    /// circuit breaker): the server is down or takes no more connections. Read from the error's
+    /// type name and description: the pool's error type is in a module PostgresNIO does not
+    /// export.
+    static func isPoolCircuitBreaker(_ error: any Error) -> Bool {
+        String(describing: type(of: error)) == "ConnectionPoolError" && "\(error)".contains("CircuitBreaker")
     }
 
     /// A deadlock or a serialization failure: the transaction may simply be run again.
@@ -463,7 +470,7 @@ public final class PostgresJobStore: JobStore {
         if error is CancellationError {
             return DurableError(code: .storeFailed, message: "cancelled", underlying: error)
         }
-        if isOutage(error), String(describing: type(of: error)) == "ConnectionPoolError" {
+        if isPoolCircuitBreaker(error) {
             return DurableError(
                 code: .connectionFailed,
                 message:

@@ -272,7 +272,7 @@ struct RunCommand: AsyncParsableCommand {
         var distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
         distributed.resendsUncertain = resendUncertain
         distributed.force = force
-        distributed.waitForStore = .seconds(waitForStore ?? 60)
+        if let waitForStore { distributed.waitForStore = .seconds(waitForStore) }
         let started = Locked(false)
         let text = output == .text
         do {
