@@ -22,11 +22,7 @@ import Darwin
 /// half of the jobs to run after the tenth kill.
 @Suite(
     "Durable runs in PostgreSQL under faults",
-    .enabled(
-        if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil
-            && ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_DIR"] != nil,
-        "no PostgreSQL cluster of the tests' own: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL and ORCHESTRA_POSTGRES_DIR"
-    ),
+    PostgresCluster.ownClusters,
     .timeLimit(.minutes(10)), .takesTurns)
 struct PostgresFaultTests {
     static let jobCount = ProcessInfo.processInfo.environment["ORCHESTRA_FAULT_JOBS"].flatMap { Int($0) } ?? 5_000

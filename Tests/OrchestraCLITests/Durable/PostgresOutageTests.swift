@@ -21,11 +21,7 @@ import Darwin
 @Suite(
     "PostgreSQL down at start and in the middle of a run",
     .serialized,
-    .enabled(
-        if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil
-            && ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_DIR"] != nil,
-        "no PostgreSQL cluster of the tests' own: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL and ORCHESTRA_POSTGRES_DIR"
-    ),
+    PostgresCluster.ownClusters,
     .timeLimit(.minutes(5)), .takesTurns)
 struct PostgresOutageTests {
     @Test(

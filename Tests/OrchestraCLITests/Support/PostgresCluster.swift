@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The throwaway PostgreSQL clusters of `Scripts/postgres.sh`.
 ///
@@ -10,6 +11,15 @@ struct PostgresCluster: Sendable {
     /// The shared cluster's folder (`ORCHESTRA_POSTGRES_DIR`), when the tests have a cluster of
     /// their own (then `Scripts/postgres.sh` can start more).
     static let directory = ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_DIR"]
+
+    /// The trait of a suite that starts clusters of its own: enabled when the tests have a
+    /// cluster of their own (then `Scripts/postgres.sh` can start more).
+    static var ownClusters: ConditionTrait {
+        .enabled(
+            if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil && directory != nil,
+            "no PostgreSQL cluster of the tests' own: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL and ORCHESTRA_POSTGRES_DIR"
+        )
+    }
 
     /// `postgres://…` of this cluster.
     let url: String
