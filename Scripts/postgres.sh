@@ -10,6 +10,9 @@
 #   Scripts/postgres.sh halt / resume     # stops the server, keeping the cluster / starts it again
 #   Scripts/postgres.sh stop              # stops it and removes its folder
 #
+# ORCHESTRA_POSTGRES_MAX_CONNECTIONS=N at start sets the server's max_connections (default 200;
+# the connection-budget tests start a cluster that takes fewer connections than they open).
+#
 # initdb refuses to run as root: as root, the cluster belongs to the `postgres` system user the
 # Debian package creates. Everything it prints for `eval` goes to stdout; progress to stderr.
 set -euo pipefail
@@ -54,7 +57,7 @@ start)
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
-max_connections = 200
+max_connections = ${ORCHESTRA_POSTGRES_MAX_CONNECTIONS:-200}
 fsync = off
 full_page_writes = off
 CONF

@@ -11,6 +11,10 @@ public enum PostgresConnectivity: Sendable, Equatable {
     case unreachable(reason: String)
     /// The server answers again, `after` the outage began.
     case reachable(after: Duration)
+    /// The server had fewer connections free than the store may open (`asked`) when it
+    /// opened: it opens at most `using` (at least 2), so as not to take connections other
+    /// processes need, nor wait for ones the server would refuse.
+    case fewerConnections(using: Int, asked: Int)
 }
 
 /// Says each outage once: its first failure, and the first answer after it.
@@ -20,6 +24,11 @@ final class ConnectivityWatch: Sendable {
 
     init(_ note: (@Sendable (PostgresConnectivity) -> Void)?) {
         self.note = note
+    }
+
+    /// Tells `event` as it is.
+    func tell(_ event: PostgresConnectivity) {
+        note?(event)
     }
 
     /// A try failed because the server could not be reached (`reason`).

@@ -40,6 +40,12 @@ public final class PostgresJobStore: JobStore {
     let logger: Logger
     /// Says when the server stops answering, and when it answers again.
     let connectivity: ConnectivityWatch
+    /// How long an operation keeps trying while the server cannot be reached, before it fails
+    /// with `DurableError/Code/storeUnreachable`; `nil`: for as long as it takes.
+    public let outageTolerance: Duration?
+    /// Opens a connection of its own, to tell why the pool gave none in time (the server
+    /// takes no more connections, say); set by ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``.
+    let diagnose = Locked<(@Sendable () async -> String?)?>(nil)
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -52,15 +58,29 @@ public final class PostgresJobStore: JobStore {
     ///     the notifications (`LISTEN`) that wake it as soon as another worker releases jobs;
     ///     `nil` relies on notifications and due times alone (tests on a manual clock).
     ///   - logger: The client's queries are logged here (at trace level).
+    ///   - outageTolerance: How long an operation keeps trying while the server cannot be
+    ///     reached (down, restarting, out of connections) before it fails; `nil`: for as long
+    ///     as it takes (a long-lived worker).
     ///   - onConnectivity: Told when the server stops answering (once per outage, while the
     ///     store keeps trying) and when it answers again: for a process to say so.
     ///
     /// - Throws: `DurableError` with code `DurableError/Code/storeFailed` if `schema` is not
     ///   a plain lower-case identifier (letters, digits and `_`, at most 48 characters).
-    public init(
+    public convenience init(
         client: PostgresClient, schema: String = "orchestra", location: String = "PostgreSQL",
         pollInterval: Duration? = .seconds(1), logger: Logger = Logger(label: "orchestra.postgres"),
+        outageTolerance: Duration? = defaultOutageTolerance,
         onConnectivity: (@Sendable (PostgresConnectivity) -> Void)? = nil
+    ) throws(DurableError) {
+        try self.init(
+            client: client, schema: schema, location: location, pollInterval: pollInterval, logger: logger,
+            outageTolerance: outageTolerance, connectivity: ConnectivityWatch(onConnectivity))
+    }
+
+    /// A store whose connectivity `connectivity` tells.
+    init(
+        client: PostgresClient, schema: String, location: String, pollInterval: Duration?, logger: Logger,
+        outageTolerance: Duration?, connectivity: ConnectivityWatch
     ) throws(DurableError) {
         guard Self.isIdentifier(schema) else {
             throw DurableError(
@@ -74,7 +94,8 @@ public final class PostgresJobStore: JobStore {
         self.location = location
         self.pollInterval = pollInterval
         self.logger = logger
-        connectivity = ConnectivityWatch(onConnectivity)
+        self.outageTolerance = outageTolerance
+        self.connectivity = connectivity
     }
 
     /// Listens (`LISTEN`) on the store's work channel on a connection of its own, calling
@@ -140,7 +161,10 @@ public final class PostgresJobStore: JobStore {
     /// `waitingUpTo` is how long to wait for a server that cannot be reached at start (`.zero`,
     /// the default: not at all; `nil`: as long as it takes). `onConnectivity` is told when the
     /// server cannot be reached and the store keeps trying (at start, and in an outage while
-    /// working), and when it answers again.
+    /// working, for up to `outageTolerance` each time: ``defaultOutageTolerance``, `nil` for
+    /// as long as it takes), and when it answers again. `connections` is the most connections the store
+    /// opens at once, at least 2 (see ``defaultConnections``): a process's share of the
+    /// server's `max_connections`.
     ///
     /// - Throws: `DurableError` with code `DurableError/Code/storeUnreachable` for a server
     ///   that could not be reached within `waitingUpTo`; `DurableError/Code/connectionFailed`
@@ -151,22 +175,65 @@ public final class PostgresJobStore: JobStore {
     public static func withStore<T: Sendable>(
         url: String, schema: String = "orchestra", pollInterval: Duration? = .seconds(1),
         logger: Logger = Logger(label: "orchestra.postgres"), migrating: Bool = true,
-        waitingUpTo wait: Duration? = .zero, onConnectivity: (@Sendable (PostgresConnectivity) -> Void)? = nil,
+        waitingUpTo wait: Duration? = .zero, connections: Int = defaultConnections,
+        outageTolerance: Duration? = defaultOutageTolerance,
+        onConnectivity: (@Sendable (PostgresConnectivity) -> Void)? = nil,
         _ body: (PostgresJobStore) async throws -> T
     ) async throws -> T {
         let server = try Server(url: url)
+        guard connections >= 2 else {
+            throw DurableError(
+                code: .connectionFailed,
+                message:
+                    "a store needs at least 2 connections (one listens for notifications, one works), got \(connections)"
+            )
+        }
+        let connectivity = ConnectivityWatch(onConnectivity)
+        let free = try await server.probe(logger: logger, waitingUpTo: wait, connectivity: connectivity)
+        // Within what the server has left: PostgresNIO's pool, once the server refused it a
+        // connection, queues every request until a connection comes back to it, even with one
+        // idle, and a process that asked for more than the server had crawled.
+        let budget = max(2, min(connections, free ?? connections))
+        if budget < connections { connectivity.tell(.fewerConnections(using: budget, asked: connections)) }
+        var configuration = server.clientConfiguration
+        configuration.options.maximumConnections = budget
+        // And should it happen (another process took the last ones), a keep-alive query on an
+        // idle connection brings that connection back to the pool within a second.
+        configuration.options.keepAliveBehavior = .init(frequency: .seconds(1))
         let store = try PostgresJobStore(
-            client: PostgresClient(configuration: server.clientConfiguration), schema: schema,
-            location: server.location, pollInterval: pollInterval, logger: logger, onConnectivity: onConnectivity)
-        try await server.probe(logger: logger, waitingUpTo: wait, connectivity: store.connectivity)
+            client: PostgresClient(configuration: configuration), schema: schema, location: server.location,
+            pollInterval: pollInterval, logger: logger, outageTolerance: outageTolerance, connectivity: connectivity)
+        store.diagnose.withLock { $0 = server.diagnosis(logger: logger) }
         let client = store.client
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+        // Detached, not a child task: `PostgresClient.run()` closes the pool at a graceful
+        // shutdown of the `ServiceGroup` it runs in (it reads the group's task-local), and a
+        // worker stopping gracefully inside `body` still records outcomes and gives back jobs.
+        // It ends when this does, and is waited for.
+        let running = Task.detached { await client.run() }
+        do {
             if migrating { try await store.migrate() } else { try await store.check() }
-            return try await body(store)
+            let result = try await body(store)
+            running.cancel()
+            await running.value
+            return result
+        } catch {
+            running.cancel()
+            await running.value
+            throw error
         }
     }
+
+    /// How many connections a store of ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``
+    /// opens at most, by default: two. One is held by `LISTEN` while the store listens for
+    /// notifications (a worker for work, a process waiting for outcomes for those), the other
+    /// runs the claims, outcomes, lease renewals and reads, one after another.
+    ///
+    /// Keep the sum over all processes within the server's `max_connections`. PostgresNIO's
+    /// pool, once the server refused it a connection, hands out none until one is given back,
+    /// even with one idle: a process whose budget the server cannot meet works, but slowly.
+    /// A third connection let a coordinator appending requests and reading responses at once
+    /// run 1.2 to 1.5 times as fast; a worker sending 32 requests at once gained nothing from it.
+    public static let defaultConnections = 2
 
     /// The client configuration for `url`: `postgres://user:password@host:port/database`
     /// (or `postgresql://`), the port 5432 by default; `?sslmode=disable|prefer|require`
@@ -239,15 +306,19 @@ public final class PostgresJobStore: JobStore {
         /// Opens one connection and closes it.
         ///
         /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed`.
-        func probe(logger: Logger, waitingUpTo wait: Duration?, connectivity: ConnectivityWatch) async throws {
+        ///
+        /// - Returns: The connections the server would still give this user, counting the one
+        ///   the probe opened as free (`nil` if that could not be read).
+        @discardableResult
+        func probe(logger: Logger, waitingUpTo wait: Duration?, connectivity: ConnectivityWatch) async throws -> Int? {
             let start = ContinuousClock.now
             var pause: Duration = .milliseconds(250)
             var tries = 0
             while true {
                 do {
-                    try await probeOnce(logger: logger)
+                    let free = try await probeOnce(logger: logger)
                     connectivity.answered()
-                    return
+                    return free
                 } catch let error as DurableError where error.code == .storeUnreachable {
                     tries += 1
                     let waited = start.duration(to: .now)
@@ -268,11 +339,30 @@ public final class PostgresJobStore: JobStore {
             }
         }
 
+        /// Why a connection cannot be had, from one of its own: `nil` if it opens.
+        func diagnosis(logger: Logger) -> @Sendable () async -> String? {
+            { [self] in
+                do {
+                    _ = try await probeOnce(logger: logger)
+                    return nil
+                } catch let error as DurableError {
+                    return error.message
+                } catch {
+                    return nil
+                }
+            }
+        }
+
         /// One connection, opened and closed.
         ///
         /// - Throws: `DurableError`: `storeUnreachable` if the server cannot be reached (or
         ///   takes no more connections), `connectionFailed` if it refuses the credentials.
-        private func probeOnce(logger: Logger) async throws {
+        ///
+        /// - Returns: The connections the server would still give this user, counting the one
+        ///   the probe opened as free: `max_connections` less those reserved for superusers
+        ///   (for a user that is not one) less the client connections open; `nil` if that
+        ///   could not be read.
+        func probeOnce(logger: Logger) async throws -> Int? {
             let tls: PostgresConnection.Configuration.TLS =
                 switch self.tls {
                 case .disable: .disable
@@ -285,7 +375,17 @@ public final class PostgresJobStore: JobStore {
             do {
                 let connection = try await PostgresConnection.connect(
                     configuration: configuration, id: 0, logger: logger)
+                let free = try? await connection.query(
+                    """
+                    SELECT current_setting('max_connections')::int
+                        - CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN 0
+                               ELSE current_setting('superuser_reserved_connections')::int END
+                        - (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') + 1
+                    """,
+                    logger: logger
+                ).decode(Int.self).onlyRow()
                 try? await connection.close()
+                return free
             } catch {
                 let mapped = PostgresJobStore.mapped(error, location: location)
                 throw DurableError(
@@ -338,9 +438,10 @@ public final class PostgresJobStore: JobStore {
         return try await retrying { try await client.withConnection { connection in try await body(connection) } }
     }
 
-    /// How long the store keeps trying while the server cannot be reached, before it fails
-    /// with `DurableError/Code/connectionFailed`.
-    static let outageTolerance: Duration = .seconds(120)
+    /// How long an operation keeps trying while the server cannot be reached, by default,
+    /// before it fails with `DurableError/Code/storeUnreachable`: two minutes, longer than a
+    /// restart of the server.
+    public static let defaultOutageTolerance: Duration = .seconds(120)
 
     /// The longest one try of an operation may take before it counts as an outage: a query
     /// or a connection from the pool that never answers after the server restarted is given
@@ -364,9 +465,14 @@ public final class PostgresJobStore: JobStore {
                 connectivity.answered()
                 return result
             } catch let error as TimeoutError {
-                guard waited < Self.outageTolerance, !Task.isCancelled else { throw mapped(error) }
+                guard outageTolerance.map({ waited < $0 }) ?? true, !Task.isCancelled else {
+                    throw unreachable(mapped(error), waited: waited)
+                }
                 logger.warning("PostgreSQL at \(location) did not answer in \(timeout); trying again")
-                connectivity.failed("PostgreSQL at \(location) did not answer in \(timeout)")
+                // The pool gave no connection in time, or the server did not answer: a
+                // connection of its own tells which (one that takes no more connections says so).
+                let why = await diagnose.withLock({ $0 })?() ?? "PostgreSQL at \(location) did not answer in \(timeout)"
+                connectivity.failed(why)
                 waited += timeout
             } catch {
                 let cause =
@@ -377,8 +483,9 @@ public final class PostgresJobStore: JobStore {
                     conflicts += 1
                     continue
                 }
-                guard Self.isOutage(cause), waited < Self.outageTolerance, !Task.isCancelled else {
-                    throw mapped(cause)
+                guard Self.isOutage(cause) else { throw mapped(cause) }
+                guard outageTolerance.map({ waited < $0 }) ?? true, !Task.isCancelled else {
+                    throw unreachable(mapped(cause), waited: waited)
                 }
                 logger.info("PostgreSQL at \(location) unavailable, trying again in \(pause): \(cause)")
                 connectivity.failed(mapped(cause).message)
@@ -389,6 +496,15 @@ public final class PostgresJobStore: JobStore {
                 pause = min(pause * 2, .seconds(2))
             }
         }
+    }
+
+    /// `error`, met in an outage that lasted `waited`, as `DurableError/Code/storeUnreachable`
+    /// (a cancelled wait stays as it is).
+    private func unreachable(_ error: DurableError, waited: Duration) -> DurableError {
+        guard !Task.isCancelled else { return error }
+        return DurableError(
+            code: .storeUnreachable, message: "\(error.message) (tried for \(Int(waited.seconds.rounded())) s)",
+            underlying: error.underlying ?? error)
     }
 
     /// Runs `body`, and gives up on it with `TimeoutError` after `timeout`, whether or not it
@@ -480,6 +596,13 @@ public final class PostgresJobStore: JobStore {
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] {
                 let code = error.serverInfo?[.sqlState] ?? ""
+                if code == "53300" {
+                    return DurableError(
+                        code: .storeUnreachable,
+                        message:
+                            "PostgreSQL at \(location) takes no more connections (\(message): its max_connections is reached by the processes connected to it)",
+                        underlying: error)
+                }
                 // 28xxx: invalid authorization; 3D000: no such database.
                 if code.hasPrefix("28") || code == "3D000" {
                     return DurableError(

@@ -23,6 +23,10 @@ enum StoreConnectivity {
             case .reachable(let after):
                 Console.standardError.line(
                     "\(command): note: the store answers again, after \(Format.wallTime(after))")
+            case .fewerConnections(let using, let asked):
+                Console.standardError.line(
+                    "\(command): note: the database server has fewer than \(asked) connections free (its max_connections is nearly reached): this process opens at most \(using)"
+                )
             }
         }
     }

@@ -125,7 +125,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("wait-for-store"),
         help: ArgumentHelp(
-            "With --state postgres://…: seconds to wait at start for a database that cannot be reached (down, starting up, out of connections); 0 does not wait. Default 60.",
+            "With --state postgres://…: seconds to wait for a database that cannot be reached (down, starting up, out of connections), at start and in each outage during the run; 0 does not wait. Default 60 at start, 120 in an outage.",
             valueName: "seconds"))
     var waitForStore: Int?
 
@@ -272,7 +272,10 @@ struct RunCommand: AsyncParsableCommand {
         var distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
         distributed.resendsUncertain = resendUncertain
         distributed.force = force
-        if let waitForStore { distributed.waitForStore = .seconds(waitForStore) }
+        if let waitForStore {
+            distributed.waitForStore = .seconds(waitForStore)
+            distributed.outageTolerance = .seconds(waitForStore)
+        }
         let started = Locked(false)
         let text = output == .text
         do {

@@ -27,9 +27,12 @@ struct PostgresCluster: Sendable {
     let folder: String
 
     /// Runs `body` with a new cluster, stopped and removed afterwards, whether `body` throws
-    /// or not.
-    static func withOwnCluster<T>(_ body: (PostgresCluster) async throws -> T) async throws -> T {
-        let (status, output, errors) = try await script("start", environment: [:])
+    /// or not; `maxConnections` sets its server's `max_connections` (200 by default).
+    static func withOwnCluster<T>(
+        maxConnections: Int? = nil, _ body: (PostgresCluster) async throws -> T
+    ) async throws -> T {
+        let (status, output, errors) = try await script(
+            "start", environment: maxConnections.map { ["ORCHESTRA_POSTGRES_MAX_CONNECTIONS": "\($0)"] } ?? [:])
         let exports = Dictionary(
             output.split(separator: "\n").compactMap { line -> (String, String)? in
                 guard line.hasPrefix("export "), let equals = line.firstIndex(of: "=") else { return nil }
