@@ -299,7 +299,7 @@ public final class PostgresJobStore: JobStore {
                 }
             var configuration = PostgresClient.Configuration(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
-            configuration.options.connectTimeout = .seconds(10)
+            configuration.options.connectTimeout = PostgresJobStore.connectTimeout
             return configuration
         }
 
@@ -371,7 +371,7 @@ public final class PostgresJobStore: JobStore {
                 }
             var configuration = PostgresConnection.Configuration(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
-            configuration.options.connectTimeout = .seconds(10)
+            configuration.options.connectTimeout = .seconds(Int64(PostgresJobStore.connectTimeout.components.seconds))
             do {
                 let connection = try await PostgresConnection.connect(
                     configuration: configuration, id: 0, logger: logger)
@@ -568,6 +568,24 @@ public final class PostgresJobStore: JobStore {
         String(describing: type(of: error)) == "ConnectionPoolError" && "\(error)".contains("CircuitBreaker")
     }
 
+    /// What went wrong with a connection, in words: the system's message for the error number
+    /// that SwiftNIO's errors carry (`connection refused`), rather than their description
+    /// (`Connection errors: SingleConnectionFailure(target: …, error: connection reset (error
+    /// set): Connection refused (errno: 111))`).
+    static func networkReason(_ error: any Error) -> String {
+        let text = "\(error)"
+        if let match = text.firstMatch(of: /errno: (\d+)/), let number = Int32(match.1) {
+            return String(cString: strerror(number)).lowercased()
+        }
+        if text.localizedCaseInsensitiveContains("timed out") || text.localizedCaseInsensitiveContains("timeout") {
+            return "no answer within \(Int(Self.connectTimeout.seconds)) s"
+        }
+        return text
+    }
+
+    /// How long opening a connection may take.
+    static let connectTimeout: Duration = .seconds(10)
+
     /// A deadlock or a serialization failure: the transaction may simply be run again.
     static func isConflict(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError, let code = error.serverInfo?[.sqlState] else { return false }
@@ -616,7 +634,8 @@ public final class PostgresJobStore: JobStore {
             }
             if let underlying = error.underlying {
                 return DurableError(
-                    code: .connectionFailed, message: "PostgreSQL at \(location) cannot be reached: \(underlying)",
+                    code: .connectionFailed,
+                    message: "PostgreSQL at \(location) cannot be reached: \(networkReason(underlying))",
                     underlying: error)
             }
             return DurableError(

@@ -48,6 +48,9 @@ struct PostgresOutageTests {
                 #expect(coordinator.status == 3, "\(coordinator)")
                 #expect(coordinator.stderr.contains("cannot be reached"), "\(coordinator)")
                 #expect(coordinator.stderr.contains("(waited "), "\(coordinator)")
+                // In words, not SwiftNIO's error dumped (`SingleConnectionFailure(target: …`).
+                #expect(coordinator.stderr.contains("cannot be reached: connection refused"), "\(coordinator)")
+                #expect(!coordinator.stderr.contains("Failure("), "\(coordinator)")
                 let status = try await OrchestraExecutable.run(
                     ["status", "--state", cluster.url, "--schema", "outage"], limit: .seconds(60))
                 #expect(status.status == 3, "\(status)")
