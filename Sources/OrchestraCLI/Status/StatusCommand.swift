@@ -12,7 +12,10 @@ struct StatusCommand: AsyncParsableCommand {
             --state FILE: for each step of the workflow, in file order, how many of its \
             requests succeeded, failed, may have been sent (in flight when a run stopped, not \
             safe to send twice) and are still to be sent. The file is only read: a run may be \
-            using it.
+            using it. --backup COPY also copies it to the new file COPY in one consistent \
+            snapshot (SQLite's backup API), even while a run uses it: copying the file alone \
+            during a run gives a copy behind the run (its last records are in FILE-wal), which \
+            'orchestra run --state' refuses to resume from without --force.
 
             --state postgres://user:password@host:port/database: the most recent durable runs \
             of the store in --schema, newest first: each run's state, its jobs by state and how \
@@ -45,11 +48,20 @@ struct StatusCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("text (a table) or json (one document on stdout).", valueName: "format"))
     var output: Output = .text
 
+    @Option(
+        help: ArgumentHelp(
+            "With a state file: copy it to this new file, in one consistent snapshot, even while a run uses it.",
+            valueName: "copy"))
+    var backup: String?
+
     @Flag(name: .long, help: "Turn colours off (as NO_COLOR does).")
     var noColor = false
 
     func validate() throws {
         let isURL = StoreStatus.isPostgresURL(state)
+        if isURL, backup != nil {
+            throw ValidationError("--backup applies to a state file, not a PostgreSQL URL (use pg_dump)")
+        }
         if !isURL, schema != "orchestra" || run != nil || last != 20 {
             throw ValidationError(
                 "--schema, --run and --last apply to a PostgreSQL URL (postgres://…), not a state file")
@@ -65,7 +77,11 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let summary: WorkflowStateSummary
         do throws(WorkflowStateError) {
-            summary = try WorkflowStateSummary.read(path: state)
+            if let backup {
+                summary = try WorkflowStateSummary.backup(path: state, to: backup)
+            } else {
+                summary = try WorkflowStateSummary.read(path: state)
+            }
         } catch {
             Console.standardError.line("orchestra status: error: --state: \(TerminalText.safe(error.description))")
             throw ExitCode(2)
@@ -74,6 +90,13 @@ struct StatusCommand: AsyncParsableCommand {
         switch output {
         case .text: console.write(Self.text(of: summary, path: state, console: console))
         case .json: console.write(Self.json(of: summary, path: state).prettyText + "\n")
+        }
+        if let backup {
+            Console.standardError.line(
+                "orchestra status: backed up \(TerminalText.quoted(state)) to \(TerminalText.quoted(backup))"
+                    + (summary.openRun.map {
+                        "; run \($0) was using it (or stopped without ending): what it does after this is not in the copy, and a resume from the copy needs --force"
+                    } ?? ""))
         }
         if !summary.isComplete { throw ExitCode(1) }
     }
@@ -103,6 +126,12 @@ struct StatusCommand: AsyncParsableCommand {
                 : step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
         }
         lines += table(header: header, rows: rows, marks: marks, console: console)
+        if let open = summary.openRun {
+            lines.insert(
+                console.paint(
+                    "run \(open) has not ended in this file: it is running, or it stopped without ending (a crash, a kill)",
+                    .yellow), at: 2)
+        }
         let done = summary.steps.count(where: \.isDone)
         lines.append(
             console.paint(
@@ -123,7 +152,7 @@ struct StatusCommand: AsyncParsableCommand {
         return ["  " + console.paint(line(header), .dim)] + zip(marks, rows).map { "\($0) \(line($1))" }
     }
 
-    /// `{"workflow", "file", "digest", "state", "runs", "created", "updated", "complete", "steps": […]}`.
+    /// `{"workflow", "file", "digest", "state", "runs", "open_run", "created", "updated", "complete", "steps": […]}`.
     static func json(of summary: WorkflowStateSummary, path: String) -> JSONValue {
         .object([
             "workflow": summary.name.map(JSONValue.string) ?? .null,
@@ -131,6 +160,7 @@ struct StatusCommand: AsyncParsableCommand {
             "digest": .string(summary.digest),
             "state": .string(path),
             "runs": .integer(summary.runs),
+            "open_run": summary.openRun.map(JSONValue.integer) ?? .null,
             "created": .string(timestamp(summary.created)),
             "updated": .string(timestamp(summary.updated)),
             "complete": .bool(summary.isComplete),

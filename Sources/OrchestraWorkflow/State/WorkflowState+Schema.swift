@@ -3,7 +3,7 @@ import OrchestraDurable
 
 extension WorkflowState {
     /// The state file's format: its name and schema version in the `orchestra_store` table.
-    static let fileFormat = SQLiteFileFormat(name: "orchestra-workflow-state", version: 1, noun: "state file")
+    static let fileFormat = SQLiteFileFormat(name: "orchestra-workflow-state", version: 2, noun: "state file")
 
     /// The versioned migrations, oldest first.
     ///
@@ -13,6 +13,10 @@ extension WorkflowState {
     ///   hash of its list once read.
     /// - `records`: one row per request (`item` -1 for a step's own request, the element's
     ///   index for a `for_each` element).
+    /// - Version 2: `workflow.open_run`, the number of the run using the file, set as it opens
+    ///   the file and cleared once it has written its last record: a file whose run never
+    ///   cleared it either outlived a crash (its `-wal` is beside it) or is a copy taken during
+    ///   the run (behind what the run did).
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("workflow-state-1") { db in
@@ -48,6 +52,13 @@ extension WorkflowState {
                         updated INTEGER NOT NULL,
                         PRIMARY KEY (step, item)
                     ) WITHOUT ROWID;
+                    """)
+        }
+        migrator.registerMigration("workflow-state-2") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE workflow ADD COLUMN open_run INTEGER;
+                    UPDATE orchestra_store SET value = '2' WHERE key = 'schema';
                     """)
         }
         return migrator

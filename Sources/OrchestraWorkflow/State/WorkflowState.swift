@@ -38,16 +38,26 @@ package final class WorkflowState: Sendable {
     }
 
     deinit {
+        // A state opened but never run to its end (the command failed before the run): the file
+        // is not behind anything, and says so.
+        if writer.withLock({ !$0.closed && $0.failure == nil }) { try? Self.endRun(run, database) }
         close(lockDescriptor)
     }
 
     /// Opens (or creates) the state file at `path` for a run of `workflow`.
     ///
+    /// A file whose last run did not end (it never cleared `open_run`) and that has no `-wal`
+    /// file beside it (or an empty one) is a copy taken during that run: the run's last commits, in its `-wal`,
+    /// are not in it, and a resume would send again requests that reached the server, POSTs
+    /// included. It is refused unless `force`. (After a crash, the `-wal` is beside the file
+    /// and SQLite reads it back.)
+    ///
     /// - Parameter force: Use a file written by a run of another version of the workflow file
     ///   anyway: records are reused by step id and element index (a `for_each` step whose list
-    ///   changed starts its elements over).
+    ///   changed starts its elements over); or a copy taken during a run.
     /// - Throws: ``WorkflowStateError``: not a state file, another program's database, a newer
-    ///   schema, another workflow's file (unless `force`), in use by another process.
+    ///   schema, another workflow's file or a copy taken during a run (unless `force`), in use
+    ///   by another process.
     package static func open(
         path: String, workflow: Workflow, force: Bool
     ) throws(WorkflowStateError)
@@ -59,6 +69,10 @@ package final class WorkflowState: Sendable {
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw WorkflowStateError(.storeFailed, "\(path): the folder \(folder) does not exist")
         }
+        // Looked at before SQLite opens the file (and creates one). A reader (`orchestra status`)
+        // leaves an empty one; a run writes its first commit before anything can copy it.
+        let log = try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int
+        let hasLog = (log ?? 0) > 0
         let database: DatabaseQueue
         do {
             database = try fileFormat.open(path: path, migrator: migrator)
@@ -76,7 +90,12 @@ package final class WorkflowState: Sendable {
                 .inUse, "\(path) is in use by another orchestra process: one run at a time may use a state file")
         }
         do {
-            let run = try database.write { db in try begin(workflow, force: force, path: path, db) }
+            let run = try database.write { db in
+                try begin(workflow, force: force, hasLog: hasLog, path: path, db)
+            }
+            // The run's mark in the file itself, not only in its -wal: a copy of the file alone
+            // taken during the run has it, and is known for a copy.
+            try database.writeWithoutTransaction { db in try db.checkpoint(.passive) }
             return WorkflowState(path: path, run: run, database: database, lockDescriptor: descriptor)
         } catch {
             close(descriptor)
@@ -99,11 +118,13 @@ package final class WorkflowState: Sendable {
     }
 
     /// Checks the file belongs to `workflow` (or `force`), counts the run and stores the steps.
-    private static func begin(_ workflow: Workflow, force: Bool, path: String, _ db: Database) throws -> Int {
+    private static func begin(
+        _ workflow: Workflow, force: Bool, hasLog: Bool, path: String, _ db: Database
+    ) throws -> Int {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let file = workflow.file ?? ""
         var run = 1
-        if let row = try Row.fetchOne(db, sql: "SELECT file, digest, runs FROM workflow WHERE id = 1") {
+        if let row = try Row.fetchOne(db, sql: "SELECT file, digest, runs, open_run FROM workflow WHERE id = 1") {
             let digest: String = row["digest"]
             if digest != workflow.digest, !force {
                 let recorded: String = row["file"]
@@ -112,14 +133,23 @@ package final class WorkflowState: Sendable {
                     "\(path) records a run of another workflow file (\(recorded), sha256 \(digest.prefix(12))…; this one is \(workflow.digest.prefix(12))…): resume with the file it recorded, use another --state file, or give --force to reuse its records by step id"
                 )
             }
+            if let open = row["open_run"] as Int?, !hasLog, !force {
+                throw WorkflowStateError(
+                    .behindItsRun,
+                    "\(path) was copied while run \(open) was using it (it has no -wal file beside it, and run \(open) never ended in it): what that run did after the copy is not recorded, so a resume would send again requests that reached the server; resume with the original file, or back it up with 'orchestra status --state FILE --backup COPY' when no run uses it; --force resumes from this copy anyway"
+                )
+            }
             run = (row["runs"] as Int) + 1
             try db.execute(
-                sql: "UPDATE workflow SET name = ?, file = ?, digest = ?, updated = ?, runs = ? WHERE id = 1",
-                arguments: [workflow.name, file, workflow.digest, now, run])
+                sql:
+                    "UPDATE workflow SET name = ?, file = ?, digest = ?, updated = ?, runs = ?, open_run = ? WHERE id = 1",
+                arguments: [workflow.name, file, workflow.digest, now, run, run])
         } else {
             try db.execute(
-                sql:
-                    "INSERT INTO workflow (id, name, file, digest, created, updated, runs) VALUES (1, ?, ?, ?, ?, ?, 1)",
+                sql: """
+                    INSERT INTO workflow (id, name, file, digest, created, updated, runs, open_run)
+                    VALUES (1, ?, ?, ?, ?, ?, 1, 1)
+                    """,
                 arguments: [workflow.name, file, workflow.digest, now, now])
         }
         // The steps as the file has them now; records of steps it no longer has, or whose
@@ -239,6 +269,13 @@ package final class WorkflowState: Sendable {
     /// queue is empty. Run it beside the run (a child task); it ignores cancellation, so that
     /// what a cancelled run did is still written.
     package func runWriter() async {
+        defer {
+            // The run's last write: it ended in this file (unless a write failed, then the
+            // file stays marked, as after a crash).
+            if failure == nil, (try? Self.endRun(run, database)) != nil {
+                writer.withLock { $0.closed = true }
+            }
+        }
         while let (writes, upTo) = await nextBatch() {
             let run = self.run
             let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
@@ -258,6 +295,13 @@ package final class WorkflowState: Sendable {
                 waiters = writer.withLock { $0.failed(mapped) }
             }
             for (_, waiter) in waiters { waiter.resume(returning: failure) }
+        }
+    }
+
+    /// Clears the file's mark of run `run`: it ended in this file.
+    private static func endRun(_ run: Int, _ database: DatabaseQueue) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE workflow SET open_run = NULL WHERE id = 1 AND open_run = ?", arguments: [run])
         }
     }
 
@@ -345,6 +389,8 @@ package final class WorkflowState: Sendable {
         var wake: CheckedContinuation<Void, Never>?
         var finishing = false
         var failure: WorkflowStateError?
+        /// Whether the file's mark of this run was cleared: the run ended in it.
+        var closed = false
 
         enum Batch {
             case writes([Write], upTo: Int)

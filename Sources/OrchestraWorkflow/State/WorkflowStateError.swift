@@ -15,6 +15,9 @@ package struct WorkflowStateError: Error, Sendable, CustomStringConvertible {
         package static let newerSchema = Code("newerSchema")
         /// Written by a run of another workflow file (its content hash differs).
         package static let differentWorkflow = Code("differentWorkflow")
+        /// A copy taken while a run was using the file (without its `-wal`): what that run did
+        /// after the copy is not in it.
+        package static let behindItsRun = Code("behindItsRun")
         /// Another `orchestra` process is running with this state file.
         package static let inUse = Code("inUse")
         /// No state file at the path (for `orchestra status`).

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import OrchestraDurable
 
 /// Where a resumable run stands, read from its `--state` file (`orchestra status`): per step,
 /// how many of its requests succeeded, failed, may have been sent, or are still to be sent.
@@ -39,6 +40,9 @@ package struct WorkflowStateSummary: Sendable {
     /// Runs that used the file.
     package var runs: Int
     package var steps: [Step]
+    /// The run that has not ended in the file, if one has not: it is running, or it stopped
+    /// without ending (a crash), or the file is a copy taken while it ran.
+    package var openRun: Int? = nil
 
     /// Whether every request of every step succeeded.
     package var isComplete: Bool { steps.allSatisfy(\.isDone) }
@@ -86,12 +90,57 @@ package struct WorkflowStateSummary: Sendable {
                     name: row["name"], file: row["file"], digest: row["digest"],
                     created: Date(timeIntervalSince1970: Double(row["created"] as Int64) / 1000),
                     updated: Date(timeIntervalSince1970: Double(row["updated"] as Int64) / 1000),
-                    runs: row["runs"], steps: steps)
+                    runs: row["runs"], steps: steps, openRun: row["open_run"])
             }
         } catch let error as WorkflowStateError {
             throw error
         } catch {
             throw WorkflowStateError(WorkflowState.fileFormat.mapped(error, path: path))
         }
+    }
+}
+
+extension WorkflowStateSummary {
+    /// Copies the state file at `path` to a new file at `destination` with SQLite's backup API:
+    /// one consistent snapshot, its `-wal` included, even while a run writes it (copying the
+    /// file alone during a run gives a file behind the run, or a damaged one). The copy is
+    /// readable by its owner only. Returns the copy's summary.
+    ///
+    /// A copy taken while a run uses the file is behind what that run does next: a resume from
+    /// it is refused unless forced (``WorkflowState/open(path:workflow:force:)``).
+    ///
+    /// - Throws: ``WorkflowStateError``: no such state file, not a state file, a newer schema,
+    ///   `destination` exists already or cannot be written.
+    package static func backup(path: String, to destination: String) throws(WorkflowStateError) -> WorkflowStateSummary
+    {
+        let summary = try read(path: path)
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw WorkflowStateError(.storeFailed, "\(destination) exists already: a backup is written to a new file")
+        }
+        do {
+            let source = try WorkflowState.fileFormat.open(path: path, readOnly: true, migrator: WorkflowState.migrator)
+            // Created here, so that its mode is the owner's only from the start.
+            let descriptor = Foundation.open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                throw WorkflowStateError(
+                    .storeFailed, "\(destination) cannot be created: \(String(cString: strerror(errno)))")
+            }
+            Foundation.close(descriptor)
+            do {
+                let copy = try DatabaseQueue(path: destination)
+                try source.backup(to: copy)
+                try copy.close()
+            } catch {
+                try? FileManager.default.removeItem(atPath: destination)
+                throw WorkflowStateError(WorkflowState.fileFormat.mapped(error, path: destination))
+            }
+        } catch let error as WorkflowStateError {
+            throw error
+        } catch let error as DurableError {
+            throw WorkflowStateError(error)
+        } catch {
+            throw WorkflowStateError(.storeFailed, "\(destination): \(error)")
+        }
+        return summary
     }
 }

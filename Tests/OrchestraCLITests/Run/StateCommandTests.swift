@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OrchestraDemoServer
 import OrchestraTestKit
 import TestSupport
@@ -120,6 +121,52 @@ struct StateCommandTests {
             let result = try await OrchestraExecutable.run(["run", workflow] + arguments)
             #expect(result.status == 2, "\(result)")
             #expect(result.stderr.contains(message), "\(result)")
+        }
+    }
+
+    @Test(
+        "status --backup copies a state file; a run resumes from it, and refuses a copy taken during a run unless --force"
+    )
+    func backup() async throws {
+        try await withDemoServer { server in
+            try await Self.withStatePath { state in
+                let failing = try Self.workflow(base: server.baseURL, failing: true)
+                let first = try await OrchestraExecutable.run(["run", failing, "--state", state, "--no-color"])
+                #expect(first.status == 1, "\(first)")
+
+                let copy = state + ".backup"
+                let backup = try await OrchestraExecutable.run(["status", "--state", state, "--backup", copy])
+                #expect(backup.status == 1, "incomplete: \(backup)")
+                #expect(backup.stderr.contains("backed up \(state) to \(copy)"), "\(backup)")
+                #expect(!backup.stderr.contains("needs --force"), "no run was under way: \(backup)")
+                let again = try await OrchestraExecutable.run(["status", "--state", state, "--backup", copy])
+                #expect(again.status == 2, "\(again)")
+                #expect(again.stderr.contains("exists already"), "\(again)")
+
+                // The backup of an ended run resumes: the failed element only is sent again.
+                let resumed = try await OrchestraExecutable.run(["run", failing, "--state", copy, "--no-color"])
+                #expect(resumed.status == 1, "\(resumed)")
+                #expect(resumed.stdout.contains("(run 2)"), "\(resumed)")
+                #expect(server.arrivals(of: "/anything/state-items/13") == 2, "\(resumed)")
+
+                // A copy of the file alone taken during a run: the run's mark is in it, its -wal
+                // is not beside it.
+                let during = state + ".during"
+                try FileManager.default.copyItem(atPath: state, toPath: during)
+                let database = try DatabaseQueue(path: during)
+                try await database.write { try $0.execute(sql: "UPDATE workflow SET open_run = runs + 1") }
+                try database.close()
+                let status = try await OrchestraExecutable.run(["status", "--state", during, "--no-color"])
+                #expect(status.stdout.contains("run 2 has not ended in this file"), "\(status)")
+                let before = server.requestCount
+                let refused = try await OrchestraExecutable.run(["run", failing, "--state", during])
+                #expect(refused.status == 2, "\(refused)")
+                #expect(refused.stderr.contains("was copied while run 2 was using it"), "\(refused)")
+                #expect(server.requestCount == before, "nothing sent when refused")
+                let forced = try await OrchestraExecutable.run(["run", failing, "--state", during, "--force"])
+                #expect(forced.status == 1, "\(forced)")
+                #expect(!forced.stderr.contains("was copied"), "\(forced)")
+            }
         }
     }
 
