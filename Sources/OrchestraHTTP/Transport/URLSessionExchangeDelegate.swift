@@ -54,11 +54,12 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
     /// cancelled since ``prepare(_:)``, cancels the task once resumed; if the task completed
     /// already, resumes the request with its outcome.
     func start(_ task: SendableTask, _ exchange: URLSessionExchanges.Exchange) {
+        let limit = exchange.limit
         switch state.withLock({ $0.start(task.task.taskIdentifier, exchange) }) {
         case .resume:
-            task.task.resume()
+            resume(task, limitingRedirectBodyTo: limit)
         case .resumeAndCancel:
-            task.task.resume()
+            resume(task, limitingRedirectBodyTo: limit)
             task.cancelWithoutWaiting()
         case .deliver(let resumption):
             deliver(resumption)
@@ -137,9 +138,27 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         releaseTheSession(session)
-        if let resumption = state.withLock({ $0.complete(task.taskIdentifier, error: error) }) {
+        #if canImport(FoundationNetworking)
+        let redirectBody = RedirectBodyLimit.end(task).map { (status: $0.status, limit: $0.limit) }
+        #else
+        let redirectBody: (status: Int, limit: Int)? = nil
+        #endif
+        if let resumption = state.withLock({
+            $0.complete(task.taskIdentifier, error: error, redirectBody: redirectBody)
+        }) {
             deliver(resumption)
         }
+    }
+
+    /// Resumes `task`, on Linux limiting the body of a 301–308 response to `limit` bytes (at
+    /// most `RedirectBodyLimit.maximum`): URLSession holds it and gives the delegate none of it
+    /// (see ``RedirectBodyLimit``).
+    private func resume(_ task: SendableTask, limitingRedirectBodyTo limit: Int) {
+        #if canImport(FoundationNetworking)
+        RedirectBodyLimit.resume(task.task, limitingRedirectBodyTo: min(limit, RedirectBodyLimit.maximum))
+        #else
+        task.task.resume()
+        #endif
     }
 
     /// Resumes a request, after the `progress` calls already scheduled.

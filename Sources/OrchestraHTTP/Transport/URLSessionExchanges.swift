@@ -118,11 +118,7 @@ struct URLSessionExchanges {
         }
         guard data.count <= limit - received else {
             let exchange = exchanges.removeValue(forKey: id)!
-            let error = HTTPTransportError(
-                code: .responseTooLarge,
-                message:
-                    "the response from \(exchange.authority ?? "the server") is larger than \(exchange.limit) bytes",
-                host: exchange.authority)
+            let error = Self.tooLarge(exchange, limit: exchange.limit)
             return .tooLarge(Resumption(continuation: exchange.continuation, result: .failure(error)))
         }
         exchanges[id]!.data.append(data)
@@ -144,8 +140,12 @@ struct URLSessionExchanges {
     }
 
     /// Task `id` completed: its request, if still waiting, gets the outcome; a request that
-    /// does not wait yet gets it when it starts.
-    mutating func complete(_ id: Int, error: (any Error)?) -> Resumption? {
+    /// does not wait yet gets it when it starts. `redirectBody`: the transfer was ended because
+    /// the body of its 301–308 response (of `status`) passed `limit` (on Linux, see
+    /// `RedirectBodyLimit`): the request fails as past its body limit.
+    mutating func complete(
+        _ id: Int, error: (any Error)?, redirectBody: (status: Int, limit: Int)? = nil
+    ) -> Resumption? {
         transfers.remove(id)
         if case .waiting = notStarted[id] {
             notStarted[id] = .completed(.failure(error ?? URLError(.badServerResponse)))
@@ -153,7 +153,12 @@ struct URLSessionExchanges {
         }
         guard let exchange = exchanges.removeValue(forKey: id) else { return nil }
         let result: Result<URLSessionReply, any Error>
-        if let error {
+        if let redirectBody {
+            result = .failure(
+                Self.tooLarge(
+                    exchange, limit: redirectBody.limit,
+                    note: " (a \(redirectBody.status) response, whose body URLSession on Linux holds whole)"))
+        } else if let error {
             result = .failure(error)
         } else if let response = exchange.response {
             result = .success(URLSessionReply(response: response, body: exchange.data))
@@ -161,6 +166,14 @@ struct URLSessionExchanges {
             result = .failure(URLError(.badServerResponse))
         }
         return Resumption(continuation: exchange.continuation, result: result)
+    }
+
+    /// The error of a response whose body passed `limit`.
+    private static func tooLarge(_ exchange: Exchange, limit: Int, note: String = "") -> HTTPTransportError {
+        HTTPTransportError(
+            code: .responseTooLarge,
+            message: "the response from \(exchange.authority ?? "the server") is larger than \(limit) bytes\(note)",
+            host: exchange.authority)
     }
 }
 

@@ -142,25 +142,43 @@ enum CurlTransfer {
     /// session's queue). Returns whether it was paused.
     @discardableResult
     static func pauseReceiving(_ task: URLSessionTask) -> Bool {
-        guard let pause,
-            let storage = child(task, "_protocolStorage"),
-            let urlProtocol = Mirror(reflecting: storage).children.first.flatMap({ unwrapped($0.value) }),
-            let easyHandle = child(urlProtocol, "easyHandle"),
-            let raw = child(easyHandle, "rawHandle")
-        else { return false }
-        let handle: OpaquePointer
-        if let pointer = raw as? OpaquePointer {
-            handle = pointer
-        } else if let pointer = raw as? UnsafeMutableRawPointer {
-            handle = OpaquePointer(pointer)
-        } else {
-            return false
-        }
+        guard let urlProtocol = urlProtocol(of: task), let handle = easyHandle(of: urlProtocol) else { return false }
+        return pauseReceiving(handle)
+    }
+
+    /// Pauses receiving on the transfer of curl handle `handle`; call only from one of its
+    /// callbacks (on the session's queue). Returns whether it was paused.
+    @discardableResult
+    static func pauseReceiving(_ handle: OpaquePointer) -> Bool {
+        guard let pause else { return false }
         return pause(handle, receive) == 0
     }
 
+    /// The URL protocol `task` loads with (`_protocolStorage`), once URLSession has made it;
+    /// from the session's queue.
+    static func urlProtocol(of task: URLSessionTask) -> Any? {
+        guard let storage = child(task, "_protocolStorage") else { return nil }
+        return Mirror(reflecting: storage).children.first.flatMap({ unwrapped($0.value) })
+    }
+
+    /// The curl handle of a URL protocol of URLSession (`easyHandle` → `rawHandle`), from any
+    /// thread: it is looked for in the protocol's superclasses (`_NativeProtocol`), never read
+    /// in the HTTP protocol's own properties, which its transfer writes.
+    static func easyHandle(of urlProtocol: Any) -> OpaquePointer? {
+        var mirror = Mirror(reflecting: urlProtocol).superclassMirror
+        var easyHandle: Any?
+        while let current = mirror, easyHandle == nil {
+            easyHandle = current.children.first(where: { $0.label == "easyHandle" }).flatMap { unwrapped($0.value) }
+            mirror = current.superclassMirror
+        }
+        guard let easyHandle, let raw = child(easyHandle, "rawHandle") else { return nil }
+        if let pointer = raw as? OpaquePointer { return pointer }
+        if let pointer = raw as? UnsafeMutableRawPointer { return OpaquePointer(pointer) }
+        return nil
+    }
+
     /// The stored property `label` of `value` or of one of its superclasses, unwrapped.
-    private static func child(_ value: Any, _ label: String) -> Any? {
+    static func child(_ value: Any, _ label: String) -> Any? {
         guard let value = unwrapped(value) else { return nil }
         var mirror: Mirror? = Mirror(reflecting: value)
         while let current = mirror {

@@ -40,13 +40,17 @@ import FoundationNetworking
 /// curl produces the next, and the transfer is paused at the limit until its cancellation
 /// lands (BENCHMARKS.md#hostile-servers-and-files).
 ///
-/// Known limit on Linux: URLSession keeps the body of a 301–308 response to itself until the
-/// transfer ends (it holds it whole, copying it on every part, and gives the delegate none of
-/// it), and its transfer cannot be paused or cancelled while the server keeps sending. A
-/// server that sends a redirect whose body never ends therefore holds the request, past its
-/// cancellation and its timeout, and URLSession's one shared queue with it, until the server
-/// stops. Use `AsyncHTTPClientTransport` (the command's default) against servers you do not
-/// trust.
+/// On Linux, URLSession keeps the body of a 301–308 response to itself until the transfer ends
+/// (it holds it whole, copying it on every part, and gives the delegate none of it), and while
+/// the server keeps sending, the task's cancellation cannot land. There such a body is limited
+/// to 1 MiB (or `maximumBodySize`, if smaller), counted as it arrives: past it the transfer is
+/// stopped and the request fails with code ``HTTPTransportError/Code/responseTooLarge``
+/// (`the response from HOST is larger than 1048576 bytes (a 302 response, whose body
+/// URLSession on Linux holds whole)`), within a tenth of a second of a server that never stops
+/// sending, at about 60 MB. Known limit: a compressed 301–308 body is inflated before it can
+/// be counted, so one that inflates to gigabytes (a gzip bomb sent as a redirect's body)
+/// still holds the request, past its cancellation and its timeout, until the server stops. Use
+/// `AsyncHTTPClientTransport` (the command's default) against servers you do not trust.
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its
@@ -74,7 +78,12 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.timeoutIntervalForRequest = 3_600
         configuration.timeoutIntervalForResource = 3_600
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        #if canImport(FoundationNetworking)
+        // Caches nothing; sets up each task's transfer (see RedirectBodyLimit).
+        configuration.urlCache = TransferSetupCache()
+        #else
         configuration.urlCache = nil
+        #endif
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.urlCredentialStorage = nil

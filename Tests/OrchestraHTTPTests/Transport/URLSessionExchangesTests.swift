@@ -123,6 +123,27 @@ struct URLSessionExchangesTests {
         #expect(machine.transfers.isEmpty)
     }
 
+    /// A task cancelled at its 301–308 body's limit (which the delegate never sees on Linux)
+    /// completes with `URLError.cancelled`; the request fails as past its limit, naming it.
+    @Test func aTaskStoppedAtItsRedirectBodyLimitFailsItsRequestAsTooLarge() async throws {
+        var machine = URLSessionExchanges()
+        let result = await Self.outcome { continuation in
+            machine.prepare(1)
+            _ = machine.start(1, Self.exchange(continuation, limit: 100))
+            return machine.complete(1, error: URLError(.cancelled), redirectBody: (status: 302, limit: 10))
+        }
+        guard case .failure(let error as HTTPTransportError) = result else {
+            Issue.record("not failed past the limit: \(String(describing: result))")
+            return
+        }
+        #expect(error.code == .responseTooLarge)
+        #expect(
+            error.message
+                == "the response from example.com is larger than 10 bytes"
+                + " (a 302 response, whose body URLSession on Linux holds whole)")
+        #expect(machine.transfers.isEmpty)
+    }
+
     @Test func aBodyWithinTheLimitComesBackWithItsResponse() async throws {
         var machine = URLSessionExchanges()
         let response = try #require(

@@ -173,4 +173,63 @@ struct URLSessionInlineDeliveryTests {
             try await waitUntil("every task left the session") { transport.transfersInProgress == 0 }
         }
     }
+
+    #if canImport(FoundationNetworking)
+    /// A 302 whose body keeps coming: Linux's URLSession holds a 301–308 body to itself.
+    static let endlessRedirect: RawHTTPServer.Handler = { _ in
+        .stream(
+            head: Array("HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nConnection: close\r\n\r\n".utf8),
+            chunk: Array(repeating: UInt8(ascii: "x"), count: 64 << 10), limit: 16 << 20)
+    }
+
+    /// On Linux a 301–308 body past 1 MiB (whatever `maximumBodySize`) fails the request, and
+    /// its transfer ends there. Before, URLSession held the body whole, gave the delegate none
+    /// of it and copied it on every part, and the request waited until the server stopped: here
+    /// at 16 MiB, after about 6 s of a core (the 302 then came back with it); from a server that
+    /// never stops, never, past the request's timeout and its cancellation.
+    @Test func aRedirectBodyPastItsLimitFailsTheRequest() async throws {
+        try await withRawHTTPServer(Self.endlessRedirect) { server in
+            let transport = URLSessionTransport()
+            let request = HTTPRequest(method: .get, url: URL(string: server.url("/start"))!)
+            let error = await #expect(throws: HTTPTransportError.self) {
+                try await transport.send(request, body: nil)
+            }
+            #expect(error?.code == .responseTooLarge)
+            #expect(
+                error?.message
+                    == "the response from 127.0.0.1:\(server.port) is larger than 1048576 bytes"
+                    + " (a 302 response, whose body URLSession on Linux holds whole)")
+            try await waitUntil("the transfer ended") { transport.transfersInProgress == 0 }
+        }
+    }
+
+    /// Requests cancelled while the body of their 302 keeps coming end (cancelled, or past the
+    /// limit), and their transfers too, round after round. The transfer holds URLSession's queue,
+    /// so the task's cancellation waits until the limit ends the transfer, then finds the task
+    /// completed and does nothing; had it found it still running, its own end would have come
+    /// after the task had left URLSession's registry, and crashed the process.
+    @Test func requestsCancelledDuringARedirectBody() async throws {
+        try await withRawHTTPServer(Self.endlessRedirect) { server in
+            let transport = URLSessionTransport()
+            let request = HTTPRequest(method: .get, url: URL(string: server.url("/start"))!)
+            try await withHangGuard(.seconds(60)) {
+                for round in 0..<24 {
+                    let sending = Task { try await transport.send(request, body: nil) }
+                    try await waitUntil("the request arrived") { server.requests.count == round + 1 }
+                    for _ in 0..<(round % 6) { await Task.yield() }
+                    sending.cancel()
+                    do {
+                        _ = try await sending.value
+                        Issue.record("round \(round): the 302 came back")
+                    } catch is CancellationError {
+                    } catch let error as HTTPTransportError where error.code == .responseTooLarge {
+                    } catch {
+                        Issue.record("round \(round): \(error)")
+                    }
+                }
+                try await waitUntil("every transfer ended") { transport.transfersInProgress == 0 }
+            }
+        }
+    }
+    #endif
 }
