@@ -13,22 +13,24 @@ import Orchestra
 /// sent a redirect whose body never ends held the request, past its timeout and its
 /// cancellation, with a core and growing memory, for as long as it kept sending.
 ///
-/// How: when the task is resumed, URLSession asks the session's cache (``TransferSetupCache``)
-/// for a cached response just before it makes the task's curl handle; the cache answers (none)
-/// at once, and the new handle gets a callback of ours that curl calls once connected, before
-/// it sends the request (`CURLOPT_PREREQFUNCTION`, which URLSession does not use). From there,
-/// after URLSession has configured the handle, the handle gets a progress callback of ours
-/// (`CURLOPT_XFERINFOFUNCTION`; URLSession switches curl's progress off and uses none), which
-/// curl calls from the transfer as data arrives. All of it runs on URLSession's queue, as
-/// URLSession's own use of the handle does. (Set up from a block queued after `resume()`, it
-/// came too late in about 1 request of 10: the transfer had started, and the queue was held by
-/// it until its end.) With a 301–308 status and more than `limit` body bytes received or held
-/// (decoded), the progress callback pauses the transfer (`CurlTransfer.pauseReceiving(_:)`),
-/// which returns URLSession's queue, and cancels the task without waiting; the cancellation
-/// lands at once, and ``end(_:)`` then tells the delegate why the task ended. A task whose
-/// cancellation began already is only paused, for that cancellation to land (left running,
-/// the body ended when the server stopped, after the cancellation had ended the task, and
-/// URLSession crashed: "Received callback for HTTP redirection, but we're not waiting for it").
+/// How: when the task is resumed, URLSession asks the session's cache (``TransferSetupCache``) for
+/// a cached response just before it makes the task's curl handle; the cache answers (none) at once,
+/// and the new handle gets a callback of ours that curl calls once connected, before it sends the
+/// request (`CURLOPT_PREREQFUNCTION`, which URLSession does not use). From there, after URLSession
+/// has configured the handle, the handle gets a progress callback of ours
+/// (`CURLOPT_XFERINFOFUNCTION`; URLSession switches curl's progress off and uses none), which curl
+/// calls from the transfer as data arrives, and a debug callback of ours reads the response's
+/// status line, to have a 301–308 body delivered as sent (not decompressed: see `status`). All of
+/// it runs on URLSession's queue, as URLSession's own use of the handle does. (Set up from a block
+/// queued after `resume()`, it came too late in about 1 request of 10: the transfer had started,
+/// and the queue was held by it until its end.) With a 301–308 status and more than `limit` body
+/// bytes received or held (decoded), the progress callback pauses the transfer
+/// (`CurlTransfer.pauseReceiving(_:)`), which returns URLSession's queue, and cancels the task
+/// without waiting; the cancellation lands at once, and ``end(_:)`` then tells the delegate why the
+/// task ended. A task whose cancellation began already is only paused, for that cancellation to
+/// land (left running, the body ended when the server stopped, after the cancellation had ended the
+/// task, and URLSession crashed: "Received callback for HTTP redirection, but we're not waiting for
+/// it").
 ///
 /// Why not end the transfer from the callback (a non-zero return): the task would then complete
 /// by itself while a cancellation may wait for URLSession's queue; that cancellation, finding
@@ -124,7 +126,8 @@ enum RedirectBodyLimit {
     }
 
     /// curl's callback once connected, before the request is sent (on URLSession's queue,
-    /// after it configured the handle): sets up the progress callback (zero: go on).
+    /// after it configured the handle): sets up the progress callback, and the debug callback
+    /// that reads the status line (zero: go on).
     private static let connected: Curl.Prereq = { clientp, _, _, _, _ in
         let key = UInt(bitPattern: clientp)
         guard let curl = Curl.functions, case .watched(let watched) = entries.withLock({ $0[key] }) else { return 0 }
@@ -132,6 +135,37 @@ enum RedirectBodyLimit {
         _ = curl.setPointer(
             watched.handle, Curl.xferInfoFunction, unsafeBitCast(progress, to: UnsafeMutableRawPointer.self))
         _ = curl.setLong(watched.handle, Curl.noProgress, 0)
+        // Unless URLSession's own curl debugging is on (URLSessionDebugLibcurl), which uses them.
+        if !libcurlDebugging {
+            _ = curl.setPointer(
+                watched.handle, Curl.debugFunction, unsafeBitCast(status, to: UnsafeMutableRawPointer.self))
+            _ = curl.setLong(watched.handle, Curl.verbose, 1)
+        }
+        return 0
+    }
+
+    private static let libcurlDebugging = ProcessInfo.processInfo.environment["URLSessionDebugLibcurl"] != nil
+
+    /// curl's debug callback, from the request until the status line of the response: a
+    /// 301–308's body is delivered as sent, not decompressed. Why: curl inflates a compressed
+    /// body 16 KB read at a time before anything can count it, and URLSession copies what it
+    /// holds on every 16 KB part it inflates: a gzip bomb sent as a redirect's body inflated
+    /// to gigabytes in a single read loop, at a cost growing with the square of its size, before
+    /// the progress callback could see it. As sent, it is counted as it arrives.
+    private static let status: Curl.Debug = { handle, type, data, size, _ in
+        guard let curl = Curl.functions, let handle, type == Curl.headerIn, let data else { return 0 }
+        // A status line: "HTTP/1.1 302 Found", "HTTP/2 302".
+        let line = UnsafeRawBufferPointer(start: data, count: min(size, 64))
+        guard line.starts(with: "HTTP/".utf8), let space = line.firstIndex(of: UInt8(ascii: " ")),
+            space + 3 < line.count
+        else { return 0 }
+        let digits = line[(space + 1)..<(space + 4)]
+        guard digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return 0 }
+        let code = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        // An interim response (100 Continue): the final one follows.
+        guard !(100...199).contains(code) else { return 0 }
+        if (301...308).contains(code) { _ = curl.setLong(handle, Curl.contentDecoding, 0) }
+        _ = curl.setLong(handle, Curl.verbose, 0)
         return 0
     }
 
@@ -207,6 +241,9 @@ private enum Curl {
             UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
         ) -> Int32
     typealias XferInfo = @convention(c) (UnsafeMutableRawPointer?, Int64, Int64, Int64, Int64) -> Int32
+    typealias Debug =
+        @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<CChar>?, Int, UnsafeMutableRawPointer?)
+        -> Int32
     // curl_easy_setopt and curl_easy_getinfo are variadic; on Linux (x86_64, arm64) a variadic
     // call passes these arguments as a plain call does.
     typealias SetPointer = @convention(c) (OpaquePointer, Int32, UnsafeMutableRawPointer?) -> Int32
@@ -246,6 +283,14 @@ private enum Curl {
     static let prereqData: Int32 = 10_313
     /// `CURLOPT_PREREQFUNCTION`.
     static let prereqFunction: Int32 = 20_312
+    /// `CURLOPT_VERBOSE`.
+    static let verbose: Int32 = 41
+    /// `CURLOPT_DEBUGFUNCTION`.
+    static let debugFunction: Int32 = 20_094
+    /// `CURLOPT_HTTP_CONTENT_DECODING`.
+    static let contentDecoding: Int32 = 158
+    /// `CURLINFO_HEADER_IN`, for the debug callback.
+    static let headerIn: Int32 = 1
     /// `CURLINFO_RESPONSE_CODE`.
     static let responseCode: Int32 = 0x20_0002
 }

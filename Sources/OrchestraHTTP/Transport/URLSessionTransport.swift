@@ -27,7 +27,8 @@ import FoundationNetworking
 /// Headers URLSession adds when the request has none of its own (they cannot be removed;
 /// set them on the request to choose their values): `User-Agent`, `Accept-Language`,
 /// `Accept: */*`, `Accept-Encoding` (the response body is then decompressed, while its
-/// `Content-Encoding` and `Content-Length` headers stay as the server sent them),
+/// `Content-Encoding` and `Content-Length` headers stay as the server sent them; on Linux, a
+/// 301–308 body comes back as sent, below),
 /// `Connection: keep-alive`, and on Linux `Content-Type: application/x-www-form-urlencoded`
 /// for a `POST` with a body.
 ///
@@ -43,14 +44,12 @@ import FoundationNetworking
 /// On Linux, URLSession keeps the body of a 301–308 response to itself until the transfer ends
 /// (it holds it whole, copying it on every part, and gives the delegate none of it), and while
 /// the server keeps sending, the task's cancellation cannot land. There such a body is limited
-/// to 1 MiB (or `maximumBodySize`, if smaller), counted as it arrives: past it the transfer is
-/// stopped and the request fails with code ``HTTPTransportError/Code/responseTooLarge``
-/// (`the response from HOST is larger than 1048576 bytes (a 302 response, whose body
-/// URLSession on Linux holds whole)`), within a tenth of a second of a server that never stops
-/// sending, at about 60 MB. Known limit: a compressed 301–308 body is inflated before it can
-/// be counted, so one that inflates to gigabytes (a gzip bomb sent as a redirect's body)
-/// still holds the request, past its cancellation and its timeout, until the server stops. Use
-/// `AsyncHTTPClientTransport` (the command's default) against servers you do not trust.
+/// to 1 MiB (or `maximumBodySize`, if smaller), counted as it arrives, and comes back as sent,
+/// not decompressed (its `Content-Encoding` says how it is encoded): past the limit the
+/// transfer is stopped and the request fails with code
+/// ``HTTPTransportError/Code/responseTooLarge`` (`the response from HOST is larger than 1048576
+/// bytes (a 302 response, whose body URLSession on Linux holds whole)`), within a tenth of a
+/// second of a server that never stops sending, or of a gzip bomb sent as a redirect's body.
 ///
 /// Errors: `URLError.cancelled` becomes `CancellationError`; every other client error becomes
 /// an ``HTTPTransportError`` whose code says why, with the `URLError` as its

@@ -182,13 +182,31 @@ struct URLSessionInlineDeliveryTests {
             chunk: Array(repeating: UInt8(ascii: "x"), count: 64 << 10), limit: 16 << 20)
     }
 
+    static let redirectBodies = [
+        EndlessBody(
+            name: "endless 302 body",
+            head: Array("HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nConnection: close\r\n\r\n".utf8),
+            chunk: Array(repeating: UInt8(ascii: "x"), count: 64 << 10), limit: 16 << 20),
+        // 8 MB of gzip that would inflate to about 1.3 GB.
+        EndlessBody(
+            name: "gzip bomb as a 302's body",
+            head: Array(
+                "HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n"
+                    .utf8) + GzipBomb.start,
+            chunk: GzipBomb.chunk, limit: 8 << 20),
+    ]
+
     /// On Linux a 301–308 body past 1 MiB (whatever `maximumBodySize`) fails the request, and
     /// its transfer ends there. Before, URLSession held the body whole, gave the delegate none
     /// of it and copied it on every part, and the request waited until the server stopped: here
     /// at 16 MiB, after about 6 s of a core (the 302 then came back with it); from a server that
-    /// never stops, never, past the request's timeout and its cancellation.
-    @Test func aRedirectBodyPastItsLimitFailsTheRequest() async throws {
-        try await withRawHTTPServer(Self.endlessRedirect) { server in
+    /// never stops, never, past the request's timeout and its cancellation. A compressed body
+    /// was inflated by curl before anything could count it: the gzip bomb held the request
+    /// (and URLSession's queue) until the test's time limit.
+    @Test(arguments: redirectBodies)
+    func aRedirectBodyPastItsLimitFailsTheRequest(_ body: EndlessBody) async throws {
+        let reply: RawHTTPServer.Handler = { _ in .stream(head: body.head, chunk: body.chunk, limit: body.limit) }
+        try await withRawHTTPServer(reply) { server in
             let transport = URLSessionTransport()
             let request = HTTPRequest(method: .get, url: URL(string: server.url("/start"))!)
             let error = await #expect(throws: HTTPTransportError.self) {
@@ -200,6 +218,26 @@ struct URLSessionInlineDeliveryTests {
                     == "the response from 127.0.0.1:\(server.port) is larger than 1048576 bytes"
                     + " (a 302 response, whose body URLSession on Linux holds whole)")
             try await waitUntil("the transfer ended") { transport.transfersInProgress == 0 }
+        }
+    }
+
+    /// On Linux the body of a 301–308 response comes back as sent, not decompressed (so that it
+    /// is counted as it arrives); its `Content-Encoding` says how it is encoded.
+    @Test func aCompressedRedirectBodyComesBackAsSent() async throws {
+        // "moved", gzipped.
+        let gzipped: [UInt8] = [
+            31, 139, 8, 0, 0, 0, 0, 0, 2, 255, 203, 205, 47, 75, 77, 1, 0, 245, 141, 236, 198, 5, 0, 0, 0,
+        ]
+        let reply: RawHTTPServer.Handler = { _ in
+            .response(status: 302, headers: [("Location", "/elsewhere"), ("Content-Encoding", "gzip")], body: gzipped)
+        }
+        try await withRawHTTPServer(reply) { server in
+            let transport = URLSessionTransport()
+            let (response, data) = try await transport.send(
+                HTTPRequest(method: .get, url: URL(string: server.url("/start"))!), body: nil)
+            #expect(response.status == .found)
+            #expect(response.headerFields[.contentEncoding] == "gzip")
+            #expect(Array(data) == gzipped)
         }
     }
 
