@@ -322,13 +322,17 @@ extension PostgresJobStore {
         }
         let runsWithRoom = runs.filter { $0.value.free > 0 }.keys.sorted()
         guard !runsWithRoom.isEmpty else { return [] }
-        // Each resource's limit and the running jobs that use it, in the runs with room.
+        // Each resource's limit and the running jobs that use it, in the runs with room. From
+        // the running jobs (few), each looked up in `job_resources` by its whole key: written as
+        // a join, PostgreSQL scanned every job of the run that used the resource (an estimate
+        // of one row for a new run), a claim costing a scan of the run.
         var resources: [ClaimPlanner.Resource: ClaimPlanner.Room] = [:]
         for try await (runID, name, resourceLimit, inUse) in try await connection.query(
             """
             SELECT rr.run_id, rr.name, rr.resource_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
-                JOIN \(unescaped: table("job_resources")) r ON r.run_id = j.run_id AND r.job_id = j.id
-                WHERE j.run_id = rr.run_id AND j.state = 'running' AND r.name = rr.name)::INTEGER
+                WHERE j.run_id = rr.run_id AND j.state = 'running'
+                    AND (SELECT TRUE FROM \(unescaped: table("job_resources")) r
+                        WHERE r.run_id = j.run_id AND r.job_id = j.id AND r.name = rr.name) IS NOT NULL)::INTEGER
             FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoom))
             """, logger: logger
         ).decode((String, String, Int, Int).self) {

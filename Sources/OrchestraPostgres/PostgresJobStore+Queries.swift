@@ -89,18 +89,36 @@ extension PostgresJobStore {
     }
 
     public func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
-        ids.isEmpty ? [] : try await jobRecords(of: runID, ids: ids)
+        ids.isEmpty ? [] : try await jobRecords(of: runID, ids: Array(Set(ids)))
     }
 
     /// The run's jobs in the order they were added: all of them, or those with `ids`.
     private func jobRecords(of runID: String, ids: [String]?) async throws -> [DurableJobRecord] {
         try await read { [self] connection in
             var records: [DurableJobRecord] = []
+            // Jobs by id: each looked up by its whole key, in a subquery run once per id (`OFFSET
+            // 0` keeps PostgreSQL from turning it into a join). As `run_id = $1 AND id = ANY($2)`,
+            // it read every job of the run and kept those asked for (it estimated a new run at
+            // a row or a few), so each outcome read cost a scan of the run.
+            let query: PostgresQuery =
+                if let ids {
+                    """
+                    SELECT j.id, j.kind, j.state, j.attempts, j.error, j.output, j.run_at, j.input
+                    FROM unnest(\(ids)::TEXT[]) AS k (id)
+                    CROSS JOIN LATERAL (
+                        SELECT id, kind, state, attempts, error, output, run_at, input, position
+                        FROM \(unescaped: table("jobs")) WHERE run_id = \(runID) AND id = k.id OFFSET 0
+                    ) j
+                    ORDER BY j.position
+                    """
+                } else {
+                    """
+                    SELECT id, kind, state, attempts, error, output, run_at, input FROM \(unescaped: table("jobs"))
+                    WHERE run_id = \(runID) ORDER BY position
+                    """
+                }
             for try await (id, kind, state, attempts, error, output, runAt, input) in try await connection.query(
-                """
-                SELECT id, kind, state, attempts, error, output, run_at, input FROM \(unescaped: table("jobs"))
-                WHERE run_id = \(runID) AND (\(ids)::TEXT[] IS NULL OR id = ANY(\(ids))) ORDER BY position
-                """, logger: logger
+                query, logger: logger
             ).decode((String, String, String, Int, String?, Data?, Int64, Data).self) {
                 let state = DurableJobState(rawValue: state) ?? .failed
                 records.append(

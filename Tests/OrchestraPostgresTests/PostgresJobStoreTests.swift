@@ -170,4 +170,66 @@ struct PostgresJobStoreTests {
             #expect(jobs.allSatisfy { $0.state == .succeeded && $0.attempts == 1 })
         }
     }
+
+    /// Schema 4: PostgreSQL keeps no statistics of `run_id`, and a store of schema 3 loses those
+    /// it had. A new run is absent from them, and the planner estimated it at one row: it read a
+    /// whole run to find a few of its jobs, the cost of a run growing with the square of its
+    /// size (BENCHMARKS.md, "Throughput with workers").
+    @Test func runIDsHaveNoPlannerStatistics() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            let client = try #require(file.client)
+            let schema = file.schema
+            _ = try await file.open()
+            func statistics() async throws -> (targets: [Int], gathered: Int) {
+                var targets: [Int] = []
+                for try await target in try await client.query(
+                    """
+                    SELECT a.attstattarget::INTEGER FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+                    JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = \(schema) AND a.attname = 'run_id'
+                        AND c.relname IN ('jobs', 'dependencies', 'job_resources') ORDER BY c.relname
+                    """
+                ).decode(Int.self) { targets.append(target) }
+                var gathered = 0
+                for try await count in try await client.query(
+                    "SELECT COUNT(*)::INTEGER FROM pg_stats WHERE schemaname = \(schema) AND attname = 'run_id'"
+                ).decode(Int.self) { gathered = count }
+                return (targets, gathered)
+            }
+            // A store of schema 3, with statistics gathered.
+            try await client.query(
+                "INSERT INTO \(unescaped: schema).runs (id, state, job_limit, fail_fast, fingerprint, created) VALUES ('r', 'running', 1, false, '', 0)"
+            )
+            try await client.query(
+                "INSERT INTO \(unescaped: schema).jobs (run_id, id, position, kind, input, state, waiting_on, priority, critical_path, run_at, attempts, max_attempts, initial_delay_ns, multiplier, max_delay_ns) SELECT 'r', 'j' || i, i, 'k', '\\x00', 'ready', 0, 0, 1, 0, 0, 1, 0, 1, 0 FROM generate_series(1, 500) i"
+            )
+            for table in ["jobs", "dependencies", "job_resources"] {
+                try await client.query(
+                    PostgresQuery(unsafeSQL: "ALTER TABLE \(schema).\(table) ALTER COLUMN run_id SET STATISTICS -1"))
+            }
+            try await client.query(PostgresQuery(unsafeSQL: "ANALYZE \(schema).jobs"))
+            try await client.query("UPDATE \(unescaped: schema).orchestra_store SET value = '3' WHERE key = 'schema'")
+            #expect(try await statistics().gathered >= 1, "the test's own statistics were gathered")
+
+            _ = try await file.open()
+            try await client.query(PostgresQuery(unsafeSQL: "ANALYZE \(schema).jobs"))
+            let after = try await statistics()
+            #expect(after.targets == [0, 0, 0])
+            #expect(after.gathered == 0)
+        }
+    }
+
+    @Test func jobsLookedUpByIDComeOnceEachInTheirOrderAndUnknownIDsAreLeftOut() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            let queue = DurableQueue(store: try await file.open(), worker: "w")
+            var graph = DurableGraph()
+            for index in 0..<50 { try graph.add("j\(index)", Self.add, input: [index]) }
+            try await queue.submit(graph, runID: "run", limit: 4)
+            let store = try await file.open()
+            let jobs = try await store.jobs(of: "run", ids: ["j42", "j7", "j42", "nope", "j19"])
+            #expect(jobs.map(\.id) == ["j7", "j19", "j42"])
+            #expect(try await store.jobs(of: "other", ids: ["j7"]).isEmpty)
+            #expect(try await store.jobs(of: "run").count == 50)
+        }
+    }
 }
