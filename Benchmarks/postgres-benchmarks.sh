@@ -17,6 +17,12 @@
 #               handler starting, p50 and p99
 #   sqlite      the baseline: the throughput (limit 32) and latency workloads on SQLiteJobStore,
 #               one process (also run by each part above that prints a ratio to it)
+#   procrastinate  a peer PostgreSQL job queue (PyPI procrastinate, installed in a venv in
+#               $PEER_VENV, /tmp/orchestra-procrastinate by default) on the same server, round-
+#               robin with Orchestra: JOBS no-op jobs drained by one process at concurrency 32
+#               (Orchestra: limit 32), and a chain of CHAIN jobs (procrastinate has no
+#               dependencies: each job defers the next as its last act), each in a database of
+#               its own (procrastinate's tables live in `public`)
 #
 # Every configuration runs RUNS times (round-robin: one run of each, then the next round, so a
 # drift of the machine's speed spreads over all of them), each in a new PostgreSQL schema that
@@ -27,6 +33,12 @@ cd "$(dirname "$0")/.."
 
 export RUNS=${RUNS:-3} JOBS=${JOBS:-20000} CHAIN=${CHAIN:-500}
 parts=${*:-throughput claims latency}
+
+if [[ " $parts " == *" procrastinate "* ]]; then
+    export PEER_VENV=${PEER_VENV:-/tmp/orchestra-procrastinate}
+    [[ -x $PEER_VENV/bin/python ]] || python3 -m venv "$PEER_VENV"
+    timeout 600 "$PEER_VENV/bin/pip" install -q "procrastinate==3.10.0"
+fi
 
 timeout 1200 swift build -c release --package-path Benchmarks --product PostgresThroughput
 bin=$PWD/Benchmarks/.build/release/PostgresThroughput
@@ -246,5 +258,54 @@ if "latency" in PARTS or "sqlite" in PARTS:
                   f"{spread(p99, '{:.2f}')} | {statistics.median(p50) / sqlite_p50:.0f}x | {crossed:.0%} |")
         print(f"| {name} | SQLite (baseline), 1 process | {spread([p for p, _ in sqlite_results[shape]], '{:.3f}')} | "
               f"{spread([p for _, p in sqlite_results[shape]], '{:.3f}')} | 1x | – |")
+    print(flush=True)
+
+if "procrastinate" in PARTS:
+    PEER = [os.path.join(os.environ["PEER_VENV"], "bin", "python"),
+            os.path.join(os.path.dirname(os.path.abspath(BIN)), "..", "..", "Peers", "procrastinate_bench.py")]
+    PEER[1] = os.path.normpath(PEER[1])
+
+    def peer_run(mode, jobs, concurrency):
+        """procrastinate in a new database: its output's words, and the server's CPU seconds."""
+        global counter
+        counter += 1
+        database = f"peer_{os.getpid()}_{counter}"
+        subprocess.run([PSQL, URL, "-qc", f"CREATE DATABASE {database}"], check=True, capture_output=True, timeout=120)
+        peer_url = URL.rsplit("/", 1)[0] + "/" + database
+        server0 = server_cpu()
+        out = subprocess.run(PEER + [peer_url, mode, str(jobs), str(concurrency)],
+                             capture_output=True, text=True, timeout=1800)
+        server = server_cpu() - server0
+        subprocess.run([PSQL, URL, "-qc", f"DROP DATABASE {database}"], check=True, capture_output=True, timeout=120)
+        line = next((l for l in out.stdout.splitlines() if l.startswith("procrastinate ")), None)
+        if out.returncode != 0 or line is None:
+            sys.exit(f"procrastinate failed: {out.stderr[-2000:]}")
+        return dict(w.split("=", 1) for w in line.split() if "=" in w), server
+
+    ours, theirs, our_chain, their_chain = [], [], [], []
+    for rnd in range(RUNS):
+        seconds, _, cpu, server = postgres_run("independent", JOBS, 1, 32)
+        ours.append((JOBS / seconds, server))
+        result, server = peer_run("throughput", JOBS, 32)
+        theirs.append((JOBS / float(result["seconds"]), server))
+        _, lines, _, _ = postgres_run("chain", CHAIN, 1, 8, times=True)
+        values, _ = latencies(lines, "chain")
+        our_chain.append((percentile(values, 50), percentile(values, 99)))
+        result, _ = peer_run("chain", CHAIN, 8)
+        their_chain.append((float(result["p50_ms"]), float(result["p99_ms"])))
+        print(f"  round {rnd + 1}: Orchestra {ours[-1][0]:,.0f} jobs/s, chain p50 {our_chain[-1][0]:.2f} ms; "
+              f"procrastinate {theirs[-1][0]:,.0f} jobs/s, chain p50 {their_chain[-1][0]:.2f} ms", flush=True)
+    print()
+    print(f"## Against procrastinate 3.10.0, one process, median (min–max) of {RUNS}")
+    print()
+    print(f"| Queue | No-op jobs/s ({JOBS:,}, concurrency 32) | vs procrastinate | server CPU s per 1k jobs "
+          f"| chain of {CHAIN}: p50 ms | p99 ms |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    base = statistics.median(r for r, _ in theirs)
+    for name, rates, chain in (("Orchestra (PostgresJobStore)", ours, our_chain), ("procrastinate", theirs, their_chain)):
+        values = [r for r, _ in rates]
+        print(f"| {name} | {spread(values)} | {statistics.median(values) / base:.1f}x | "
+              f"{statistics.median(s / JOBS * 1000 for _, s in rates):.2f} | {spread([p for p, _ in chain], '{:.2f}')} | "
+              f"{spread([p for _, p in chain], '{:.2f}')} |")
     print(flush=True)
 PY

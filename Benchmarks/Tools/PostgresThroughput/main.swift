@@ -161,8 +161,13 @@ do {
         }
         let recorder = Recorder(keepsTimes: arguments.count == 5 && arguments[4] == "times")
         // An idle worker looks again every 50 ms at most: it leaves soon after the run ends.
-        try await PostgresJobStore.withStore(url: arguments[1], schema: arguments[2], pollInterval: .milliseconds(50)) {
-            store in
+        // ORCHESTRA_CONNECTIONS: the store's connection budget (PostgresJobStore.defaultConnections).
+        let connections =
+            ProcessInfo.processInfo.environment["ORCHESTRA_CONNECTIONS"].flatMap { Int($0) }
+            ?? PostgresJobStore.defaultConnections
+        try await PostgresJobStore.withStore(
+            url: arguments[1], schema: arguments[2], pollInterval: .milliseconds(50), connections: connections
+        ) { store in
             let queue = DurableQueue(store: store, worker: "worker-\(pid)", leaseDuration: .seconds(120))
             queue.register(noOp, handler: recorder.handler)
             // One round trip before the start, so the pool has a connection open.

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# orchestra run across machines (issue 34): the same workflow of REQUESTS GETs in memory, with
+# --state FILE, and with --state postgres://… and 1, 2 and 4 `orchestra worker` processes;
+# figures in BENCHMARKS.md#throughput-with-workers.
+#
+#   Benchmarks/distributed-scaling.sh                  # 3 rounds of 10,000 requests
+#   RUNS=5 REQUESTS=10000 Benchmarks/distributed-scaling.sh
+#
+# The workflow: a `for_each` of REQUESTS GETs of the demo server's /users/{id}, `limit: 64`;
+# each worker `--limit 32`. Every configuration runs RUNS times round-robin (one of each, then
+# the next round), the PostgreSQL ones each in a new schema; the workers start first and are
+# stopped (SIGTERM) after the run. Measured: the coordinator's wall time, the CPU seconds of
+# the coordinator and the workers together, and of the PostgreSQL server (its postmaster and
+# backends, from /proc), per 1,000 requests. The demo server, PostgreSQL (a throwaway cluster
+# of Scripts/postgres.sh, fsync off) and every process share the machine's cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export RUNS=${RUNS:-3} REQUESTS=${REQUESTS:-10000}
+timeout 1800 swift build -c release --product orchestra
+export BIN=$PWD/.build/release/orchestra
+
+env_file=$(mktemp /tmp/distributed-scaling-env.XXXXXX)
+timeout 300 Scripts/postgres.sh start > "$env_file"
+# shellcheck disable=SC1090
+source "$env_file"
+work=$(mktemp -d /tmp/distributed-scaling.XXXXXX)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$BIN" demo --serve --port "$port" > "$work/demo.log" 2>&1 &
+demo=$!
+trap 'kill $demo 2>/dev/null || true; timeout 120 Scripts/postgres.sh stop || true; rm -rf "$work" "$env_file"' EXIT
+cat > "$work/scale.yaml" <<YAML
+name: scale
+vars: { base: "http://127.0.0.1:$port" }
+limit: 64
+steps:
+  - { id: list, url: "{{vars.base}}/list/$REQUESTS", captures: { ids: \$.items } }
+  - id: each
+    for_each: "{{list.ids}}"
+    url: "{{vars.base}}/users/{{item}}"
+    expect: [200]
+YAML
+psql_bin=$(command -v psql || ls /usr/lib/postgresql/*/bin/psql | sort -V | tail -1)
+export WORK=$work PSQL=$psql_bin
+sleep 1
+
+timeout 5400 python3 - <<'PY'
+import os, signal, statistics, subprocess, sys, time
+
+BIN, PSQL, URL, WORK = os.environ["BIN"], os.environ["PSQL"], os.environ["ORCHESTRA_POSTGRES_URL"], os.environ["WORK"]
+DATA = os.path.join(os.environ["ORCHESTRA_POSTGRES_DIR"], "data")
+RUNS, REQUESTS = int(os.environ["RUNS"]), int(os.environ["REQUESTS"])
+TICK = os.sysconf("SC_CLK_TCK")
+WORKFLOW = os.path.join(WORK, "scale.yaml")
+counter = 0
+
+
+def server_cpu():
+    """CPU seconds of the PostgreSQL server so far: the postmaster, its reaped children and its
+    children still alive (the backends of open connections)."""
+    with open(os.path.join(DATA, "postmaster.pid")) as f:
+        postmaster = int(f.readline())
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == postmaster:
+            total += sum(int(x) for x in fields[11:15])
+        elif int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+def process_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children_cpu():
+    usage = os.times()
+    return usage.children_user + usage.children_system
+
+
+def run(config):
+    """One run: (seconds, CPU s of the orchestra processes, CPU s of the server)."""
+    global counter
+    counter += 1
+    arguments = [BIN, "run", WORKFLOW, "--no-color"]
+    workers, schema = [], None
+    if config == "state":
+        arguments += ["--state", os.path.join(WORK, f"run-{counter}.state")]
+    elif config.startswith("pg"):
+        schema = f"scale_{counter}"
+        arguments += ["--state", URL, "--schema", schema]
+        for _ in range(int(config[2:])):
+            worker = subprocess.Popen([BIN, "worker", "--state", URL, "--schema", schema, "--limit", "32", "--no-color"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            if "sending the requests" not in worker.stdout.readline():
+                sys.exit("a worker did not start")
+            workers.append(worker)
+    cpu0, server0 = children_cpu(), server_cpu()
+    began = time.monotonic()
+    out = subprocess.run(arguments, capture_output=True, text=True, timeout=1800)
+    seconds = time.monotonic() - began
+    worker_cpu = sum(process_cpu(w.pid) for w in workers)
+    cpu, server = children_cpu() - cpu0 + worker_cpu, server_cpu() - server0
+    for worker in workers:
+        worker.send_signal(signal.SIGTERM)
+    for worker in workers:
+        worker.wait(timeout=120)
+    if schema:
+        subprocess.run([PSQL, URL, "-qc", f"DROP SCHEMA {schema} CASCADE"], check=True, capture_output=True, timeout=120)
+    if out.returncode != 0:
+        sys.exit(f"{config}: exit {out.returncode}: {out.stdout[-1500:]} {out.stderr[-1500:]}")
+    return seconds, cpu, server
+
+
+def spread(values, fmt="{:.2f}"):
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+configs = ["memory", "state", "pg1", "pg2", "pg4"]
+names = {"memory": "in memory", "state": "--state FILE", "pg1": "PostgreSQL, 1 worker",
+         "pg2": "PostgreSQL, 2 workers", "pg4": "PostgreSQL, 4 workers"}
+results = {c: [] for c in configs}
+print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, {RUNS} rounds, "
+      f"{REQUESTS:,} GETs", flush=True)
+for rnd in range(RUNS):
+    for config in configs:
+        seconds, cpu, server = run(config)
+        results[config].append((seconds, cpu, server))
+        print(f"  round {rnd + 1}: {names[config]}: {seconds:.2f} s, {REQUESTS / seconds:,.0f} req/s, "
+              f"CPU {cpu:.1f} s (orchestra) / {server:.1f} s (PostgreSQL)", flush=True)
+memory = statistics.median(s for s, _, _ in results["memory"])
+one = statistics.median(s for s, _, _ in results["pg1"])
+print()
+print(f"| Run | Wall s | Requests/s | vs in memory | vs 1 worker | CPU s per 1,000 requests: orchestra / PostgreSQL |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for config in configs:
+    walls = [s for s, _, _ in results[config]]
+    wall = statistics.median(walls)
+    cpu = statistics.median(c / REQUESTS * 1000 for _, c, _ in results[config])
+    server = statistics.median(p / REQUESTS * 1000 for _, _, p in results[config])
+    versus_one = f"{one / wall:.2f}x" if config.startswith("pg") else "–"
+    server_text = f"{server:.2f}" if config.startswith("pg") else "–"
+    print(f"| {names[config]} | {spread(walls)} | {REQUESTS / wall:,.0f} | {memory / wall:.2f}x | {versus_one} | "
+          f"{cpu:.2f} / {server_text} |")
+PY
