@@ -95,7 +95,7 @@ package final class WorkflowState: Sendable {
             }
             // The run's mark in the file itself, not only in its -wal: a copy of the file alone
             // taken during the run has it, and is known for a copy.
-            try database.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            _ = try database.writeWithoutTransaction { db in try db.checkpoint(.passive) }
             return WorkflowState(path: path, run: run, database: database, lockDescriptor: descriptor)
         } catch {
             close(descriptor)
