@@ -59,6 +59,14 @@ struct GraphRunTests {
         let result = try await graph.withRun(limit: 4, clock: clock) { run in
             try await clock.waitForSleepers(1)
             run.cancel(middle)
+            // The run's controller applies the cancellation as it reads its commands: advanced
+            // before, "first" could end and release "middle" first (seen once under
+            // ThreadSanitizer, "middle" then ran and succeeded).
+            try await withHangGuard {
+                for await event in run.events where event.node == "middle" {
+                    if case .cancelled = event.kind { break }
+                }
+            }
             clock.advance(by: .seconds(1))
             return try await run.result
         }
