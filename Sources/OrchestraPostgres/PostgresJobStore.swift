@@ -45,7 +45,7 @@ public final class PostgresJobStore: JobStore {
     public let outageTolerance: Duration?
     /// Opens a connection of its own, to tell why the pool gave none in time (the server
     /// takes no more connections, say); set by ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``.
-    let diagnose = Locked<(@Sendable () async -> String?)?>(nil)
+    let diagnose: (@Sendable () async -> String?)?
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -74,13 +74,14 @@ public final class PostgresJobStore: JobStore {
     ) throws(DurableError) {
         try self.init(
             client: client, schema: schema, location: location, pollInterval: pollInterval, logger: logger,
-            outageTolerance: outageTolerance, connectivity: ConnectivityWatch(onConnectivity))
+            outageTolerance: outageTolerance, connectivity: ConnectivityWatch(onConnectivity), diagnose: nil)
     }
 
-    /// A store whose connectivity `connectivity` tells.
+    /// A store whose connectivity `connectivity` tells, and that asks `diagnose` why the pool
+    /// gave no connection in time.
     init(
         client: PostgresClient, schema: String, location: String, pollInterval: Duration?, logger: Logger,
-        outageTolerance: Duration?, connectivity: ConnectivityWatch
+        outageTolerance: Duration?, connectivity: ConnectivityWatch, diagnose: (@Sendable () async -> String?)?
     ) throws(DurableError) {
         guard Self.isIdentifier(schema) else {
             throw DurableError(
@@ -96,6 +97,7 @@ public final class PostgresJobStore: JobStore {
         self.logger = logger
         self.outageTolerance = outageTolerance
         self.connectivity = connectivity
+        self.diagnose = diagnose
     }
 
     /// Listens (`LISTEN`) on the store's work channel on a connection of its own, calling
@@ -202,25 +204,21 @@ public final class PostgresJobStore: JobStore {
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(1))
         let store = try PostgresJobStore(
             client: PostgresClient(configuration: configuration), schema: schema, location: server.location,
-            pollInterval: pollInterval, logger: logger, outageTolerance: outageTolerance, connectivity: connectivity)
-        store.diagnose.withLock { $0 = server.diagnosis(logger: logger) }
+            pollInterval: pollInterval, logger: logger, outageTolerance: outageTolerance, connectivity: connectivity,
+            diagnose: server.diagnosis(logger: logger))
         let client = store.client
         // Detached, not a child task: `PostgresClient.run()` closes the pool at a graceful
         // shutdown of the `ServiceGroup` it runs in (it reads the group's task-local), and a
         // worker stopping gracefully inside `body` still records outcomes and gives back jobs.
         // It ends when this does, and is waited for.
         let running = Task.detached { await client.run() }
-        do {
+        let result = await Result {
             if migrating { try await store.migrate() } else { try await store.check() }
-            let result = try await body(store)
-            running.cancel()
-            await running.value
-            return result
-        } catch {
-            running.cancel()
-            await running.value
-            throw error
+            return try await body(store)
         }
+        running.cancel()
+        await running.value
+        return try result.get()
     }
 
     /// How many connections a store of ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``
@@ -309,7 +307,6 @@ public final class PostgresJobStore: JobStore {
         ///
         /// - Returns: The connections the server would still give this user, counting the one
         ///   the probe opened as free (`nil` if that could not be read).
-        @discardableResult
         func probe(logger: Logger, waitingUpTo wait: Duration?, connectivity: ConnectivityWatch) async throws -> Int? {
             let start = ContinuousClock.now
             var pause: Duration = .milliseconds(250)
@@ -471,7 +468,7 @@ public final class PostgresJobStore: JobStore {
                 logger.warning("PostgreSQL at \(location) did not answer in \(timeout); trying again")
                 // The pool gave no connection in time, or the server did not answer: a
                 // connection of its own tells which (one that takes no more connections says so).
-                let why = await diagnose.withLock({ $0 })?() ?? "PostgreSQL at \(location) did not answer in \(timeout)"
+                let why = await diagnose?() ?? "PostgreSQL at \(location) did not answer in \(timeout)"
                 connectivity.failed(why)
                 waited += timeout
             } catch {

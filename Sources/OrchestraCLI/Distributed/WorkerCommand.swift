@@ -118,7 +118,6 @@ struct WorkerCommand: AsyncParsableCommand {
         let name = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         let quiet = Logger(label: "orchestra.worker", factory: { _ in SwiftLogNoOpLogHandler() })
         let sent = Locked((requests: 0, answered: 0, unreachable: 0))
-        let opened = Locked(false)
         // SIGTERM or Ctrl-C stops the worker gracefully at any point: while it waits for its
         // database (it then ends at once), while it works (it lets its requests finish for
         // --grace seconds, then gives back the rest), and while a store that stopped answering
@@ -130,7 +129,6 @@ struct WorkerCommand: AsyncParsableCommand {
                 connections: connections, outageTolerance: waitForStore.map { .seconds($0) },
                 onConnectivity: StoreConnectivity.notes("orchestra worker")
             ) { store in
-                opened.withLock { $0 = true }
                 whenOpened()
                 let perHost = WorkflowLimits(limit: limit).connectionsPerHost
                 try await transportOptions.withTransport(connectionsPerHost: perHost) { transport in
@@ -154,17 +152,16 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.maximumGracefulShutdownDuration = .seconds(grace) + Self.givingBackTime
         do {
             try await ServiceGroup(configuration: configuration).run()
-        } catch  where process.stopping && opened.withLock({ $0 }) && Self.isCancellation(error) {
+        } catch  where process.stopping && process.opened && Self.isCancellation(error) {
             // The graceful stop outlasted --grace and the time to give back: the store did not
             // answer (an outage), and the worker was cancelled.
             Console.standardError.line(
                 "orchestra worker: note: the store did not answer within \(grace + Int(Self.givingBackTime.seconds)) s of the stop; the requests still held are sent by another worker once their leases expire"
             )
         } catch {
-            let wasOpened = opened.withLock { $0 }
             Console.standardError.line(
-                "orchestra worker: error: \(wasOpened ? "" : "--state: ")\(TerminalText.safe("\(error)"))")
-            throw ExitCode(wasOpened ? 1 : StoreConnectivity.exitStatus(openingFailedWith: error))
+                "orchestra worker: error: \(process.opened ? "" : "--state: ")\(TerminalText.safe("\(error)"))")
+            throw ExitCode(process.opened ? 1 : StoreConnectivity.exitStatus(openingFailedWith: error))
         }
         if process.stoppedBeforeOpening {
             console.line("stopped: before the store answered; no request sent")
@@ -204,6 +201,9 @@ private final class WorkerProcess: Service, Sendable {
     init(_ body: @escaping @Sendable (_ whenOpened: @escaping @Sendable () -> Void) async throws -> Void) {
         self.body = body
     }
+
+    /// Whether the store opened (the body was told so).
+    var opened: Bool { state.withLock { $0.opened } }
 
     /// Whether a graceful shutdown ended the wait for the store.
     var stoppedBeforeOpening: Bool { state.withLock { $0.stoppedBeforeOpening } }

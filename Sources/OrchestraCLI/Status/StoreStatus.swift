@@ -29,7 +29,7 @@ struct StoreStatus {
             (summaries, location) = try await PostgresJobStore.withStore(
                 url: url, schema: schema, pollInterval: nil,
                 logger: Logger(label: "orchestra.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
-                migrating: false, connections: 2
+                migrating: false
             ) { store in
                 (try await store.runSummaries(id: runID, limit: last), store.location)
             }
