@@ -47,39 +47,22 @@ sleep 1
 timeout 5400 python3 - <<'PY'
 import os, signal, statistics, subprocess, sys, time
 
+sys.path.insert(0, "Benchmarks")  # run from the repository's root
+import postgres_cpu  # noqa: E402
+
 BIN, PSQL, URL, WORK = os.environ["BIN"], os.environ["PSQL"], os.environ["ORCHESTRA_POSTGRES_URL"], os.environ["WORK"]
 DATA = os.path.join(os.environ["ORCHESTRA_POSTGRES_DIR"], "data")
 RUNS, REQUESTS = int(os.environ["RUNS"]), int(os.environ["REQUESTS"])
-TICK = os.sysconf("SC_CLK_TCK")
 WORKFLOW = os.path.join(WORK, "scale.yaml")
 counter = 0
 
 
 def server_cpu():
-    """CPU seconds of the PostgreSQL server so far: the postmaster, its reaped children and its
-    children still alive (the backends of open connections)."""
-    with open(os.path.join(DATA, "postmaster.pid")) as f:
-        postmaster = int(f.readline())
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(entry) == postmaster:
-            total += sum(int(x) for x in fields[11:15])
-        elif int(fields[1]) == postmaster:
-            total += int(fields[11]) + int(fields[12])
-    return total / TICK
+    return postgres_cpu.server_cpu(DATA)
 
 
 def process_cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return postgres_cpu.process_cpu(pid)
 
 
 def children_cpu():

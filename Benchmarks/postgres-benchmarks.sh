@@ -55,11 +55,13 @@ export BIN=$bin PSQL=$psql_bin PARTS=$parts
 timeout 3000 python3 - <<'PY'
 import os, re, statistics, subprocess, sys, time
 
+sys.path.insert(0, "Benchmarks")  # run from the repository's root
+import postgres_cpu  # noqa: E402
+
 BIN, PSQL, URL = os.environ["BIN"], os.environ["PSQL"], os.environ["ORCHESTRA_POSTGRES_URL"]
 DATA = os.path.join(os.environ["ORCHESTRA_POSTGRES_DIR"], "data")
 RUNS, JOBS, CHAIN = int(os.environ["RUNS"]), int(os.environ["JOBS"]), int(os.environ["CHAIN"])
 PARTS = os.environ["PARTS"].split()
-TICK = os.sysconf("SC_CLK_TCK")
 counter = 0
 
 
@@ -68,25 +70,7 @@ def words(line):
 
 
 def server_cpu():
-    """CPU seconds of the PostgreSQL server so far: the postmaster, its reaped children, and
-    its children still alive (the backends of open connections)."""
-    with open(os.path.join(DATA, "postmaster.pid")) as f:
-        postmaster = int(f.readline())
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid = int(entry), int(fields[1])
-        if pid == postmaster:
-            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-        elif ppid == postmaster:
-            total += int(fields[11]) + int(fields[12])
-    return total / TICK
+    return postgres_cpu.server_cpu(DATA)
 
 
 def children_cpu():
