@@ -44,6 +44,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Already resolved through Hummingbird; the demo server stops its service group gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Already resolved through async-http-client: the transport's TLS settings (CA files,
+        // client certificates) and its decompression limit's errors.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // Test only (already resolved through async-http-client): a CA and certificates made at
+        // test time for the TLS tests.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         .target(
@@ -88,6 +96,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // NIOConnectionError (connection refused, DNS) is NIOPosix's.
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
@@ -185,6 +195,20 @@ let package = Package(
             name: "TestSupport",
             path: "Tests/TestSupport"
         ),
+        // Test only: an HTTPS server with certificates made at test time, and a forward proxy.
+        .target(
+            name: "NetworkTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/NetworkTestSupport"
+        ),
         .testTarget(
             name: "OrchestraTests",
             dependencies: ["TestSupport", "Orchestra", "OrchestraTestKit"]
@@ -235,6 +259,7 @@ let package = Package(
             name: "OrchestraHTTPTests",
             dependencies: [
                 "TestSupport", "OrchestraHTTP", "OrchestraAsyncHTTPClient", "OrchestraTestKit", "OrchestraDemoServer",
+                "NetworkTestSupport",
             ]
         ),
         .testTarget(
@@ -249,7 +274,7 @@ let package = Package(
         .testTarget(
             name: "OrchestraCLITests",
             dependencies: [
-                "TestSupport",
+                "TestSupport", "NetworkTestSupport",
                 "OrchestraCLI", "OrchestraTestKit", "OrchestraDemoServer", "DurableCrashWorker", "OrchestraDurable",
                 "OrchestraPostgres",
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -35,20 +35,21 @@ import Tracing
 /// client's error as its underlying error. Bodies are collected in memory, up to
 /// `maximumBodySize`.
 public final class AsyncHTTPClientTransport: HTTPTransport {
-    private let client: HTTPClient
+    private let clients: ClientRouter
     /// The connections per host the client allows.
     public let maximumConnectionsPerHost: Int
     private let maximumBodySize: Int
 
     /// A transport over `client`, which you shut down after the last request.
     ///
-    /// Configure `client` as ``withTransport(maximumConnectionsPerHost:maximumBodySize:_:)``
+    /// Configure `client` as ``withTransport(maximumConnectionsPerHost:maximumBodySize:settings:_:)``
     /// does, or the transport breaks its contract: `redirectConfiguration = .disallow` (a
     /// client that follows redirects hides the 3xx from the coordinator, which follows them by
     /// its own rules), `connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit` at least
     /// `maximumConnectionsPerHost`, `connectionPool.retryConnectionEstablishment = false` (else a
     /// refused connection is retried out of sight and reported only after the connect
-    /// timeout), and a long read timeout.
+    /// timeout), and a long read timeout. Its proxy, TLS and decompression settings are yours:
+    /// every request goes through `client` as it is configured.
     ///
     /// - Parameters:
     ///   - client: The client that sends the requests.
@@ -56,20 +57,42 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///   - maximumBodySize: The largest response body accepted; a larger one throws
     ///     `HTTPTransportError` with code `.responseTooLarge`.
     public init(client: HTTPClient, maximumConnectionsPerHost: Int, maximumBodySize: Int = 64 << 20) {
-        self.client = client
+        self.clients = ClientRouter(.given(client))
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.maximumBodySize = maximumBodySize
     }
 
-    /// Runs `body` with a transport over a new client, then shuts the client down, however
+    private init(clients: ClientRouter, maximumConnectionsPerHost: Int, maximumBodySize: Int) {
+        self.clients = clients
+        self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.maximumBodySize = maximumBodySize
+    }
+
+    /// Runs `body` with a transport over new clients, then shuts the clients down, however
     /// `body` ends.
     ///
     /// The client follows no redirect, allows `maximumConnectionsPerHost` connections per
     /// host, does not retry a failed connection (a refused connection fails its requests at
     /// once; the coordinator decides about retries), and times out a connection attempt after
-    /// 10 s and a read after an hour.
+    /// 10 s and a read after an hour. It speaks HTTP/2 to a server that offers it over TLS.
     ///
-    /// The client runs on one event loop of SwiftNIO's shared group: its connections and its
+    /// `settings` say how servers are reached:
+    /// - **TLS**: ``HTTPTLSSettings/trustedCertificates`` are trusted besides the system's
+    ///   roots (or ``HTTPTLSSettings/systemRoots`` in their place), verification can be turned
+    ///   off, and a client certificate presented. Every file is read before `body` runs.
+    /// - **Proxies**: each request goes through the proxy ``HTTPClientSettings/proxy`` names
+    ///   for its scheme and host (an HTTP proxy tunnels every request with `CONNECT`, as
+    ///   AsyncHTTPClient does; a SOCKS5 proxy is supported without a password, an `https://`
+    ///   proxy not at all: such a request fails with an error that says so). The default is no
+    ///   proxy: AsyncHTTPClient reads no environment variable; pass
+    ///   `HTTPClientSettings.environment()` to follow curl's.
+    /// - **Compression**: with ``HTTPClientSettings/decompresses`` (the default), a request
+    ///   without an `Accept-Encoding` of its own asks for `deflate, gzip`, and a gzip or
+    ///   deflate body is decoded, whatever asked for it; `maximumBodySize` then counts decoded
+    ///   bytes, so a small body that inflates past it fails as soon as it does. The response
+    ///   keeps the server's `Content-Encoding` and `Content-Length` headers.
+    ///
+    /// The clients run on one event loop of SwiftNIO's shared group: their connections and
     /// callbacks share one thread, so a request never hops between loops (less CPU per request
     /// than the whole group: Benchmarks/History.md, figures from code comments). One loop
     /// handles tens of thousands of small requests a second; for more, make a client on a
@@ -77,12 +100,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// to ``init(client:maximumConnectionsPerHost:maximumBodySize:)``.
     ///
     /// Cancellation: cancelling the calling task cancels the requests `body` is waiting for;
-    /// the client is shut down all the same.
+    /// the clients are shut down all the same.
     ///
-    /// - Throws: What `body` throws, or the client's shutdown error.
+    /// - Throws: `HTTPTransportError` (`.tls`) naming a certificate or key file that cannot be
+    ///   used, before `body` runs; what `body` throws; or a client's shutdown error.
     public static func withTransport<T: Sendable>(
         maximumConnectionsPerHost: Int = 64,
         maximumBodySize: Int = 64 << 20,
+        settings: HTTPClientSettings = .init(),
         _ body: (AsyncHTTPClientTransport) async throws -> T
     ) async throws -> T {
         var configuration = HTTPClient.Configuration()
@@ -93,19 +118,24 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // own policy, instead of the client retrying out of sight until its connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(10), read: .hours(1))
+        configuration.tlsConfiguration = try tlsConfiguration(settings.tls)
+        // The decoder stops at the body limit (the collector, which counts what the decoder
+        // gives it, would only see the limit passed after a whole inflated part).
+        configuration.decompression =
+            settings.decompresses ? .enabled(limit: .size(maximumBodySize)) : .disabled
         // A span per request costs even when nobody records it: keep only a tracer the app set up.
         if configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let client = HTTPClient(eventLoopGroupProvider: .shared(loop), configuration: configuration)
+        let clients = ClientRouter(.made(configuration: configuration, proxies: settings.proxy, loop: loop))
         let transport = AsyncHTTPClientTransport(
-            client: client, maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize)
+            clients: clients, maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize)
         let result: Result<T, any Error>
         do {
             result = .success(try await body(transport))
         } catch {
             result = .failure(error)
         }
-        try await client.shutdown()
+        try await clients.shutdown()
         return try result.get()
     }
 
@@ -164,22 +194,26 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let progress = progress ?? { _, _ in }
         let authority = request.authority
         let (url, headers) = try Self.target(of: request)
+        let client = try clients.client(
+            scheme: request.scheme, host: authority.map(HTTPTransportError.hostName(of:)), authority: authority)
         switch content {
         case .file(let file):
             var outgoing = HTTPClientRequest(url: url)
             outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
             outgoing.headers = headers
             outgoing.body = try Self.fileBody(file, authority: authority)
-            guard let timeout else { return try await streamed(outgoing, authority: authority, progress: progress) }
+            guard let timeout else {
+                return try await streamed(outgoing, client: client, authority: authority, progress: progress)
+            }
             return try await withTimeout(timeout) { [outgoing] in
-                try await self.streamed(outgoing, authority: authority, progress: progress)
+                try await self.streamed(outgoing, client: client, authority: authority, progress: progress)
             }
         case .data, nil:
             let body: HTTPClient.Body? =
                 if case .data(let data) = content { .byteBuffer(ByteBuffer(bytes: data)) } else { nil }
             return try await collected(
-                url: url, request.method, headers, body: body, authority: authority, timeout: timeout,
-                progress: progress)
+                url: url, request.method, headers, body: body, client: client, authority: authority,
+                timeout: timeout, progress: progress)
         }
     }
 
@@ -189,10 +223,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// fails the request with `TimeoutError` at the deadline.
     private func collected(
         url: String, _ method: HTTPRequest.Method, _ headers: HTTPHeaders, body: HTTPClient.Body?,
-        authority: String?, timeout: Duration?,
+        client: HTTPClient, authority: String?, timeout: Duration?,
         progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        try await Self.mappingErrors(authority: authority) {
+        try await Self.mappingErrors(authority: authority, limit: maximumBodySize) {
             let outgoing = try HTTPClient.Request(
                 url: url, method: HTTPMethod(rawValue: method.rawValue), headers: headers, body: body)
             let collector = ResponseCollector(
@@ -217,10 +251,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Sends a request whose body is streamed from a file through AsyncHTTPClient's async API.
     private func streamed(
-        _ outgoing: HTTPClientRequest, authority: String?,
+        _ outgoing: HTTPClientRequest, client: HTTPClient, authority: String?,
         progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        try await Self.mappingErrors(authority: authority) {
+        try await Self.mappingErrors(authority: authority, limit: maximumBodySize) {
             let response = try await client.execute(outgoing, timeout: .hours(1))
             var body = ResponseBody(limit: maximumBodySize, authority: authority)
             body.expect(response.headers)
@@ -237,7 +271,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// or an `HTTPTransportError` naming `authority`; one of ours (or the `TimeoutError` of a
     /// request whose time ran out) passes as it is.
     private static func mappingErrors<T>(
-        authority: String?, _ body: () async throws -> T
+        authority: String?, limit: Int, _ body: () async throws -> T
     ) async throws -> T {
         do {
             return try await body()
@@ -246,7 +280,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             try Task.checkCancellation()
             if error is TimeoutError { throw error }
-            throw mapped(error, authority: authority)
+            throw mapped(error, authority: authority, limit: limit)
         }
     }
 

@@ -136,7 +136,7 @@ struct DemoCommand: AsyncParsableCommand {
         let speed = speed
         let results: [ScenarioPlayer.Result]
         do {
-            results = try await transportOptions.withTransport { transport in
+            results = try await transportOptions.withTransport(command: "orchestra demo") { transport in
                 try await signals.cancellingOnSignal {
                     try await withDemoServer { server in
                         let player = ScenarioPlayer(

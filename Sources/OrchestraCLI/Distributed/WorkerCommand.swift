@@ -131,7 +131,8 @@ struct WorkerCommand: AsyncParsableCommand {
             ) { store in
                 whenOpened()
                 let perHost = WorkflowLimits(limit: limit).connectionsPerHost
-                try await transportOptions.withTransport(connectionsPerHost: perHost) { transport in
+                try await transportOptions.withTransport(connectionsPerHost: perHost, command: "orchestra worker") {
+                    transport in
                     let queue = DurableQueue(store: store, worker: name, leaseDuration: .seconds(lease))
                     queue.registerHTTPJobs(
                         sendingThrough: transport, whenSending: { sent.withLock { $0.requests += 1 } },

@@ -194,7 +194,10 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (workflow, rows) = try options.loadWithRows()
+        var (loaded, rows) = try options.loadWithRows()
+        // A proxy's password is redacted like the file's secrets (a proxy may pass it on).
+        loaded.secretValues += transportOptions.proxyPasswords()
+        let workflow = loaded
         if let rows {
             try await run(workflow, rows: rows)
             return
@@ -230,7 +233,8 @@ struct RunCommand: AsyncParsableCommand {
         } else {
             // The transport opens as many connections to a host as the workflow may use at once.
             report = try await transportOptions.withTransport(
-                connectionsPerHost: workflow.limits.connectionsPerHost, run)
+                connectionsPerHost: workflow.limits.connectionsPerHost, tls: workflow.tls, command: "orchestra run", run
+            )
         }
         if text { progress.finish(report) }
         switch output {
@@ -304,8 +308,9 @@ struct RunCommand: AsyncParsableCommand {
         let signals = TerminationSignals.install(command: "orchestra run", acknowledging: "cancelling the run") { _ in
         }
         let total = rows.rows.count
-        let report = try await transportOptions.withTransport(connectionsPerHost: workflow.limits.connectionsPerHost) {
-            transport in
+        let report = try await transportOptions.withTransport(
+            connectionsPerHost: workflow.limits.connectionsPerHost, tls: workflow.tls, command: "orchestra run"
+        ) { transport in
             let runner = self.runner(workflow, transport: transport, cookieJar: nil)
             return try await signals.cancellingOnSignal {
                 await runner.run(rows: rows.rows, parallel: parallel) { row in

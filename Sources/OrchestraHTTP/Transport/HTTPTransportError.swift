@@ -111,6 +111,19 @@ extension HTTPTransportError {
         return authority.split(separator: ":", maxSplits: 1).first.map(String.init) ?? authority
     }
 
+    /// The words both transports use for a server certificate that is not trusted.
+    package static func untrustedCertificate(_ reason: String) -> String {
+        "certificate not trusted: \(reason) (use --cacert or --insecure)"
+    }
+
+    /// The words both transports use for a proxy that answered 407.
+    package static let proxyRefusedCredentials =
+        "the proxy asks for a user and password, or refused the ones given (407 Proxy Authentication Required)"
+
+    /// The words both transports use for a handshake the server refused.
+    package static let refusedHandshake =
+        "the server refused the handshake; it may want a client certificate (--cert and --key)"
+
     /// The reason in words for the common codes, naming `authority` (`the server` when
     /// there is none): what both transports say for the same failure.
     package static func standardMessage(for code: Code, authority: String?) -> String {

@@ -53,13 +53,13 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
     /// Routes `task`'s callbacks to `exchange` and resumes the task; if the request was
     /// cancelled since ``prepare(_:)``, cancels the task once resumed; if the task completed
     /// already, resumes the request with its outcome.
-    func start(_ task: SendableTask, _ exchange: URLSessionExchanges.Exchange) {
+    func start(_ task: SendableTask, _ exchange: URLSessionExchanges.Exchange, options: CurlOptions) {
         let limit = exchange.limit
         switch state.withLock({ $0.start(task.task.taskIdentifier, exchange) }) {
         case .resume:
-            resume(task, limitingRedirectBodyTo: limit)
+            resume(task, limitingRedirectBodyTo: limit, options: options)
         case .resumeAndCancel:
-            resume(task, limitingRedirectBodyTo: limit)
+            resume(task, limitingRedirectBodyTo: limit, options: options)
             task.cancelWithoutWaiting()
         case .deliver(let resumption):
             deliver(resumption)
@@ -139,12 +139,16 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         releaseTheSession(session)
         #if canImport(FoundationNetworking)
-        let redirectBody = RedirectBodyLimit.end(task).map { (status: $0.status, limit: $0.limit) }
+        let ending = RedirectBodyLimit.end(task)
+        var redirectBody: (status: Int, limit: Int)?
+        if case .redirectBody(let stop) = ending { redirectBody = (stop.status, stop.limit) }
+        let notSetUp = ending == .notSetUp
         #else
         let redirectBody: (status: Int, limit: Int)? = nil
+        let notSetUp = false
         #endif
         if let resumption = state.withLock({
-            $0.complete(task.taskIdentifier, error: error, redirectBody: redirectBody)
+            $0.complete(task.taskIdentifier, error: error, redirectBody: redirectBody, notSetUp: notSetUp)
         }) {
             deliver(resumption)
         }
@@ -153,9 +157,10 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
     /// Resumes `task`, on Linux limiting the body of a 301–308 response to `limit` bytes (at
     /// most `RedirectBodyLimit.maximum`): URLSession holds it and gives the delegate none of it
     /// (see ``RedirectBodyLimit``).
-    private func resume(_ task: SendableTask, limitingRedirectBodyTo limit: Int) {
+    private func resume(_ task: SendableTask, limitingRedirectBodyTo limit: Int, options: CurlOptions) {
         #if canImport(FoundationNetworking)
-        RedirectBodyLimit.resume(task.task, limitingRedirectBodyTo: min(limit, RedirectBodyLimit.maximum))
+        RedirectBodyLimit.resume(
+            task.task, limitingRedirectBodyTo: min(limit, RedirectBodyLimit.maximum), options: options)
         #else
         task.task.resume()
         #endif

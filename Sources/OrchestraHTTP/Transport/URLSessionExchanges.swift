@@ -142,9 +142,11 @@ struct URLSessionExchanges {
     /// Task `id` completed: its request, if still waiting, gets the outcome; a request that
     /// does not wait yet gets it when it starts. `redirectBody`: the transfer was ended because
     /// the body of its 301–308 response (of `status`) passed `limit` (on Linux, see
-    /// `RedirectBodyLimit`): the request fails as past its body limit.
+    /// `RedirectBodyLimit`): the request fails as past its body limit. `notSetUp`: the task was
+    /// cancelled before it started because its transfer could not be given the transport's
+    /// settings (on Linux): the request fails saying so.
     mutating func complete(
-        _ id: Int, error: (any Error)?, redirectBody: (status: Int, limit: Int)? = nil
+        _ id: Int, error: (any Error)?, redirectBody: (status: Int, limit: Int)? = nil, notSetUp: Bool = false
     ) -> Resumption? {
         transfers.remove(id)
         if case .waiting = notStarted[id] {
@@ -158,6 +160,14 @@ struct URLSessionExchanges {
                 Self.tooLarge(
                     exchange, limit: redirectBody.limit,
                     note: " (a \(redirectBody.status) response, whose body URLSession on Linux holds whole)"))
+        } else if notSetUp {
+            result = .failure(
+                HTTPTransportError(
+                    code: .invalidRequest,
+                    message: "the request to \(exchange.authority ?? "the server") was not sent: this Foundation's "
+                        + "URLSession does not let the transport apply its TLS and proxy settings "
+                        + "(use --transport asynchttpclient)",
+                    host: exchange.authority))
         } else if let error {
             result = .failure(error)
         } else if let response = exchange.response {

@@ -59,8 +59,10 @@ enum RedirectBodyLimit {
         // @unchecked: the task and its protocol are used on URLSession's queue only (the
         // protocol's body is read there, by curl's callbacks), the task's state through its
         // own lock.
-        /// Being resumed, to be set up with `limit`.
-        case resuming(limit: Int)
+        /// Being resumed, to be set up with `limit` and `options`.
+        case resuming(limit: Int, options: CurlOptions)
+        /// Its handle could not be given `options`: its cancellation is on its way.
+        case notSetUp
         /// curl calls the callbacks for it.
         case watched(Watched)
     }
@@ -83,14 +85,21 @@ enum RedirectBodyLimit {
     /// Resumes `task`, limiting the body of its response, if it is a 301–308, to `limit`
     /// bytes; call ``end(_:)`` at the task's completion. The session's cache must be a
     /// ``TransferSetupCache``: while `resume()` runs, it calls ``setUp(_:)``.
-    static func resume(_ task: URLSessionTask, limitingRedirectBodyTo limit: Int) {
+    static func resume(_ task: URLSessionTask, limitingRedirectBodyTo limit: Int, options: CurlOptions) {
         let key = key(of: task)
-        entries.withLock { $0[key] = .resuming(limit: limit) }
+        entries.withLock { $0[key] = .resuming(limit: limit, options: options) }
         task.resume()
-        entries.withLock { entries in
+        let notSetUp = entries.withLock { entries in
             // Not set up (another cache): not watched.
-            if case .resuming = entries[key] { entries[key] = nil }
+            guard case .resuming = entries[key] else { return false }
+            if options.isEmpty {
+                entries[key] = nil
+                return false
+            }
+            entries[key] = .notSetUp
+            return true
         }
+        if notSetUp { SendableTask(task).cancelWithoutWaiting() }
     }
 
     /// Sets up the curl handle of `task`, being resumed, whose URL protocol (and handle) was
@@ -98,10 +107,20 @@ enum RedirectBodyLimit {
     /// the transfer.
     static func setUp(_ task: URLSessionTask) {
         let key = key(of: task)
-        guard let curl = Curl.functions, case .resuming(let limit) = entries.withLock({ $0[key] }) else { return }
-        guard let urlProtocol = CurlTransfer.urlProtocol(of: task),
+        guard case .resuming(let limit, let options) = entries.withLock({ $0[key] }) else { return }
+        guard let curl = Curl.functions, let urlProtocol = CurlTransfer.urlProtocol(of: task),
             let handle = CurlTransfer.easyHandle(of: urlProtocol)
-        else { return }
+        else {
+            // Options that cannot be set must not be dropped: the task is cancelled instead
+            // (by resume(_:limitingRedirectBodyTo:options:), once resume() returns).
+            return
+        }
+        for (option, value) in options.strings where value.withCString({ curl.setString(handle, option, $0) }) != 0 {
+            return
+        }
+        for (option, value) in options.longs where curl.setLong(handle, option, value) != 0 {
+            return
+        }
         entries.withLock {
             $0[key] = .watched(Watched(task: task, urlProtocol: urlProtocol as AnyObject, handle: handle, limit: limit))
         }
@@ -111,13 +130,23 @@ enum RedirectBodyLimit {
         _ = curl.setPointer(handle, Curl.prereqFunction, unsafeBitCast(connected, to: UnsafeMutableRawPointer.self))
     }
 
-    /// Forgets `task`, which completed; returns how its transfer was stopped at the limit, if
-    /// it was.
-    static func end(_ task: URLSessionTask) -> Stop? {
+    /// How a task's transfer was stopped by this type.
+    enum Ending: Sendable, Equatable {
+        /// At the limit of a 301–308 body.
+        case redirectBody(Stop)
+        /// Before it started: its handle could not be given the transport's settings.
+        case notSetUp
+    }
+
+    /// Forgets `task`, which completed; returns how its transfer was stopped here, if it was.
+    static func end(_ task: URLSessionTask) -> Ending? {
         let key = key(of: task)
         return entries.withLock { entries in
-            guard case .watched(let watched) = entries.removeValue(forKey: key) else { return nil }
-            return watched.stop
+            switch entries.removeValue(forKey: key) {
+            case .notSetUp: return .notSetUp
+            case .watched(let watched): return watched.stop.map(Ending.redirectBody)
+            case .resuming, nil: return nil
+            }
         }
     }
 
@@ -235,7 +264,7 @@ final class TransferSetupCache: URLCache, @unchecked Sendable {
 }
 
 /// The libcurl functions and constants the limit uses, from the libcurl URLSession has loaded.
-private enum Curl {
+enum Curl {
     typealias Prereq =
         @convention(c) (
             UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
@@ -248,11 +277,13 @@ private enum Curl {
     // call passes these arguments as a plain call does.
     typealias SetPointer = @convention(c) (OpaquePointer, Int32, UnsafeMutableRawPointer?) -> Int32
     typealias SetLong = @convention(c) (OpaquePointer, Int32, Int) -> Int32
+    typealias SetString = @convention(c) (OpaquePointer, Int32, UnsafePointer<CChar>) -> Int32
     typealias GetLong = @convention(c) (OpaquePointer, Int32, UnsafeMutablePointer<Int>) -> Int32
 
     struct Functions: Sendable {
         let setPointer: SetPointer
         let setLong: SetLong
+        let setString: SetString
         let getLong: GetLong
     }
 
@@ -270,7 +301,7 @@ private enum Curl {
         else { return nil }
         return Functions(
             setPointer: unsafeBitCast(setopt, to: SetPointer.self), setLong: unsafeBitCast(setopt, to: SetLong.self),
-            getLong: unsafeBitCast(getinfo, to: GetLong.self))
+            setString: unsafeBitCast(setopt, to: SetString.self), getLong: unsafeBitCast(getinfo, to: GetLong.self))
     }()
 
     /// `CURLOPT_NOPROGRESS`.
@@ -289,6 +320,28 @@ private enum Curl {
     static let debugFunction: Int32 = 20_094
     /// `CURLOPT_HTTP_CONTENT_DECODING`.
     static let contentDecoding: Int32 = 158
+    /// `CURLOPT_PROXY` (curl copies the strings it is given).
+    static let proxy: Int32 = 10_004
+    /// `CURLOPT_PROXYUSERNAME`.
+    static let proxyUserName: Int32 = 10_175
+    /// `CURLOPT_PROXYPASSWORD`.
+    static let proxyPassword: Int32 = 10_176
+    /// `CURLOPT_CAINFO`.
+    static let caInfo: Int32 = 10_065
+    /// `CURLOPT_CAPATH`.
+    static let caPath: Int32 = 10_097
+    /// `CURLOPT_SSL_VERIFYPEER`.
+    static let verifyPeer: Int32 = 64
+    /// `CURLOPT_SSL_VERIFYHOST`.
+    static let verifyHost: Int32 = 81
+    /// `CURLOPT_SSLCERT`.
+    static let clientCertificate: Int32 = 10_025
+    /// `CURLOPT_SSLCERTTYPE`.
+    static let clientCertificateType: Int32 = 10_086
+    /// `CURLOPT_SSLKEY`.
+    static let clientKey: Int32 = 10_087
+    /// `CURLOPT_ACCEPT_ENCODING`.
+    static let acceptEncoding: Int32 = 10_102
     /// `CURLINFO_HEADER_IN`, for the debug callback.
     static let headerIn: Int32 = 1
     /// `CURLINFO_RESPONSE_CODE`.

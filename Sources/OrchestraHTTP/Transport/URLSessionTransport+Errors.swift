@@ -22,9 +22,13 @@ extension URLSessionTransport {
             )
         }
         if urlError.code == .cancelled { return CancellationError() }
-        let (code, detail) = classify(urlError.code)
+        // Linux's URLSession reports most of curl's errors as "unknown" (-1), with curl's
+        // message as the description: the message says what happened.
+        let (code, detail) =
+            urlError.code == .unknown
+            ? classify(curlMessage: (urlError as NSError).localizedDescription) : classify(urlError.code)
         var message = HTTPTransportError.standardMessage(for: code, authority: authority)
-        if let detail { message += " (\(detail))" }
+        if let detail { message += code == .tls ? ": \(detail)" : " (\(detail))" }
         return HTTPTransportError(code: code, message: message, host: authority, underlying: urlError)
     }
 
@@ -39,7 +43,7 @@ extension URLSessionTransport {
             (.notConnected, nil)
         case .secureConnectionFailed: (.tls, nil)
         case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot:
-            (.tls, "the server's certificate is not trusted")
+            (.tls, HTTPTransportError.untrustedCertificate("its issuer is not a trusted root"))
         case .serverCertificateHasBadDate: (.tls, "the server's certificate has expired")
         case .serverCertificateNotYetValid: (.tls, "the server's certificate is not valid yet")
         case .clientCertificateRejected: (.tls, "the server rejected the client certificate")
@@ -54,5 +58,42 @@ extension URLSessionTransport {
         case .resourceUnavailable: (.other, "resource unavailable")
         default: (.other, "URLSession error \(code.rawValue)")
         }
+    }
+
+    /// The code for one of curl's messages (Linux), and the message in the words the other
+    /// transport uses for the same failure.
+    package static func classify(curlMessage text: String) -> (HTTPTransportError.Code, String?) {
+        let lower = text.lowercased()
+        if lower.contains("connect tunnel failed, response 407") {
+            return (.invalidRequest, HTTPTransportError.proxyRefusedCredentials)
+        }
+        if lower.contains("connect tunnel failed") || lower.contains("proxy connect aborted") {
+            return (.connectionRefused, "the proxy did not open a tunnel: \(text)")
+        }
+        if let range = text.range(of: "SSL certificate problem: ") {
+            return (.tls, HTTPTransportError.untrustedCertificate(String(text[range.upperBound...])))
+        }
+        if lower.contains("subject name") && lower.contains("match") {
+            return (.tls, "the server's certificate is not valid for this host name")
+        }
+        if lower.contains("alert certificate required") || lower.contains("alert handshake failure")
+            || lower.contains("alert bad certificate")
+        {
+            return (.tls, HTTPTransportError.refusedHandshake)
+        }
+        if lower.contains("alert unknown ca") { return (.tls, "the server does not trust the client certificate") }
+        if lower.contains("wrong version number") {
+            return (.tls, "the server does not speak TLS on this port (plain HTTP?)")
+        }
+        if lower.contains("ssl") || lower.contains("certificate") || lower.contains("private key") {
+            return (.tls, text)
+        }
+        if lower.contains("transfer closed with") || lower.contains("bytes remaining") {
+            return (.connectionLost, "the body ended early")
+        }
+        if lower.contains("unencoding") || lower.contains("content encoding") {
+            return (.badResponse, "its compressed body cannot be decoded")
+        }
+        return (.other, text.isEmpty ? "URLSession error -1" : text)
     }
 }

@@ -63,6 +63,10 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     public let maximumConnectionsPerHost: Int
     /// The largest response body accepted, counted decoded.
     public let maximumBodySize: Int
+    #if canImport(FoundationNetworking)
+    /// What each transfer's curl handle is given for the transport's settings.
+    private let transfer: URLSessionTransferSettings
+    #endif
 
     /// - Parameters:
     ///   - maximumConnectionsPerHost: Connections per host the session may open; set it at
@@ -71,7 +75,56 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     ///     decodes it (64 MiB by default, as `AsyncHTTPClientTransport`); a larger one cancels
     ///     the request and throws ``HTTPTransportError`` with code
     ///     ``HTTPTransportError/Code/responseTooLarge``.
-    public init(maximumConnectionsPerHost: Int = 64, maximumBodySize: Int = 64 << 20) {
+    public convenience init(maximumConnectionsPerHost: Int = 64, maximumBodySize: Int = 64 << 20) {
+        // The default settings name no file: nothing to read, nothing to fail.
+        try! self.init(
+            maximumConnectionsPerHost: maximumConnectionsPerHost, maximumBodySize: maximumBodySize, settings: .init())
+    }
+
+    /// A transport that reaches servers as `settings` say.
+    ///
+    /// On Linux, URLSession (over libcurl) has no setting for them, and the transport sets
+    /// them on each transfer's curl handle before it starts:
+    /// - **TLS**: ``HTTPTLSSettings/trustedCertificates`` are written with the system's roots
+    ///   (or ``HTTPTLSSettings/systemRoots``) into a file of the temporary directory (mode 0600,
+    ///   removed when the transport is released), which curl reads; verification can be turned
+    ///   off, and a client certificate presented (PEM files).
+    /// - **Proxies**: each request goes through the proxy ``HTTPClientSettings/proxy`` names for
+    ///   it (HTTPS through `CONNECT`; `http://`, `https://` and `socks5://` proxies, with a user
+    ///   and password if the proxy's URL has them), or straight to its server: curl's own
+    ///   reading of the environment is turned off, so that both transports go the same way.
+    ///   Pass `HTTPClientSettings.environment()` to follow curl's variables.
+    /// - **Compression**: URLSession always asks for compressed bodies and decodes them;
+    ///   ``HTTPClientSettings/decompresses`` set to `false` is refused (below).
+    ///
+    /// If a transfer's handle cannot be reached (another Foundation), its request fails with
+    /// an ``HTTPTransportError`` saying so, never sent without the settings.
+    ///
+    /// On Apple platforms, URLSession follows the system's trust settings and proxies; this
+    /// transport does not yet apply other ones there, and refuses them.
+    ///
+    /// - Throws: ``HTTPTransportError`` (`.tls`) naming a certificate or key file that cannot
+    ///   be used; ``HTTPTransportError`` (`.invalidRequest`) for a setting this platform's
+    ///   URLSession cannot follow.
+    public init(
+        maximumConnectionsPerHost: Int = 64, maximumBodySize: Int = 64 << 20, settings: HTTPClientSettings
+    ) throws(HTTPTransportError) {
+        guard settings.decompresses else {
+            throw HTTPTransportError(
+                code: .invalidRequest,
+                message: "URLSession always decodes compressed bodies: it cannot return one as sent "
+                    + "(use AsyncHTTPClientTransport)")
+        }
+        #if canImport(FoundationNetworking)
+        self.transfer = try URLSessionTransferSettings(settings)
+        #else
+        guard settings.tls.isDefault, settings.proxy == .none else {
+            throw HTTPTransportError(
+                code: .invalidRequest,
+                message: "URLSessionTransport follows the system's trust and proxy settings on this platform and "
+                    + "cannot apply others yet (use AsyncHTTPClientTransport)")
+        }
+        #endif
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maximumConnectionsPerHost
         configuration.timeoutIntervalForRequest = 3_600
@@ -102,6 +155,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
     deinit {
         session.invalidateAndCancel()
+        #if canImport(FoundationNetworking)
+        if let file = transfer.temporaryFile { try? FileManager.default.removeItem(at: file) }
+        #endif
     }
 
     /// Body bytes URLSession delivered for requests that had already ended (failed at the
@@ -143,6 +199,11 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         let task = SendableTask(session.dataTask(with: urlRequest))
         let delegate = self.delegate
         let limit = maximumBodySize
+        #if canImport(FoundationNetworking)
+        let options = transfer.options(for: urlRequest.url)
+        #else
+        let options = CurlOptions()
+        #endif
         // Known before the cancellation handler can run: a cancellation or a completion that
         // comes before the request waits is kept for it (see URLSessionExchanges).
         delegate.prepare(task)
@@ -154,7 +215,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
                         task,
                         .init(
                             continuation: continuation, progress: progress, limit: limit,
-                            authority: request.authority))
+                            authority: request.authority),
+                        options: options)
                 }
             } onCancel: {
                 // Cancels the task without waiting; its completion resumes the request.

@@ -54,6 +54,8 @@ package struct Workflow: Sendable {
     package var usesCookies: Bool = true
     /// `auth:`, if given.
     package var auth: WorkflowAuth?
+    /// `tls:`, if given: CA file, client certificate, verification (paths resolved).
+    package var tls: WorkflowTLS?
     /// `steps:`, in file order.
     package var steps: [WorkflowStep] {
         didSet { stepIndex = Self.index(of: steps) }

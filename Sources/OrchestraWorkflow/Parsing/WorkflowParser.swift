@@ -95,7 +95,7 @@ extension Workflow {
 struct WorkflowParser {
     static let topLevelFields = [
         "name", "vars", "secrets", "limit", "hosts", "failure", "follow_redirects", "cookies", "auth", "basic_auth",
-        "steps",
+        "tls", "steps",
     ]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
     /// The fields of the auth block's login and refresh: a request's, and where the token is.
@@ -186,6 +186,7 @@ struct WorkflowParser {
                 workflow.followRedirects = reader.bool(node, step: nil, field: key) ?? workflow.followRedirects
             case "cookies":
                 workflow.usesCookies = reader.bool(node, step: nil, field: key) ?? workflow.usesCookies
+            case "tls": workflow.tls = tls(node)
             case "steps": stepsNode = node
             default: break
             }

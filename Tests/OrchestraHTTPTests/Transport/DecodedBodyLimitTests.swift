@@ -10,8 +10,8 @@ import Testing
 /// The body limit counts the bytes a transport hands over, decoded: URLSession inflates a
 /// gzip body before the transport sees it, so a small compressed body that inflates past the
 /// limit is cancelled at the limit instead of being inflated whole (issue 32: 10 MB of gzip
-/// inflating to 10 GB was OOM-killed). AsyncHTTPClient does not decode: it hands over, and
-/// counts, the bytes as sent.
+/// inflating to 10 GB was OOM-killed). AsyncHTTPClient decodes too since issue 35 (its decoder
+/// stops at the limit).
 @Suite("Transports: the body limit counts decoded bytes", .serialized, .timeLimit(.minutes(1)), .takesTurns)
 struct DecodedBodyLimitTests {
     static let limit = 1 << 20
@@ -49,19 +49,50 @@ struct DecodedBodyLimitTests {
         }
     }
 
-    @Test func asyncHTTPClientCountsTheBytesItHandsOver() async throws {
+    @Test func asyncHTTPClientStopsAGzipBodyThatInflatesPastTheLimit() async throws {
+        // 64 KB of gzip that inflates to about 10 MB: refused at the limit of decoded bytes
+        // (before issue 35 the body came back as sent, undecoded).
         let reply: RawHTTPServer.Handler = { _ in
-            .stream(head: Self.head + GzipBomb.start, chunk: GzipBomb.chunk, limit: 4 << 20)
+            .stream(head: Self.head + GzipBomb.start, chunk: GzipBomb.chunk, limit: 64 << 10)
         }
         try await withRawHTTPServer(reply) { server in
             try await AsyncHTTPClientTransport.withTransport(maximumBodySize: Self.limit) { transport in
-                // Sent as it is (no decoding): more than the limit of gzip is refused at the limit.
                 let request = HTTPRequest(method: .get, url: URL(string: server.url("/bomb"))!)
                 let error = await #expect(throws: HTTPTransportError.self) {
                     try await transport.send(request, body: nil)
                 }
                 #expect(error?.code == .responseTooLarge)
-                #expect(error?.message == "the response from 127.0.0.1:\(server.port) is larger than 1048576 bytes")
+                #expect(
+                    error?.message
+                        == "the response from 127.0.0.1:\(server.port) is larger than 1048576 bytes (decoded)")
+            }
+        }
+    }
+
+    @Test func asyncHTTPClientAsksForAndInflatesAGzipBody() async throws {
+        let body = GzipBomb.start + GzipBomb.chunk + GzipBomb.chunk + GzipBomb.end(chunks: 2)
+        let reply: RawHTTPServer.Handler = { _ in .raw(Self.head + body) }
+        try await withRawHTTPServer(reply) { server in
+            try await AsyncHTTPClientTransport.withTransport(maximumBodySize: Self.limit) { transport in
+                let (response, data) = try await transport.send(
+                    HTTPRequest(method: .get, url: URL(string: server.url("/small"))!), body: nil)
+                #expect(response.status == .ok)
+                #expect(data.count == GzipBomb.inflatedSize(chunks: 2))
+                #expect(data.allSatisfy { $0 == 0 })
+                #expect(server.requests.first?.header("Accept-Encoding")?.contains("gzip") == true)
+            }
+        }
+    }
+
+    @Test func asyncHTTPClientReturnsTheBodyAsSentWhenDecodingIsOff() async throws {
+        let body = GzipBomb.start + GzipBomb.chunk + GzipBomb.end(chunks: 1)
+        let reply: RawHTTPServer.Handler = { _ in .raw(Self.head + body) }
+        try await withRawHTTPServer(reply) { server in
+            try await AsyncHTTPClientTransport.withTransport(settings: .init(decompresses: false)) { transport in
+                let (_, data) = try await transport.send(
+                    HTTPRequest(method: .get, url: URL(string: server.url("/as-sent"))!), body: nil)
+                #expect(Array(data) == body)
+                #expect(server.requests.first?.header("Accept-Encoding") == nil)
             }
         }
     }

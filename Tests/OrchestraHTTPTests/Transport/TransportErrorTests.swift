@@ -41,7 +41,9 @@ struct TransportErrorTests {
             message: "not connected to the network (sending to api.test:8080)"),
         Case(
             error: URLError(.serverCertificateUntrusted), code: .tls,
-            message: "TLS connection to api.test:8080 failed (the server's certificate is not trusted)"),
+            message:
+                "TLS connection to api.test:8080 failed: certificate not trusted: its issuer is not a trusted root (use --cacert or --insecure)"
+        ),
         Case(error: URLError(.badServerResponse), code: .badResponse, message: "bad response from api.test:8080"),
         Case(
             error: URLError(.dataLengthExceedsMaximum), code: .responseTooLarge,
@@ -55,6 +57,41 @@ struct TransportErrorTests {
         Case(
             error: NSError(domain: NSURLErrorDomain, code: -1004), code: .connectionRefused,
             message: "connection refused by api.test:8080"),
+        // Linux's URLSession reports curl's errors as -1 with curl's message (issue 35).
+        Case(
+            error: NSError(
+                domain: NSURLErrorDomain, code: -1,
+                userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: unable to get local issuer certificate"]
+            ),
+            code: .tls,
+            message:
+                "TLS connection to api.test:8080 failed: certificate not trusted: unable to get local issuer certificate (use --cacert or --insecure)"
+        ),
+        Case(
+            error: NSError(
+                domain: NSURLErrorDomain, code: -1,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0"
+                ]),
+            code: .tls,
+            message:
+                "TLS connection to api.test:8080 failed: the server refused the handshake; it may want a client certificate (--cert and --key)"
+        ),
+        Case(
+            error: NSError(
+                domain: NSURLErrorDomain, code: -1,
+                userInfo: [NSLocalizedDescriptionKey: "CONNECT tunnel failed, response 407"]),
+            code: .invalidRequest,
+            message:
+                "the request to api.test:8080 failed (the proxy asks for a user and password, or refused the ones given (407 Proxy Authentication Required))"
+        ),
+        Case(
+            error: NSError(
+                domain: NSURLErrorDomain, code: -1,
+                userInfo: [NSLocalizedDescriptionKey: "transfer closed with 1000 bytes remaining to read"]),
+            code: .connectionLost,
+            message: "the connection to api.test:8080 was lost (the body ended early)"),
     ]
 
     @Test(arguments: urlErrors)
@@ -104,14 +141,17 @@ struct TransportErrorTests {
     @Test(arguments: clientErrors)
     func asyncHTTPClientErrorsInWords(_ expected: Case) throws {
         let mapped = try #require(
-            AsyncHTTPClientTransport.mapped(expected.error, authority: "api.test:8080") as? HTTPTransportError)
+            AsyncHTTPClientTransport.mapped(expected.error, authority: "api.test:8080", limit: 1 << 20)
+                as? HTTPTransportError)
         #expect(mapped.code == expected.code)
         #expect(mapped.message == expected.message)
         #expect(mapped.underlying != nil)
     }
 
     @Test func asyncHTTPClientCancelledIsCancellationError() {
-        #expect(AsyncHTTPClientTransport.mapped(HTTPClientError.cancelled, authority: nil) is CancellationError)
+        #expect(
+            AsyncHTTPClientTransport.mapped(HTTPClientError.cancelled, authority: nil, limit: 1 << 20)
+                is CancellationError)
     }
 
     @Test func transientCodesAreTheFailuresWorthRetrying() {

@@ -1,0 +1,142 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTPCompression
+import NIOPosix
+import NIOSSL
+import Orchestra
+import OrchestraHTTP
+
+/// The clients of a transport: the one given to it, or one per proxy a request can go through
+/// (AsyncHTTPClient has one proxy per client), made when a request first needs it and shut down
+/// together.
+final class ClientRouter: Sendable {
+    enum Source: Sendable {
+        /// A client given by the caller, who shuts it down: every request goes through it.
+        case given(HTTPClient)
+        /// Clients made from `configuration`, one per proxy.
+        case made(configuration: HTTPClient.Configuration, proxies: HTTPProxySettings, loop: any EventLoop)
+    }
+
+    let source: Source
+    /// The clients made so far, by proxy (`nil`: straight to the server).
+    private let clients = Locked<[HTTPProxy?: HTTPClient]>([:])
+
+    init(_ source: Source) {
+        self.source = source
+    }
+
+    /// The client for a request to `scheme://host`.
+    ///
+    /// - Throws: `HTTPTransportError` (`.invalidRequest`) for a proxy AsyncHTTPClient cannot
+    ///   use, naming it (without its password).
+    func client(scheme: String?, host: String?, authority: String?) throws(HTTPTransportError) -> HTTPClient {
+        switch source {
+        case .given(let client):
+            return client
+        case .made(let configuration, let proxies, let loop):
+            let proxy = scheme.flatMap { scheme in host.flatMap { proxies.proxy(scheme: scheme, host: $0) } }
+            if let client = clients.withLock({ $0[proxy] }) { return client }
+            var configuration = configuration
+            configuration.proxy = try Self.clientProxy(proxy, authority: authority)
+            let made = HTTPClient(eventLoopGroupProvider: .shared(loop), configuration: configuration)
+            let (client, spare) = clients.withLock { clients -> (HTTPClient, HTTPClient?) in
+                if let existing = clients[proxy] { return (existing, made) }
+                clients[proxy] = made
+                return (made, nil)
+            }
+            // Another request made the same client first: this one was never used.
+            if let spare { try? spare.syncShutdown() }
+            return client
+        }
+    }
+
+    /// Shuts down the clients made here (a given client is its owner's to shut down).
+    func shutdown() async throws {
+        let made = clients.withLock { clients in
+            defer { clients.removeAll() }
+            return Array(clients.values)
+        }
+        var failure: (any Error)?
+        for client in made {
+            do { try await client.shutdown() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    private static func clientProxy(
+        _ proxy: HTTPProxy?, authority: String?
+    ) throws(HTTPTransportError) -> HTTPClient.Configuration.Proxy? {
+        guard let proxy else { return nil }
+        switch proxy.kind {
+        case .http:
+            return .server(
+                host: proxy.host, port: proxy.port,
+                authorization: proxy.credentials.map { .basic(username: $0.user, password: $0.password) })
+        case .socks5:
+            guard proxy.credentials == nil else {
+                throw HTTPTransportError(
+                    code: .invalidRequest,
+                    message: "the proxy \(proxy) asks for a user and password, which AsyncHTTPClient cannot send "
+                        + "to a SOCKS5 proxy (use an http:// proxy or --transport urlsession)",
+                    host: authority)
+            }
+            return .socksServer(host: proxy.host, port: proxy.port)
+        case .https:
+            throw HTTPTransportError(
+                code: .invalidRequest,
+                message: "the proxy \(proxy) is reached over TLS (https://), which AsyncHTTPClient cannot do "
+                    + "(use an http:// proxy, which still tunnels HTTPS end to end, or --transport urlsession)",
+                host: authority)
+        }
+    }
+}
+
+extension AsyncHTTPClientTransport {
+    /// AsyncHTTPClient's TLS configuration for `settings`, with every file read now, so that a
+    /// missing or malformed file is an error before the first request, naming the file.
+    ///
+    /// - Throws: `HTTPTransportError` (`.tls`) naming the file that cannot be used.
+    static func tlsConfiguration(_ settings: HTTPTLSSettings) throws(HTTPTransportError) -> TLSConfiguration? {
+        guard !settings.isDefault else { return nil }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let roots = settings.systemRoots {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: roots.path, isDirectory: &isDirectory) else {
+                throw fileError("the trusted roots (SSL_CERT_FILE or SSL_CERT_DIR)", roots, "no such file or directory")
+            }
+            tls.trustRoots = isDirectory.boolValue ? .file(roots.path) : .certificates(try certificates(roots))
+        }
+        if let extra = settings.trustedCertificates {
+            tls.additionalTrustRoots = [.certificates(try certificates(extra))]
+        }
+        if !settings.verifiesCertificates { tls.certificateVerification = .none }
+        if let client = settings.clientCertificate {
+            tls.certificateChain = try certificates(client.certificate).map { .certificate($0) }
+            do {
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: client.key.path, format: .pem))
+            } catch {
+                throw fileError("the client key", client.key, readable(client.key) ? "not a PEM private key" : nil)
+            }
+        }
+        return tls
+    }
+
+    private static func certificates(_ file: URL) throws(HTTPTransportError) -> [NIOSSLCertificate] {
+        let found: [NIOSSLCertificate]
+        do {
+            found = try NIOSSLCertificate.fromPEMFile(file.path)
+        } catch {
+            throw fileError("the certificate file", file, readable(file) ? "not PEM certificates" : nil)
+        }
+        guard !found.isEmpty else { throw fileError("the certificate file", file, "it holds no certificate") }
+        return found
+    }
+
+    private static func readable(_ file: URL) -> Bool { FileManager.default.isReadableFile(atPath: file.path) }
+
+    private static func fileError(_ what: String, _ file: URL, _ why: String?) -> HTTPTransportError {
+        let reason = why ?? (FileManager.default.fileExists(atPath: file.path) ? "cannot be read" : "no such file")
+        return HTTPTransportError(code: .tls, message: "\(what) \(file.path): \(reason)", host: nil)
+    }
+}
