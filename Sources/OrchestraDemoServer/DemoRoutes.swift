@@ -141,6 +141,7 @@ enum DemoRoutes {
                 body: .init(byteBuffer: ByteBuffer(string: json)))
         }
         addHTTPBinRoutes(to: router, state: state)
+        addCharsetRoutes(to: router)
         return router
     }
 

@@ -89,23 +89,29 @@ struct VerboseLog: Sendable {
             let kind = type.map { ", \(TerminalText.safe($0))" } ?? ""
             return [prefix, "\(prefix) [\(Format.bytes(data.count))\(kind)]"]
         }
-        // Masked, then cut (a secret that straddles the limit is masked whole): the limit plus
-        // the longest form of a secret is read. A character cut at the end shows as U+FFFD.
+        // Decoded by its charset (HTTPBodyText), masked, then cut (a secret that straddles the
+        // limit is masked whole): the limit plus the longest form of a secret is read. A
+        // character cut at the end shows as U+FFFD.
         let window = data.prefix(Self.bodyLimit + redactor.longestMatch)
-        let (text, _) = redactor.redactedPrefix(
-            of: String(decoding: window, as: UTF8.self), limit: Self.bodyLimit, in: .bytes)
+        let decoded = HTTPBodyText(decoding: window, contentType: type)
+        let (text, isCut) = redactor.redactedPrefix(of: decoded.text, limit: Self.bodyLimit, in: .bytes)
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             "\(prefix) \(TerminalText.safe(String($0)))"
         }
-        if data.count > Self.bodyLimit {
+        if data.count > Self.bodyLimit || isCut {
             lines.append("\(prefix) … (\(Format.bytes(data.count)) in all)")
         }
+        if let note = decoded.note { lines.append("\(prefix) [\(TerminalText.safe(note))]") }
         return [prefix] + lines
     }
 
-    /// Whether a body is shown as text: a textual type, or no type and no NUL byte in its start.
+    /// Whether a body is shown as text: a textual type, or no type and either a UTF-16 byte
+    /// order mark or no NUL byte in its start.
     static func isText(_ data: Data, type: String?) -> Bool {
-        guard let type = type?.lowercased() else { return !data.prefix(bodyLimit).contains(0) }
+        guard let type = type?.lowercased() else {
+            return data.starts(with: [0xFF, 0xFE]) || data.starts(with: [0xFE, 0xFF])
+                || !data.prefix(bodyLimit).contains(0)
+        }
         return type.hasPrefix("text/") || type.contains("json") || type.contains("xml")
             || type.contains("x-www-form-urlencoded") || type.contains("javascript") || type.contains("yaml")
     }

@@ -62,7 +62,7 @@ struct AssertionEvaluator {
             guard !fields.isEmpty else { return .missing("the response has no '\(short: name.rawName)' header") }
             return .value(.string(fields.joined(separator: ", ")))
         case .body:
-            return .value(.string(String(decoding: reader.result.body, as: UTF8.self)))
+            return .value(.string(reader.bodyText.text))
         case .status:
             return .value(.integer(reader.result.status.code))
         case .duration:
@@ -95,6 +95,10 @@ struct AssertionEvaluator {
             result.actual = Self.text(value)
             if case .count = check, let length = Self.length(of: value) { result.actual = "\(length)" }
             result.passed = try passes(check, value, subject: subject, reader: reader)
+            // The body was read as UTF-8 for want of a charset that is decoded: say so.
+            if !result.passed, subject == .body, let note = reader.charsetNote {
+                result.reason = "got \(result.actual ?? "nothing") (\(note))"
+            }
         } catch {
             result.reason = error.reason
         }

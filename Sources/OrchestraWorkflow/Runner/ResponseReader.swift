@@ -33,11 +33,18 @@ struct ResponseReader {
     /// - Throws: ``BoundedRegex/GaveUp`` once the bound passes; `CancellationError` when the
     ///   task is cancelled.
     func firstMatch(of regex: BoundedRegex) throws -> BoundedRegex.Match? {
-        try regex.firstMatch(
-            in: String(decoding: result.body, as: UTF8.self), deadline: regexDeadline, limit: regexLimit)
+        try regex.firstMatch(in: bodyText.text, deadline: regexDeadline, limit: regexLimit)
     }
 
     var contentType: String? { result.response.headerFields[.contentType] }
+
+    /// The body as text, decoded by the `charset` of its content type (JSON as UTF-8): what
+    /// `regex:` captures, `body` assertions and the auth block's `body_contains` read.
+    var bodyText: HTTPBodyText { HTTPBodyText(decoding: result.body, contentType: contentType) }
+
+    /// What a message about the body as text adds, when its charset is not one that is
+    /// decoded (read from the content type and the body's first bytes only).
+    var charsetNote: String? { HTTPBodyText(decoding: result.body.prefix(3), contentType: contentType).note }
 
     /// The body quoted (or described) for a message.
     var snippet: String { StepErrors.snippet(result.body, contentType: contentType) }

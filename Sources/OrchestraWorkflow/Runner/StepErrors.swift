@@ -44,27 +44,34 @@ enum StepErrors {
         "may have been sent: in flight when \(stopped) stopped, and a \(method) is not safe to send twice, so it was not sent again (check the server; --resend-uncertain sends it)"
     }
 
-    /// The first 200 characters of a body, on one line; for a body that is not text (by its
-    /// content type, or bytes that are not UTF-8), its size and type instead.
+    /// The first 200 characters of a body, on one line, decoded by the `charset` of its
+    /// content type (``HTTPBodyText``; a charset it does not know is said after the text); for a
+    /// body that is not text (by its content type, a NUL, or bytes that are not UTF-8 when it is
+    /// read as UTF-8), its size and type instead.
     static func snippet(_ body: Data, contentType: String? = nil) -> String {
         guard !body.isEmpty else { return "(empty body)" }
         let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        let text = String(decoding: body.prefix(800), as: UTF8.self)
-        // The last character may be one cut in half by the prefix.
-        let binary = text.dropLast().contains("\u{FFFD}") || text.contains("\0")
-        if binary || !(type.map(Self.isTextual) ?? true) {
+        let decoded = HTTPBodyText(decoding: body.prefix(800), contentType: contentType)
+        let text = decoded.text
+        // The last character may be one cut in half by the prefix. Read as UTF-8 for want of
+        // a known charset, replacement characters are expected.
+        let notUTF8 = decoded.charset == .utf8 && decoded.unknownCharset == nil && text.dropLast().contains("\u{FFFD}")
+        if notUTF8 || text.contains("\0") || !(type.map(Self.isTextual) ?? true) {
             return "(\(body.count) bytes of \(type ?? "binary data"))"
         }
         // Within a run, the secrets are masked before the cut: read past it by the longest
         // form of a secret, so that one straddling it is masked whole.
         let redactor = Redactor.current.flatMap { $0.isEmpty ? nil : $0 }
-        let read = redactor.map { String(decoding: body.prefix(800 + $0.longestMatch), as: UTF8.self) } ?? text
+        let read =
+            redactor.map { HTTPBodyText(decoding: body.prefix(800 + $0.longestMatch), contentType: contentType).text }
+            ?? text
         let line = read.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        let note = decoded.note.map { " (\($0))" } ?? ""
         if let redactor {
             let (start, isCut) = redactor.redactedPrefix(of: line, limit: 200, in: .characters)
-            return isCut ? start + "…" : start
+            return (isCut ? start + "…" : start) + note
         }
-        return line.count > 200 ? String(line.prefix(200)) + "…" : line
+        return (line.count > 200 ? String(line.prefix(200)) + "…" : line) + note
     }
 
     /// Whether a media type (`text/html`, `application/problem+json`…) is text worth quoting.

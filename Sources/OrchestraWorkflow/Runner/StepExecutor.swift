@@ -147,7 +147,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         // still refuses the token, whatever its status (`failure: { status: [200] }`).
         // (A redirect to another origin carried no token: its refusal is a status like any other.)
         if step.usesAuth, let auth = workflow.auth, !result.leftOrigin(of: rendered.request),
-            auth.isFailure(status: status, body: String(decoding: result.body, as: UTF8.self))
+            auth.isFailure(status: status, body: reader.bodyText.text)
         {
             throw StepFailure(
                 "the server still refused the token after it was refreshed (status \(status) matches the auth block's failure rule): \(reader.snippet)"

@@ -64,7 +64,9 @@ final class WorkflowAuthenticator: Sendable {
                 request.headerFields[header] = auth.scheme.isEmpty ? token.value : "\(auth.scheme) \(token.value)"
             },
             isAuthenticationFailure: { response, body in
-                auth.isFailure(status: response.status.code, body: String(decoding: body, as: UTF8.self))
+                auth.isFailure(
+                    status: response.status.code,
+                    body: HTTPBodyText(decoding: body, contentType: response.headerFields[.contentType]).text)
             }
         )
     }
