@@ -160,3 +160,22 @@ extension String {
     /// `A` → `0A`: two hex digits.
     fileprivate var leftPadded: String { count < 2 ? "0" + self : self }
 }
+
+extension URLCheck {
+    /// Why a host, as written in a URL (ASCII, its escapes kept), would not resolve as
+    /// written, or `nil`: a name of letters, digits, `-`, `_` and `.` (its IDNA form for other
+    /// letters), an IPv4 address, or an IPv6 address in brackets. An escape (`%3A`) or a
+    /// character such as `,` or `!` is allowed in a URL's host by RFC 3986 but names no host
+    /// DNS or a hosts file knows: `http://127.0.0.1%3A8080/` would look up `127.0.0.1:8080`.
+    static func unresolvableHostProblem(_ host: String) -> String? {
+        // An IPv6 address (the only host with a ':', with or without its brackets).
+        if host.utf8.contains(UInt8(ascii: ":")) || host.utf8.allSatisfy(resolvableHostCharacters.contains) {
+            return nil
+        }
+        return
+            "has the host '\(short: host)', which would not resolve as written: a host is letters, digits, '-', '_' and '.', or an IP address (an IPv6 one in brackets)"
+    }
+
+    private static let resolvableHostCharacters = ASCIISet(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+}

@@ -377,7 +377,19 @@ struct WorkflowChecker {
             // checks the rest.
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             values.placeholders = true
-            guard let rendered = try? request.url.render(for: .url, with: values) else { continue }
+            let rendered: String
+            do {
+                rendered = try request.url.render(for: .url, with: values)
+            } catch {
+                // A missing value is reported as such elsewhere; a value a filter refuses, or
+                // one in the host that is not a host, is the URL's problem.
+                if error.reason != nil {
+                    reader.fail(
+                        .invalidURL, "'\(short: request.url.source)': \(error)", at: request.urlLocation, step: step,
+                        field: field)
+                }
+                continue
+            }
             if let problem = URLCheck.problem(with: rendered) {
                 // The source has its user information masked already (a credential is never
                 // quoted); so has the URL as rendered.
@@ -462,6 +474,7 @@ enum URLCheck {
             return "has the scheme '\(scheme)'; only http and https are supported"
         }
         guard let host = components.host, !host.isEmpty else { return "has no host" }
+        if let problem = unresolvableHostProblem(components.percentEncodedHost ?? host) { return problem }
         if let port = components.port, !(1...65_535).contains(port) { return "has port \(port); a port is 1 to 65535" }
         return nil
     }

@@ -69,7 +69,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     /// Where a rendered template goes, which decides how values are escaped.
     package enum Context: Sendable {
         /// Percent-encoded as a URL component value, except a reference that starts the URL
-        /// (a base URL such as `{{vars.base}}`) or one marked `| raw`. Those, like the
+        /// (a base URL such as `{{vars.base}}`), one marked `| raw`, and one in the URL's host
+        /// or port, inserted as host text once checked (``render(for:with:)``). Those, like the
         /// literal text, are escaped with the whole URL when it is sent: only characters the
         /// URL does not allow, keeping the `%XX` escapes already there.
         case url
@@ -155,10 +156,26 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     /// The text with every reference replaced by its value, escaped for `context`.
     ///
     /// - Throws: ``TemplateValues/Missing`` if a value is missing (validation prevents it).
+    /// In a URL, a value that goes into the host or the port (after `://`, before the next `/`,
+    /// `?` or `#`, and not in the user information: `http://{{vars.host}}/x` with
+    /// `127.0.0.1:8080`) is host text: inserted as is, not percent-encoded, once checked as a
+    /// host (``hostProblem(_:in:endsPort:)``: no `/ ? # @`, a port 1 to 65535, an IPv6 address in
+    /// brackets), so that it can neither resolve to another name nor change the URL's structure.
+    ///
+    /// - Throws: ``TemplateValues/Missing`` if a value is missing (validation prevents it), a
+    ///   filter cannot take it, or it goes into a URL's host and is not host text (its
+    ///   ``TemplateValues/Missing/reason`` names the value and why).
     package func render(for context: Context, with values: TemplateValues) throws(TemplateValues.Missing) -> String {
-        try rendered(for: context) { reference throws(TemplateValues.Missing) in
+        var refused: TemplateValues.Missing?
+        let text = try rendered(for: context) { reference throws(TemplateValues.Missing) in
             try values.value(of: reference).interpolated
+        } hostRefused: { reference, value, problem in
+            guard refused == nil else { return }
+            let reason = "goes into the URL's host, and '\(short: value)' is not a host: \(problem)"
+            refused = TemplateValues.Missing(reference: reference, reason: reason)
         }
+        if let refused { throw refused }
+        return text
     }
 
     /// The text with its variables replaced (escaped for `context`) and every other reference
@@ -171,24 +188,51 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
 
     /// The text with each reference replaced by `value(reference)`, escaped for `context`, or
     /// left as written where that is nil.
-    private func rendered<E: Error>(for context: Context, value: (Reference) throws(E) -> String?) throws(E) -> String {
+    /// A value that goes into a URL's host or port and is not host text is inserted as is, and
+    /// `hostRefused` gets it with the reason.
+    private func rendered<E: Error>(
+        for context: Context, value: (Reference) throws(E) -> String?,
+        hostRefused: (Reference, String, String) -> Void = { _, _, _ in }
+    ) throws(E) -> String {
         var output = ""
+        var position = URLPosition()
         for (index, segment) in segments.enumerated() {
+            let piece: String
             switch segment {
             case .literal(let text):
-                output += text
+                piece = text
             case .reference(let reference):
-                if let value = try value(reference) {
-                    output += Self.inserted(value, for: reference, at: index, in: context)
+                guard let value = try value(reference) else {
+                    piece = reference.description
+                    break
+                }
+                if context == .url, index > 0, !reference.isRaw,
+                    position.isHostOrPort(followedBy: segments[(index + 1)...])
+                {
+                    if let problem = Self.hostProblem(value, in: position, endsPort: endsAuthority(after: index)) {
+                        hostRefused(reference, value, problem)
+                    }
+                    piece = value
                 } else {
-                    output += reference.description
+                    piece = Self.inserted(value, for: reference, at: index, in: context)
                 }
             }
+            output += piece
+            if context == .url, position.part != .rest { position.feed(piece) }
         }
         return output
     }
 
-    /// `value` as `reference`, the segment at `index`, inserts it into `context`.
+    /// Whether the authority ends after the segment at `index`: nothing follows, or a literal
+    /// that starts with `/`, `?` or `#`.
+    private func endsAuthority(after index: Int) -> Bool {
+        guard index + 1 < segments.count else { return true }
+        guard case .literal(let text) = segments[index + 1], let first = text.utf8.first else { return false }
+        return first == UInt8(ascii: "/") || first == UInt8(ascii: "?") || first == UInt8(ascii: "#")
+    }
+
+    /// `value` as `reference`, the segment at `index`, inserts it into `context` (a value in
+    /// a URL's host or port is not inserted here).
     private static func inserted(
         _ value: String, for reference: Reference, at index: Int, in context: Context
     ) -> String {
@@ -312,7 +356,8 @@ package struct TemplateValues: Sendable {
     /// A reference whose value is not there, or that a filter cannot take.
     package struct Missing: Error, Sendable, CustomStringConvertible {
         package var reference: Template.Reference
-        /// Why a filter refused the value (`| length` of a number); `nil` when it is missing.
+        /// Why a filter refused the value (`| length` of a number), or why it cannot go where
+        /// it goes (a URL's host); `nil` when it is missing.
         package var reason: String?
         package var description: String {
             if let reason { return "\(short: reference): \(reason)" }
