@@ -18,31 +18,49 @@ final class ClientRouter: Sendable {
         case made(configuration: HTTPClient.Configuration, proxies: HTTPProxySettings, loop: any EventLoop)
     }
 
+    /// What sets clients apart: the proxy (`nil`: straight to the server), and whether they
+    /// decode bodies.
+    struct Key: Hashable {
+        var proxy: HTTPProxy?
+        var decompresses: Bool
+    }
+
     let source: Source
-    /// The clients made so far, by proxy (`nil`: straight to the server).
-    private let clients = Locked<[HTTPProxy?: HTTPClient]>([:])
+    /// The clients made so far.
+    private let clients = Locked<[Key: HTTPClient]>([:])
 
     init(_ source: Source) {
         self.source = source
     }
 
-    /// The client for a request to `scheme://host`.
+    /// The client for a request to `scheme://host`, decoding its body or not.
     ///
     /// - Throws: `HTTPTransportError` (`.invalidRequest`) for a proxy AsyncHTTPClient cannot
-    ///   use, naming it (without its password).
-    func client(scheme: String?, host: String?, authority: String?) throws(HTTPTransportError) -> HTTPClient {
+    ///   use, naming it (without its password), or for `decompresses: false` on a given client.
+    func client(
+        scheme: String?, host: String?, authority: String?, decompresses: Bool
+    ) throws(HTTPTransportError) -> HTTPClient {
         switch source {
         case .given(let client):
+            guard decompresses else {
+                throw HTTPTransportError(
+                    code: .invalidRequest,
+                    message: "a transport over a given HTTPClient sends every request as that client is configured: "
+                        + "it cannot turn decoding off for one request (use withTransport)",
+                    host: authority)
+            }
             return client
         case .made(let configuration, let proxies, let loop):
             let proxy = scheme.flatMap { scheme in host.flatMap { proxies.proxy(scheme: scheme, host: $0) } }
-            if let client = clients.withLock({ $0[proxy] }) { return client }
+            let key = Key(proxy: proxy, decompresses: decompresses && !configuration.decompression.isDisabled)
+            if let client = clients.withLock({ $0[key] }) { return client }
             var configuration = configuration
             configuration.proxy = try Self.clientProxy(proxy, authority: authority)
+            if !key.decompresses { configuration.decompression = .disabled }
             let made = HTTPClient(eventLoopGroupProvider: .shared(loop), configuration: configuration)
             let (client, spare) = clients.withLock { clients -> (HTTPClient, HTTPClient?) in
-                if let existing = clients[proxy] { return (existing, made) }
-                clients[proxy] = made
+                if let existing = clients[key] { return (existing, made) }
+                clients[key] = made
                 return (made, nil)
             }
             // Another request made the same client first: this one was never used.
@@ -89,6 +107,13 @@ final class ClientRouter: Sendable {
                     + "(use an http:// proxy, which still tunnels HTTPS end to end, or --transport urlsession)",
                 host: authority)
         }
+    }
+}
+
+extension HTTPClient.Decompression {
+    var isDisabled: Bool {
+        if case .disabled = self { return true }
+        return false
     }
 }
 

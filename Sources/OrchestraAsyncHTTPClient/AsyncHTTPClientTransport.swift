@@ -119,10 +119,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(10), read: .hours(1))
         configuration.tlsConfiguration = try tlsConfiguration(settings.tls)
-        // The decoder stops at the body limit (the collector, which counts what the decoder
-        // gives it, would only see the limit passed after a whole inflated part).
-        configuration.decompression =
-            settings.decompresses ? .enabled(limit: .size(maximumBodySize)) : .disabled
+        // The collector counts what the decoder gives it, part by part (each inflated from at
+        // most one read, so bounded), against the request's limit; a sink has none.
+        configuration.decompression = settings.decompresses ? .enabled(limit: .none) : .disabled
         // A span per request costs even when nobody records it: keep only a tracer the app set up.
         if configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
@@ -182,20 +181,42 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
     ) async throws -> (HTTPResponse, Data) {
-        try await exchange(request, content: content, progress: progress, timeout: timeout)
+        try await exchange(request, content: content, receiving: .standard, progress: progress, timeout: timeout)
+    }
+
+    /// Sends `request` and handles its body as `body` says: a sink gets each part as it arrives
+    /// (decoded unless `body.decompresses` is `false`), on the client's event loop, and the
+    /// body returned is empty; a body held in memory is limited to `body.maximumSize` (or the
+    /// transport's limit). With `decompresses: false`, a request without an `Accept-Encoding`
+    /// of its own asks for `identity`, and the body comes back as sent.
+    ///
+    /// - Throws: As ``send(_:content:progress:timeout:)`` (`timeout` `nil`: none); what the sink
+    ///   throws, as it is.
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving body: HTTPResponseBodyHandling,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        var request = request
+        if !body.decompresses, request.headerFields[.acceptEncoding] == nil {
+            request.headerFields[.acceptEncoding] = "identity"
+        }
+        return try await exchange(request, content: content, receiving: body, progress: progress, timeout: timeout)
     }
 
     /// Sends `request`: a file as a stream (raced against `timeout` by `withTimeout`), a body in
     /// memory through the delegate API (timed by the shared timer).
     private func exchange(
-        _ request: HTTPRequest, content: HTTPRequestBody?,
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving handling: HTTPResponseBodyHandling = .standard,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
         let progress = progress ?? { _, _ in }
         let authority = request.authority
         let (url, headers) = try Self.target(of: request)
         let client = try clients.client(
-            scheme: request.scheme, host: authority.map(HTTPTransportError.hostName(of:)), authority: authority)
+            scheme: request.scheme, host: authority.map(HTTPTransportError.hostName(of:)), authority: authority,
+            decompresses: handling.decompresses)
+        let receiving = Receiving(
+            limit: handling.maximumSize.map { min($0, maximumBodySize) } ?? maximumBodySize, sink: handling.sink)
         switch content {
         case .file(let file):
             var outgoing = HTTPClientRequest(url: url)
@@ -203,18 +224,26 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             outgoing.headers = headers
             outgoing.body = try Self.fileBody(file, authority: authority)
             guard let timeout else {
-                return try await streamed(outgoing, client: client, authority: authority, progress: progress)
+                return try await streamed(
+                    outgoing, client: client, authority: authority, receiving: receiving, progress: progress)
             }
             return try await withTimeout(timeout) { [outgoing] in
-                try await self.streamed(outgoing, client: client, authority: authority, progress: progress)
+                try await self.streamed(
+                    outgoing, client: client, authority: authority, receiving: receiving, progress: progress)
             }
         case .data, nil:
             let body: HTTPClient.Body? =
                 if case .data(let data) = content { .byteBuffer(ByteBuffer(bytes: data)) } else { nil }
             return try await collected(
                 url: url, request.method, headers, body: body, client: client, authority: authority,
-                timeout: timeout, progress: progress)
+                receiving: receiving, timeout: timeout, progress: progress)
         }
+    }
+
+    /// Where a response's body goes: its limit in memory, or a sink.
+    private struct Receiving: Sendable {
+        var limit: Int
+        var sink: (any HTTPResponseBodySink)?
     }
 
     /// Sends a request whose body is in memory through AsyncHTTPClient's delegate API, which
@@ -223,14 +252,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// fails the request with `TimeoutError` at the deadline.
     private func collected(
         url: String, _ method: HTTPRequest.Method, _ headers: HTTPHeaders, body: HTTPClient.Body?,
-        client: HTTPClient, authority: String?, timeout: Duration?,
+        client: HTTPClient, authority: String?, receiving: Receiving, timeout: Duration?,
         progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        try await Self.mappingErrors(authority: authority, limit: maximumBodySize) {
+        try await Self.mappingErrors(authority: authority, limit: receiving.limit) {
             let outgoing = try HTTPClient.Request(
                 url: url, method: HTTPMethod(rawValue: method.rawValue), headers: headers, body: body)
             let collector = ResponseCollector(
-                maximumBodySize: maximumBodySize, authority: authority, progress: progress)
+                maximumBodySize: receiving.limit, authority: authority, sink: receiving.sink, progress: progress)
             let task = client.execute(request: outgoing, delegate: collector, eventLoop: .indifferent, logger: nil)
             // A response already there when the timer fires is kept: failing a finished task
             // changes nothing.
@@ -240,10 +269,17 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 }
             }
             defer { if let deadline { SharedTimer.cancel(deadline) } }
-            let response = try await withTaskCancellationHandler {
-                try await task.futureResult.get()
-            } onCancel: {
-                task.cancel()
+            let response: CollectedResponse
+            do {
+                response = try await withTaskCancellationHandler {
+                    try await task.futureResult.get()
+                } onCancel: {
+                    task.cancel()
+                }
+            } catch {
+                // What the collector failed the request with, rather than what followed from it.
+                if let failure = collector.failure { throw failure }
+                throw error
             }
             return (Self.httpResponse(status: response.head.status, headers: response.head.headers), response.body)
         }
@@ -251,18 +287,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Sends a request whose body is streamed from a file through AsyncHTTPClient's async API.
     private func streamed(
-        _ outgoing: HTTPClientRequest, client: HTTPClient, authority: String?,
+        _ outgoing: HTTPClientRequest, client: HTTPClient, authority: String?, receiving: Receiving,
         progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) async throws -> (HTTPResponse, Data) {
-        try await Self.mappingErrors(authority: authority, limit: maximumBodySize) {
+        try await Self.mappingErrors(authority: authority, limit: receiving.limit) {
             let response = try await client.execute(outgoing, timeout: .hours(1))
-            var body = ResponseBody(limit: maximumBodySize, authority: authority)
+            var body = ResponseBody(limit: receiving.limit, authority: authority, sink: receiving.sink)
             body.expect(response.headers)
+            try body.begin()
             for try await part in response.body {
                 try body.append(part)
-                progress(body.data.count, body.expected)
+                progress(body.received, body.expected)
             }
-            if body.data.isEmpty { progress(0, body.expected) }
+            if body.received == 0 { progress(0, body.expected) }
             return (Self.httpResponse(status: response.status, headers: response.headers), body.data)
         }
     }
@@ -277,6 +314,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return try await body()
         } catch let error as HTTPTransportError {
             throw error
+        } catch let failure as HTTPResponseSinkFailure {
+            throw failure.error
         } catch {
             try Task.checkCancellation()
             if error is TimeoutError { throw error }

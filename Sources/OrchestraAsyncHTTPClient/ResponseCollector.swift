@@ -24,33 +24,46 @@ final class ResponseCollector: HTTPClientResponseDelegate {
     private struct State {
         var head: HTTPResponseHead?
         var body: ResponseBody
+        /// Why the collector failed the request (past the limit, the sink's error): what the
+        /// request ends with, whatever error the client reports after it (a decoder cut off
+        /// mid-stream reports a truncated body).
+        var failure: (any Error)?
     }
+
+    /// Why the collector failed the request, if it did.
+    var failure: (any Error)? { state.withLock { $0.failure } }
 
     private let state: Locked<State>
     private let progress: @Sendable (_ received: Int, _ expected: Int?) -> Void
 
     init(
-        maximumBodySize: Int, authority: String?,
+        maximumBodySize: Int, authority: String?, sink: (any HTTPResponseBodySink)? = nil,
         progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void
     ) {
-        state = Locked(State(body: ResponseBody(limit: maximumBodySize, authority: authority)))
+        state = Locked(State(body: ResponseBody(limit: maximumBodySize, authority: authority, sink: sink)))
         self.progress = progress
     }
 
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        state.withLock { state in
+        let began = state.withLock { state in
             state.head = head
             state.body.expect(head.headers)
+            let result = Result { try state.body.begin() }
+            if case .failure(let error) = result, state.failure == nil { state.failure = error }
+            return result
         }
+        if case .failure(let error) = began { return task.eventLoop.makeFailedFuture(error) }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
         let received = state.withLock { state in
-            Result { () throws(HTTPTransportError) in
+            let result = Result { () throws in
                 try state.body.append(part)
-                return (count: state.body.data.count, expected: state.body.expected)
+                return (count: state.body.received, expected: state.body.expected)
             }
+            if case .failure(let error) = result, state.failure == nil { state.failure = error }
+            return result
         }
         switch received {
         case .success(let received):
@@ -67,41 +80,68 @@ final class ResponseCollector: HTTPClientResponseDelegate {
         let (head, body) = state.withLock { ($0.head, $0.body) }
         // AsyncHTTPClient reports the head before it finishes a request.
         guard let head else { preconditionFailure("AsyncHTTPClient finished a request before its head") }
-        if body.data.isEmpty { progress(0, body.expected) }
+        if body.received == 0 { progress(0, body.expected) }
         return CollectedResponse(head: head, body: body.data)
     }
 }
 
-/// A response body gathered in memory, refused past `limit` bytes.
+/// A response body gathered in memory, refused past `limit` bytes (counted decoded), or handed
+/// to a sink part by part and never held.
 struct ResponseBody: Sendable {
     let limit: Int
     let authority: String?
+    let sink: (any HTTPResponseBodySink)?
     private(set) var data = Data()
+    /// The bytes received so far (decoded).
+    private(set) var received = 0
     /// The length the server announced (`Content-Length`).
     private(set) var expected: Int?
+    /// Whether the server encoded the body (`Content-Encoding`): the limit then counts decoded bytes.
+    private var encoded = false
 
-    init(limit: Int, authority: String?) {
+    init(limit: Int, authority: String?, sink: (any HTTPResponseBodySink)? = nil) {
         self.limit = limit
         self.authority = authority
+        self.sink = sink
     }
 
     /// Notes the announced length and makes room for it (if it is within the limit).
     mutating func expect(_ headers: HTTPHeaders) {
         expected = headers.first(name: "content-length").flatMap { Int($0) }
-        if let expected, expected <= limit { data.reserveCapacity(expected) }
+        encoded = headers.first(name: "content-encoding").map { $0.lowercased() != "identity" } ?? false
+        if sink == nil, let expected, expected <= limit { data.reserveCapacity(expected) }
     }
 
-    /// Adds `part`.
+    /// Tells the sink a body starts.
     ///
-    /// - Throws: `HTTPTransportError` (`.responseTooLarge`) if the body would pass the limit.
-    mutating func append(_ part: ByteBuffer) throws(HTTPTransportError) {
+    /// - Throws: ``HTTPResponseSinkFailure`` with what the sink threw.
+    func begin() throws {
+        do { try sink?.begin() } catch { throw HTTPResponseSinkFailure(error) }
+    }
+
+    /// Adds `part`, or hands it to the sink.
+    ///
+    /// - Throws: `HTTPTransportError` (`.responseTooLarge`) if a body held in memory would pass
+    ///   the limit; ``HTTPResponseSinkFailure`` with what the sink threw.
+    mutating func append(_ part: ByteBuffer) throws {
+        if let sink {
+            do {
+                try part.withUnsafeReadableBytes { try sink.write($0) }
+            } catch {
+                throw HTTPResponseSinkFailure(error)
+            }
+            received += part.readableBytes
+            return
+        }
         guard data.count + part.readableBytes <= limit else {
             throw HTTPTransportError(
                 code: .responseTooLarge,
-                message: "the response from \(authority ?? "the server") is larger than \(limit) bytes",
+                message:
+                    "the response from \(authority ?? "the server") is larger than \(limit) bytes\(encoded ? " (decoded)" : "")",
                 host: authority
             )
         }
         data.append(contentsOf: part.readableBytesView)
+        received = data.count
     }
 }

@@ -58,12 +58,27 @@ public struct HTTPTransportConformance: Sendable {
         /// request the server holds with `TimeoutError` carrying the timeout given (0.2 s real
         /// time). Needs the demo server (`/barrier`).
         case timedSendThrowsTimeoutError
+        /// A gzip body (`/gzip`) and a deflate body (`/deflate`) come back decoded, whatever
+        /// asked for them.
+        case compressedBodiesAreDecoded
+        /// The limit of a body held in memory counts decoded bytes: 64 KB of gzip that inflate
+        /// to 4 MB (`/gzip/zeros/4194304`) with `maximumSize` 1 MB throw an `HTTPTransportError`
+        /// with code `.responseTooLarge`. Needs the demo server.
+        case decodedBodiesAreLimited
+        /// A body handed to an ``HTTPResponseBodySink`` is never held whole: 8 MB
+        /// (`/large/8388608`) arrive in parts, each smaller than the body, with the transport's
+        /// own limit at 1 MB, and the body returned is empty. Needs the demo server.
+        case bodiesStreamToASink
+        /// With `decompresses: false`, a gzip body comes back as sent (its first bytes are
+        /// gzip's), or the transport refuses with code `.invalidRequest` before sending.
+        case bodiesAsSentWhenAsked
 
-        /// Whether the check needs a route only the demo server has (`/barrier`); the others
-        /// use only httpbin's routes.
+        /// Whether the check needs a route only the demo server has (`/barrier`,
+        /// `/gzip/zeros`, `/large`); the others use only httpbin's routes.
         public var needsDemoServer: Bool {
             self == .cancellationThrowsCancellationError || self == .manyRequestsInFlightToOneHost
-                || self == .timedSendThrowsTimeoutError
+                || self == .timedSendThrowsTimeoutError || self == .decodedBodiesAreLimited
+                || self == .bodiesStreamToASink
         }
 
         /// The check's name: `redirectsAreReturned`.
@@ -128,6 +143,10 @@ public struct HTTPTransportConformance: Sendable {
         case .nonASCIIHeaderValues: try await checkNonASCIIHeaders()
         case .connectionRefusedIsTransient: try await checkConnectionRefused()
         case .timedSendThrowsTimeoutError: try await checkTimedSend()
+        case .compressedBodiesAreDecoded: try await checkDecoding()
+        case .decodedBodiesAreLimited: try await checkDecodedLimit()
+        case .bodiesStreamToASink: try await checkSink()
+        case .bodiesAsSentWhenAsked: try await checkAsSent()
         }
     }
 }
@@ -168,6 +187,10 @@ extension HTTPTransportConformance.Check {
         case .connectionRefusedIsTransient: "HTTPTransportError with code connectionRefused, transient"
         case .timedSendThrowsTimeoutError:
             "TimeoutError with the timeout given, for a request still held at its deadline"
+        case .compressedBodiesAreDecoded: "gzip and deflate bodies decoded"
+        case .decodedBodiesAreLimited: "HTTPTransportError .responseTooLarge for a body that inflates past the limit"
+        case .bodiesStreamToASink: "the body handed to the sink in parts, never held whole"
+        case .bodiesAsSentWhenAsked: "a gzip body as sent, or .invalidRequest"
         }
     }
 }

@@ -142,7 +142,7 @@ public final class HTTPCoordinator: Sendable {
             timeout: options.timeout ?? configuration.requestTimeout,
             redirects: options.redirects ?? configuration.redirects,
             onAttempt: options.onAttempt, willSend: options.willSend, onRetry: options.onRetry,
-            credentialFields: options.credentialFields, progress: progress
+            credentialFields: options.credentialFields, progress: progress, responseBody: options.responseBody
         )
         guard options.isAuthenticated, let authentication = configuration.authentication else {
             return try await sendFollowingRedirects(request, body: body, plan, attemptsBefore: 0)
@@ -225,6 +225,7 @@ public final class HTTPCoordinator: Sendable {
         /// Fields dropped on a hop to another origin, besides ``RedirectRule``'s own.
         var credentialFields: Set<HTTPField.Name>
         var progress: (@Sendable (Int, Int?) -> Void)?
+        var responseBody: HTTPResponseBodyHandling
     }
 
     /// The names of the fields `signed` sets or changes from `request`.
@@ -345,8 +346,13 @@ public final class HTTPCoordinator: Sendable {
         plan.onAttempt?(.started(request))
         let transport = self.transport
         let progress = plan.progress
+        let responseBody = plan.responseBody
         let send: @Sendable (Duration?) async throws -> HTTPResult = { timeout in
-            let (response, data) = try await transport.send(request, content: body, progress: progress, within: timeout)
+            let (response, data) =
+                responseBody.isStandard
+                ? try await transport.send(request, content: body, progress: progress, within: timeout)
+                : try await transport.send(
+                    request, content: body, receiving: responseBody, progress: progress, timeout: timeout)
             return HTTPResult(response: response, body: data)
         }
         do {

@@ -48,6 +48,10 @@ public struct HTTPRequestOptions: Sendable {
     /// ``HTTPCoordinator/Authentication`` signs with: each is dropped, like those, when a
     /// redirect leads to another origin (see ``HTTPRedirectPolicy``). Empty by default.
     public var credentialFields: Set<HTTPField.Name>
+    /// What the transport does with the response's body: in memory within a limit (the
+    /// default), handed to a sink as it arrives (a download that is never held whole), decoded
+    /// or as sent. See ``HTTPResponseBodyHandling``.
+    public var responseBody: HTTPResponseBodyHandling = .standard
 
     /// Options; each parameter is described by the property of the same name (`nil`: the coordinator's configuration).
     public init(

@@ -72,6 +72,21 @@ public protocol HTTPTransport: Sendable {
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
     ) async throws -> (HTTPResponse, Data)
 
+    /// Sends `request` with `content` and handles the response's body as `body` says: held in
+    /// memory within a limit, handed to a ``HTTPResponseBodySink`` part by part as it arrives
+    /// (returning an empty body), decoded or as sent. The coordinator sends a request whose
+    /// ``HTTPRequestOptions/responseBody`` is not ``HTTPResponseBodyHandling/standard`` through
+    /// this method, with its timeout (`nil`: none). The default implementation holds the
+    /// whole body, then hands it to the sink, and refuses `decompresses: false`; a transport
+    /// that streams implements it (both transports of this package do), and
+    /// `HTTPTransportConformance` checks that a sink's body is never held whole.
+    ///
+    /// - Throws: As ``send(_:content:progress:timeout:)``; what the sink throws, as it is.
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving body: HTTPResponseBodyHandling,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data)
+
     /// The most connections the transport opens to one host.
     var maximumConnectionsPerHost: Int { get }
 }

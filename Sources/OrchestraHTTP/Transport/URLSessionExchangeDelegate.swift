@@ -80,7 +80,14 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
         releaseTheSession(session)
-        state.withLock { $0.receive(response as? HTTPURLResponse, for: dataTask.taskIdentifier) }
+        let sink = state.withLock { $0.receive(response as? HTTPURLResponse, for: dataTask.taskIdentifier) }
+        if let sink {
+            do {
+                try sink.begin()
+            } catch {
+                fail(dataTask, of: session, with: error)
+            }
+        }
         // On Linux the handler only schedules work on the session's queue: it does not wait.
         completionHandler(.allow)
     }
@@ -93,6 +100,15 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
             break
         case .progress(let progress, let count, let expected):
             callbacksAsync { progress(count, expected) }
+        case .write(let sink, let progress, let count, let expected):
+            // On the session's queue, one part at a time: on Linux curl waits for it.
+            do {
+                try data.withUnsafeBytes { try sink.write($0) }
+            } catch {
+                fail(dataTask, of: session, with: error)
+                return
+            }
+            if let progress { callbacksAsync { progress(count, expected) } }
         case .tooLarge(let resumption):
             stopReceiving(dataTask, of: session)
             deliver(resumption)
@@ -164,6 +180,14 @@ final class URLSessionExchangeDelegate: NSObject, URLSessionDataDelegate, @unche
         #else
         task.task.resume()
         #endif
+    }
+
+    /// Ends the request of `dataTask` with what its sink threw, and its transfer.
+    private func fail(_ dataTask: URLSessionDataTask, of session: URLSession, with error: any Error) {
+        guard let resumption = state.withLock({ $0.fail(dataTask.taskIdentifier, error: error) }) else { return }
+        stopReceiving(dataTask, of: session)
+        deliver(resumption)
+        SendableTask(dataTask).cancelWithoutWaiting()
     }
 
     /// Resumes a request, after the `progress` calls already scheduled.

@@ -29,6 +29,21 @@ struct URLSessionExchanges {
         var authority: String?
         var response: HTTPURLResponse?
         var data = Data()
+        /// Where the body goes instead of ``data``.
+        var sink: (any HTTPResponseBodySink)?
+        /// Body bytes handed to the sink so far.
+        var handed = 0
+
+        init(
+            continuation: CheckedContinuation<URLSessionReply, any Error>, progress: (@Sendable (Int, Int?) -> Void)?,
+            limit: Int, authority: String?, sink: (any HTTPResponseBodySink)? = nil
+        ) {
+            self.continuation = continuation
+            self.progress = progress
+            self.limit = limit
+            self.authority = authority
+            self.sink = sink
+        }
     }
 
     /// A continuation and what to resume it with.
@@ -62,6 +77,9 @@ struct URLSessionExchanges {
         case tooLarge(Resumption)
         /// The request ended already: stop receiving (its task's cancellation is on its way).
         case ended
+        /// Hand the part to the request's sink (then call `progress`, if any).
+        case write(
+            any HTTPResponseBodySink, progress: (@Sendable (Int, Int?) -> Void)?, received: Int, expected: Int?)
     }
 
     private var notStarted: [Int: NotStarted] = [:]
@@ -103,9 +121,19 @@ struct URLSessionExchanges {
         return exchanges[id] != nil
     }
 
-    /// Task `id` received its response.
-    mutating func receive(_ response: HTTPURLResponse?, for id: Int) {
+    /// Task `id` received its response; returns the request's sink, to be told a body starts.
+    @discardableResult
+    mutating func receive(_ response: HTTPURLResponse?, for id: Int) -> (any HTTPResponseBodySink)? {
         exchanges[id]?.response = response
+        exchanges[id]?.handed = 0
+        return exchanges[id]?.sink
+    }
+
+    /// The sink of task `id`'s request threw `error`: the request fails with it (its task is
+    /// to be cancelled).
+    mutating func fail(_ id: Int, error: any Error) -> Resumption? {
+        guard let exchange = exchanges.removeValue(forKey: id) else { return nil }
+        return Resumption(continuation: exchange.continuation, result: .failure(HTTPResponseSinkFailure(error)))
     }
 
     /// Task `id` received a part of its body.
@@ -115,6 +143,11 @@ struct URLSessionExchanges {
         guard let received = exchanges[id]?.data.count, let limit = exchanges[id]?.limit else {
             bytesAfterTheEnd = bytesAfterTheEnd > Int.max - data.count ? Int.max : bytesAfterTheEnd + data.count
             return .ended
+        }
+        if let sink = exchanges[id]!.sink {
+            exchanges[id]!.handed += data.count
+            let expected = exchanges[id]!.response.map(\.expectedContentLength).flatMap { $0 >= 0 ? Int($0) : nil }
+            return .write(sink, progress: exchanges[id]!.progress, received: exchanges[id]!.handed, expected: expected)
         }
         guard data.count <= limit - received else {
             let exchange = exchanges.removeValue(forKey: id)!

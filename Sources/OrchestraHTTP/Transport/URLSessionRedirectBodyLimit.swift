@@ -73,6 +73,8 @@ enum RedirectBodyLimit {
         var urlProtocol: AnyObject
         var handle: OpaquePointer
         var limit: Int
+        /// Whether curl decodes the body.
+        var decodes = true
         /// Paused at the limit: the progress callback has nothing more to do.
         var paused = false
         /// Set when the progress callback cancelled the task at the limit.
@@ -121,8 +123,13 @@ enum RedirectBodyLimit {
         for (option, value) in options.longs where curl.setLong(handle, option, value) != 0 {
             return
         }
+        // A URL to an IPv6 address: curl is given the real one (see IPLiteralURL).
+        guard IPLiteralURL.setUp(task, handle: handle, curl: curl) else { return }
         entries.withLock {
-            $0[key] = .watched(Watched(task: task, urlProtocol: urlProtocol as AnyObject, handle: handle, limit: limit))
+            $0[key] = .watched(
+                Watched(
+                    task: task, urlProtocol: urlProtocol as AnyObject, handle: handle, limit: limit,
+                    decodes: options.decodes))
         }
         // URLSession configures the handle after this, switching curl's progress off: the
         // progress callback is set up once connected.
@@ -140,6 +147,7 @@ enum RedirectBodyLimit {
 
     /// Forgets `task`, which completed; returns how its transfer was stopped here, if it was.
     static func end(_ task: URLSessionTask) -> Ending? {
+        IPLiteralURL.end(task)
         let key = key(of: task)
         return entries.withLock { entries in
             switch entries.removeValue(forKey: key) {
@@ -160,6 +168,7 @@ enum RedirectBodyLimit {
     private static let connected: Curl.Prereq = { clientp, _, _, _, _ in
         let key = UInt(bitPattern: clientp)
         guard let curl = Curl.functions, case .watched(let watched) = entries.withLock({ $0[key] }) else { return 0 }
+        if !watched.decodes { _ = curl.setLong(watched.handle, Curl.contentDecoding, 0) }
         _ = curl.setPointer(watched.handle, Curl.xferInfoData, clientp)
         _ = curl.setPointer(
             watched.handle, Curl.xferInfoFunction, unsafeBitCast(progress, to: UnsafeMutableRawPointer.self))

@@ -5,8 +5,11 @@ import Foundation
 struct CurlOptions: Sendable {
     var strings: [(option: Int32, value: String)] = []
     var longs: [(option: Int32, value: Int)] = []
+    /// Whether curl decodes the body: `false` is set once connected, after URLSession has
+    /// configured the handle (it turns decoding on).
+    var decodes = true
 
-    var isEmpty: Bool { strings.isEmpty && longs.isEmpty }
+    var isEmpty: Bool { strings.isEmpty && longs.isEmpty && decodes }
 }
 
 #if canImport(FoundationNetworking)
@@ -82,6 +85,8 @@ struct URLSessionTransferSettings: Sendable {
     /// The options of a request to `url`: the TLS options and its proxy (none: an empty
     /// `CURLOPT_PROXY`, so that curl reads no environment variable either).
     func options(for url: URL?) -> CurlOptions {
+        // The proxy of an IPv6 address is chosen by the address, not its stand-in.
+        let url = IPLiteralURL.realURL(url) ?? url
         var options = tls
         let proxy = url.flatMap { url in url.scheme.flatMap { scheme in url.host.map { (scheme, $0) } } }.flatMap {
             proxies.proxy(scheme: $0.0, host: $0.1)

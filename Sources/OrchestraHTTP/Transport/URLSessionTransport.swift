@@ -1,5 +1,6 @@
 import Foundation
 public import HTTPTypes
+import Orchestra
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -189,18 +190,53 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         try await exchange(request, body: body, progress: progress)
     }
 
+    /// Sends `request` and handles its body as `body` says: a sink gets each part as it
+    /// arrives (decoded unless `body.decompresses` is `false`), one at a time, and the body
+    /// returned is empty; a body held in memory is limited to `body.maximumSize` (or the
+    /// transport's limit). A file to upload is read into memory (URLSession's upload tasks are
+    /// not used). With `decompresses: false`, a request without an `Accept-Encoding` of its own
+    /// asks for `identity`, and on Linux the body comes back as sent; Apple's URLSession always
+    /// decodes, and such a request is refused there.
+    ///
+    /// - Throws: As ``send(_:body:)``; `TimeoutError` once `timeout` has passed; what the sink
+    ///   throws, as it is.
+    public func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving body: HTTPResponseBodyHandling,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        let data = try content?.contents()
+        guard let timeout else { return try await exchange(request, body: data, receiving: body, progress: progress) }
+        return try await withTimeout(timeout) {
+            try await self.exchange(request, body: data, receiving: body, progress: progress)
+        }
+    }
+
     /// One exchange: the request converted (or refused), one data task through the
     /// delegate, the response converted, client errors mapped.
     private func exchange(
-        _ request: HTTPRequest, body: Data?, progress: (@Sendable (Int, Int?) -> Void)?
+        _ request: HTTPRequest, body: Data?, receiving handling: HTTPResponseBodyHandling = .standard,
+        progress: (@Sendable (Int, Int?) -> Void)?
     ) async throws -> (HTTPResponse, Data) {
+        var request = request
+        if !handling.decompresses {
+            #if canImport(FoundationNetworking)
+            if request.headerFields[.acceptEncoding] == nil { request.headerFields[.acceptEncoding] = "identity" }
+            #else
+            throw HTTPTransportError(
+                code: .invalidRequest,
+                message: "URLSession on this platform always decodes compressed bodies: it cannot return one as sent "
+                    + "(use AsyncHTTPClientTransport)",
+                host: request.authority)
+            #endif
+        }
         let urlRequest = try Self.urlRequest(for: request, body: body)
         try Task.checkCancellation()
         let task = SendableTask(session.dataTask(with: urlRequest))
         let delegate = self.delegate
-        let limit = maximumBodySize
+        let limit = handling.maximumSize.map { min($0, maximumBodySize) } ?? maximumBodySize
         #if canImport(FoundationNetworking)
-        let options = transfer.options(for: urlRequest.url)
+        var options = transfer.options(for: urlRequest.url)
+        options.decodes = handling.decompresses
         #else
         let options = CurlOptions()
         #endif
@@ -215,7 +251,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
                         task,
                         .init(
                             continuation: continuation, progress: progress, limit: limit,
-                            authority: request.authority),
+                            authority: request.authority, sink: handling.sink),
                         options: options)
                 }
             } onCancel: {
@@ -229,6 +265,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
             return (try Self.httpResponse(from: response, authority: request.authority), reply.body)
         } catch let error as HTTPTransportError {
             throw error
+        } catch let failure as HTTPResponseSinkFailure {
+            throw failure.error
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw Self.mapped(error, authority: request.authority)

@@ -50,12 +50,23 @@ struct ExchangeContext: Sendable {
 protocol WrappingTransport: HTTPTransport {
     var base: any HTTPTransport { get }
 
-    /// Sends `request` through `base` (with `base.send(_:content:progress:within:)`, so that a
-    /// timeout reaches it), adding what the wrapper adds.
+    /// Sends `request` through `base` (with `base.send(_:content:receiving:progress:timeout:)`,
+    /// so that a timeout and the body's handling reach it), adding what the wrapper adds.
     func exchange(
-        _ request: HTTPRequest, content: HTTPRequestBody?,
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving body: HTTPResponseBodyHandling,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data)
+}
+
+extension HTTPTransport {
+    /// Sends through the plainest method that carries `body` and `timeout`.
+    func forward(
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving body: HTTPResponseBodyHandling,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        if body.isStandard { return try await send(request, content: content, progress: progress, within: timeout) }
+        return try await send(request, content: content, receiving: body, progress: progress, timeout: timeout)
+    }
 }
 
 extension WrappingTransport {
@@ -65,14 +76,21 @@ extension WrappingTransport {
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?
     ) async throws -> (HTTPResponse, Data) {
-        try await exchange(request, content: content, progress: progress, timeout: nil)
+        try await exchange(request, content: content, receiving: .standard, progress: progress, timeout: nil)
     }
 
     func send(
         _ request: HTTPRequest, content: HTTPRequestBody?,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration
     ) async throws -> (HTTPResponse, Data) {
-        try await exchange(request, content: content, progress: progress, timeout: timeout)
+        try await exchange(request, content: content, receiving: .standard, progress: progress, timeout: timeout)
+    }
+
+    func send(
+        _ request: HTTPRequest, content: HTTPRequestBody?, receiving body: HTTPResponseBodyHandling,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        try await exchange(request, content: content, receiving: body, progress: progress, timeout: timeout)
     }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
@@ -94,11 +112,12 @@ struct CookieTransport: WrappingTransport {
     let base: any HTTPTransport
 
     func exchange(
-        _ request: HTTPRequest, content body: HTTPRequestBody?,
+        _ request: HTTPRequest, content body: HTTPRequestBody?, receiving handling: HTTPResponseBodyHandling,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
         guard let jar = ExchangeContext.current?.cookies else {
-            return try await base.send(request, content: body, progress: progress, within: timeout)
+            return try await base.forward(
+                request, content: body, receiving: handling, progress: progress, timeout: timeout)
         }
         let scheme = request.scheme ?? "http"
         let host = request.authority ?? ""
@@ -109,7 +128,8 @@ struct CookieTransport: WrappingTransport {
             // which HTTP/1.1 forbids (RFC 6265 §5.4) and servers join with commas.
             request.headerFields.append(HTTPField(name: .cookie, value: cookies))
         }
-        let (response, data) = try await base.send(request, content: body, progress: progress, within: timeout)
+        let (response, data) = try await base.forward(
+            request, content: body, receiving: handling, progress: progress, timeout: timeout)
         let set = response.headerFields[values: .setCookie]
         if !set.isEmpty { jar.store(setCookie: set, scheme: scheme, host: host, path: path) }
         return (response, data)
@@ -126,14 +146,15 @@ struct ObservedTransport<C: Clock>: WrappingTransport where C.Duration == Durati
     let observe: @Sendable (HTTPExchange) -> Void
 
     func exchange(
-        _ request: HTTPRequest, content body: HTTPRequestBody?,
+        _ request: HTTPRequest, content body: HTTPRequestBody?, receiving handling: HTTPResponseBodyHandling,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
         let start = clock.now
         var exchange = HTTPExchange(
             label: label ?? ExchangeContext.current?.label ?? "request", request: request, body: body, duration: .zero)
         do {
-            let (response, data) = try await base.send(request, content: body, progress: progress, within: timeout)
+            let (response, data) = try await base.forward(
+                request, content: body, receiving: handling, progress: progress, timeout: timeout)
             exchange.duration = start.duration(to: clock.now)
             exchange.response = response
             exchange.responseBody = data

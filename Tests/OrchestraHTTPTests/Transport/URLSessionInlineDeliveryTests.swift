@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OrchestraDemoServer
 import OrchestraTestKit
 import TestSupport
 import Testing
@@ -27,7 +28,8 @@ struct URLSessionInlineDeliveryTests {
     static let bodies = [
         // 8 MB of gzip that inflates to about 1.3 GB.
         EndlessBody(
-            name: "gzip bomb", head: DecodedBodyLimitTests.head + GzipBomb.start, chunk: GzipBomb.chunk,
+            name: "gzip bomb", head: DecodedBodyLimitTests.head + DemoCompression.zerosStart,
+            chunk: DemoCompression.zerosChunk,
             limit: 8 << 20),
         EndlessBody(
             name: "endless plain body",
@@ -66,7 +68,9 @@ struct URLSessionInlineDeliveryTests {
         let reply: RawHTTPServer.Handler = { request in
             request.target == "/ok"
                 ? .response(status: 200, body: Array("fine".utf8))
-                : .stream(head: DecodedBodyLimitTests.head + GzipBomb.start, chunk: GzipBomb.chunk, limit: 8 << 20)
+                : .stream(
+                    head: DecodedBodyLimitTests.head + DemoCompression.zerosStart, chunk: DemoCompression.zerosChunk,
+                    limit: 8 << 20)
         }
         try await withRawHTTPServer(reply) { server in
             let transport = URLSessionTransport(maximumBodySize: 1 << 20)
@@ -192,8 +196,8 @@ struct URLSessionInlineDeliveryTests {
             name: "gzip bomb as a 302's body",
             head: Array(
                 "HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n"
-                    .utf8) + GzipBomb.start,
-            chunk: GzipBomb.chunk, limit: 8 << 20),
+                    .utf8) + DemoCompression.zerosStart,
+            chunk: DemoCompression.zerosChunk, limit: 8 << 20),
     ]
 
     /// On Linux a 301–308 body past 1 MiB (whatever `maximumBodySize`) fails the request, and
