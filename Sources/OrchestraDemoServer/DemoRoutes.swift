@@ -142,6 +142,7 @@ enum DemoRoutes {
         }
         addHTTPBinRoutes(to: router, state: state)
         addCharsetRoutes(to: router)
+        addEncodingRoutes(to: router)
         return router
     }
 

@@ -136,10 +136,11 @@ struct CredentialLearningTransport: WrappingTransport {
     static let maximumCredentials = 16
 
     func exchange(
-        _ request: HTTPRequest, content body: HTTPRequestBody?,
+        _ request: HTTPRequest, content body: HTTPRequestBody?, receiving handling: HTTPResponseBodyHandling,
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
     ) async throws -> (HTTPResponse, Data) {
-        let (response, data) = try await base.send(request, content: body, progress: progress, within: timeout)
+        let (response, data) = try await base.forward(
+            request, content: body, receiving: handling, progress: progress, timeout: timeout)
         guard (200...299).contains(response.status.code) else { return (response, data) }
         var reader = ResponseReader(HTTPResult(response: response, body: data))
         for source in tokens {
