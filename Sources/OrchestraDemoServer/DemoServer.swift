@@ -61,12 +61,15 @@ public final class DemoServer: Sendable {
         public var refreshFails: Bool
         /// `/refresh` answers with tokens that `/protected` never accepts.
         public var refreshIssuesInvalidTokens: Bool
+        /// The address it listens on: `127.0.0.1` (the default), or `::1` to test IPv6.
+        public var host: String
 
-        /// The defaults: a free port, hour-long tokens, a `/refresh` that works.
+        /// The defaults: a free port on 127.0.0.1, hour-long tokens, a `/refresh` that works.
         public init(
             port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false,
-            refreshIssuesInvalidTokens: Bool = false
+            refreshIssuesInvalidTokens: Bool = false, host: String = "127.0.0.1"
         ) {
+            self.host = host
             self.port = port
             self.tokenLifetime = tokenLifetime
             self.refreshFails = refreshFails
@@ -90,10 +93,13 @@ public final class DemoServer: Sendable {
         self.port = port
     }
 
-    /// `http://127.0.0.1:<port>`.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
-    /// `127.0.0.1:<port>`, the authority of its requests.
-    public var authority: String { "127.0.0.1:\(port)" }
+    /// `http://127.0.0.1:<port>` (`http://[::1]:<port>` on ``Configuration/host`` `::1`).
+    public var baseURL: URL { URL(string: "http://\(authority)")! }
+    /// `127.0.0.1:<port>`, the authority of its requests (`[::1]:<port>` on `::1`).
+    public var authority: String {
+        let host = state.configuration.host
+        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
 
     /// Requests being handled now.
     public var inFlight: Int { state.counters.withLock { $0.inFlight } }
@@ -161,7 +167,7 @@ public final class DemoServer: Sendable {
         let app = Application(
             router: router,
             configuration: .init(
-                address: .hostname("127.0.0.1", port: configuration.port), serverName: "orchestra-demo"),
+                address: .hostname(configuration.host, port: configuration.port), serverName: "orchestra-demo"),
             onServerRunning: { channel in
                 await onReady(DemoServer(state: state, port: channel.localAddress?.port ?? configuration.port))
             },

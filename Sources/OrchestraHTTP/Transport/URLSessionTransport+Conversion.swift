@@ -11,8 +11,12 @@ extension URLSessionTransport {
     /// The `URLRequest` for `request` and `body`, or the reason URLSession cannot send it as
     /// it is.
     ///
+    /// On Linux, a request to an IPv6 address (`http://[::1]:8080/`) is given to URLSession
+    /// with a stand-in host, and to curl with its real URL (``IPLiteralURL``).
+    ///
     /// - Throws: ``HTTPTransportError``: ``HTTPTransportError/Code/invalidRequest`` for a
-    ///   request without a valid URL or (on Linux) a header value that is not UTF-8;
+    ///   request without a valid URL or (on Linux) a header value that is not UTF-8 or an IPv6
+    ///   address with a zone (`[fe80::1%25eth0]`);
     ///   ``HTTPTransportError/Code/bodyNotAllowed`` for a `GET` with a body.
     static func urlRequest(for request: HTTPRequest, body: Data?) throws -> URLRequest {
         let authority = request.authority
@@ -31,6 +35,17 @@ extension URLSessionTransport {
         }
         urlRequest.httpBody = request.method == .get ? nil : body
         #if canImport(FoundationNetworking)
+        // Linux's URLSession refuses an IPv6 address: it is given a stand-in (see IPLiteralURL).
+        if authority?.utf8.first == UInt8(ascii: "["), let url = urlRequest.url {
+            guard let standIn = IPLiteralURL.standIn(for: url) else {
+                throw HTTPTransportError(
+                    code: .invalidRequest,
+                    message:
+                        "URLSession on Linux cannot send to an IPv6 address with a zone (\(authority ?? "?")); AsyncHTTPClientTransport can",
+                    host: authority)
+            }
+            urlRequest.url = standIn
+        }
         // HTTPTypesFoundation gives URLSession each value as ISO Latin-1 (what Apple platforms
         // send as bytes); Linux's URLSession sends the string as UTF-8, so a UTF-8 value would
         // go out encoded twice (café as c3 83 c2 a9). Give it the UTF-8 string instead.

@@ -66,6 +66,29 @@ struct CharsetAndURLCommandTests {
         }
     }
 
+    /// An IPv6 address, written or from a variable in the host, on both transports (issue 35:
+    /// URLSession on Linux refused it).
+    @Test(.enabled(if: IPv6Loopback.isAvailable, "this machine cannot listen on ::1 (no IPv6 loopback)"))
+    func anIPv6AddressIsReachedOnBothTransports() async throws {
+        try await withDemoServer(configuration: .init(host: "::1")) { server in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: written, url: "http://[::1]:\(server.port)/echo/a" }
+                  - { id: variable, url: "http://{{vars.host}}/echo/b" }
+                """)
+            for transport in ["asynchttpclient", "urlsession"] {
+                let output = try await OrchestraExecutable.run([
+                    "run", file, "--var", "host=\(server.authority)", "--transport", transport, "--no-color",
+                ])
+                #expect(output.status == 0, "\(transport): \(output)")
+                #expect(
+                    output.stdout.contains("GET http://[::1]:\(server.port)/echo/b → 200"), "\(transport): \(output)")
+            }
+            #expect(server.arrivals(of: "/echo/a") == 2 && server.arrivals(of: "/echo/b") == 2)
+        }
+    }
+
     @Test func validateReportsAHostFromAVariableThatIsNotAHost() async throws {
         let file = try WorkflowCommandTests.workflowFile(
             """
@@ -89,4 +112,21 @@ struct CharsetAndURLCommandTests {
                 "step 'a', field 'url': 'http://{{vars.host}}/x': {{vars.host}}: goes into the URL's host, and '127.0.0.1:99999' is not a host: a port is 1 to 65535"
             ), "\(bad)")
     }
+}
+
+/// Whether this machine can listen on `::1` (a CI container may have no IPv6 loopback).
+enum IPv6Loopback {
+    static let isAvailable: Bool = {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+            }
+        }
+    }()
 }
