@@ -48,6 +48,9 @@ import ServiceLifecycle
 /// - `/redirect/{n}` — a chain of `n` (1…100) 302s: to `/redirect/{n-1}`, the last to `/get`.
 /// - `/get` — `GET /anything`.
 /// - `/bytes/{n}` — `n` bytes of a fixed pattern, `application/octet-stream`.
+/// - `/charset/{name}` — a text in another charset than UTF-8, with its `Content-Type`:
+///   `latin1`, `windows-1252`, `utf-16` (with a byte order mark), `utf-16be`, `koi8-r`, and
+///   `json-latin1` (UTF-8 JSON labelled Latin-1); see `DemoRoutes+Charsets.swift`.
 ///
 /// Run it with ``withDemoServer(configuration:_:)`` (scoped, for tests) or ``run(configuration:onReady:)``.
 public final class DemoServer: Sendable {

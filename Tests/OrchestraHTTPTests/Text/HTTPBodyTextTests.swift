@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Simulation) import Orchestra
 import OrchestraHTTP
 import TestSupport
 import Testing
@@ -121,6 +122,33 @@ struct HTTPBodyTextTests {
     }
 
     private var cafeUTF8Bytes: [UInt8] { Self.cafeUTF8 }
+
+    /// Random content types and bodies (a server's, so anything): no crash, a Windows-1252
+    /// body decodes to one scalar per byte, a UTF-16 one to a valid string, and a label that
+    /// is found is one that was written. Replay a failure with its seed.
+    @Test func randomContentTypesAndBodiesAreDecodedWithoutSurprise() {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = SplitMix64(seed: seed)
+        let pieces = [
+            "text/plain", ";", " ", "charset", "=", "\"", "\\", "utf-8", "latin1", "UTF-16", "windows-1252", "koi8-r",
+            "x", "a=b", "\t", "é", "+json", "application/json", "",
+        ]
+        for _ in 0..<2_000 {
+            let contentType = (0..<Int.random(in: 0...8, using: &random)).map { _ in
+                pieces[Int.random(in: 0..<pieces.count, using: &random)]
+            }.joined()
+            let body = (0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random)
+            }
+            let decoded = HTTPBodyText(decoding: body, contentType: contentType)
+            if decoded.charset == .windows1252 {
+                #expect(decoded.text.unicodeScalars.count == body.count, "seed \(seed): \(contentType)")
+            }
+            if let label = HTTPBodyText.parameter("charset", in: contentType) {
+                #expect(label.count <= contentType.count, "seed \(seed): \(contentType)")
+            }
+            #expect(decoded.unknownCharset.map { $0.count <= 41 } ?? true, "seed \(seed)")
+        }
+    }
 
     /// 64 MB, the body cap, in each charset: one pass, no failure (at 10 times a usual
     /// megabyte-size text body and more).
