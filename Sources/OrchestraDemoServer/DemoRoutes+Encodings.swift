@@ -59,7 +59,12 @@ extension DemoRoutes {
     /// httpbin's answer to `/gzip` and `/deflate`: the request's method and headers, and `flag: true`.
     private static func echo(_ request: Request, flag: String) async throws -> [UInt8] {
         var headers: [String: String] = [:]
-        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        // Title-Case names, as httpbin shows them (`Accept-Encoding`), whatever case was sent.
+        for field in request.headers {
+            let name = field.name.canonicalName.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }
+                .joined(separator: "-")
+            headers[name] = headers[name].map { "\($0),\(field.value)" } ?? field.value
+        }
         let object: [String: Any] = [flag: true, "method": request.method.rawValue, "headers": headers]
         return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
     }

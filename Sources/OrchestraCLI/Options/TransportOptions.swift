@@ -187,3 +187,19 @@ struct TransportOptions: ParsableArguments {
 struct TransportSetupError: Error {
     var message: String
 }
+
+/// A size flag: `65536`, `512KB`, `64MB`, `1GB` (``ByteSize``).
+struct ByteSizeArgument: ExpressibleByArgument, Sendable {
+    var bytes: Int
+
+    init(bytes: Int) {
+        self.bytes = bytes
+    }
+
+    init?(argument: String) {
+        guard let bytes = ByteSize.parse(argument) else { return nil }
+        self.bytes = bytes
+    }
+
+    var defaultValueDescription: String { bytes % (1 << 20) == 0 ? "\(bytes >> 20)MB" : "\(bytes)" }
+}

@@ -55,6 +55,16 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            """
+            The largest response body held in memory, decoded (65536, 512KB, 64MB, 1GB; 64MB by default); a \
+            step's max_body wins. A larger body fails its step. Bodies nothing reads, and save_to: files, are \
+            streamed and not limited.
+            """,
+            valueName: "size"))
+    var maxBody = ByteSizeArgument(bytes: 64 << 20)
+
+    @Option(
+        help: ArgumentHelp(
             "text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format")
     )
     var output: Output = .text
@@ -171,7 +181,8 @@ struct RunCommand: AsyncParsableCommand {
             workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
             keepsItemReports: keepsItemReports, observer: log.map { log in { @Sendable in log.write($0) } },
             cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
-            onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } })
+            onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } },
+            bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose))
     }
 
     /// The `--state` file, opened for this run; `nil` without the option.

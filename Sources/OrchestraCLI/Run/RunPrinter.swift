@@ -61,6 +61,13 @@ struct RunPrinter: Sendable {
             contentsOf: step.redirects.map {
                 indent + console.paint("↪ \($0.status) → \(TerminalText.quoted($0.location))", .dim)
             }, at: 1)
+        // A body saved by `save_to:`: `⤓ downloads/a.png · 48,213 bytes · sha256 3f2a…`.
+        if let saved = step.saved {
+            lines.append(
+                indent
+                    + console.paint(
+                        "⤓ \(TerminalText.quoted(saved.path)) · \(saved.bytes) bytes · sha256 \(saved.sha256)", .dim))
+        }
         return lines.map { $0 + "\n" }.joined()
     }
 
@@ -257,6 +264,15 @@ struct RunPrinter: Sendable {
         // With --state: reused from the file, or not sent because it may have been.
         if step.recorded { members.append(JSONValue.Member("recorded", .bool(true))) }
         if step.maybeSent { members.append(JSONValue.Member("may_have_been_sent", .bool(true))) }
+        if let saved = step.saved {
+            members.append(
+                JSONValue.Member(
+                    "saved",
+                    .object([
+                        "path": .string(saved.path), "bytes": .integer(saved.bytes), "sha256": .string(saved.sha256),
+                    ])))
+        }
+        if let bytes = step.bodyBytes { members.append(JSONValue.Member("body_bytes", .integer(bytes))) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
         // Every element, listed or not (those a Ctrl-C kept from starting are counted, not listed).
         if let counts = step.itemCounts {

@@ -23,6 +23,15 @@ package struct WorkflowStep: Sendable, Hashable {
     /// `cookies:` of the step: `false` neither sends nor stores cookies; `nil` follows the
     /// workflow's ``Workflow/usesCookies``.
     package var usesCookies: Bool?
+    /// `compressed:` of the step: `false` asks for the body uncompressed (`Accept-Encoding:
+    /// identity` unless the step sets its own) and takes it as sent, undecoded.
+    package var compressed = true
+    /// `save_to:`: the file the response's body is streamed to (templated; relative to the
+    /// current directory), never held in memory.
+    package var saveTo: Template?
+    /// `max_body:`: the largest body held in memory for this step; `nil` takes the run's
+    /// (`--max-body`, 64 MB by default).
+    package var maxBody: Int?
     /// `resend_on_resume:` of the step; `nil` follows ``isIdempotent``. See ``resendsOnResume``.
     package var resendOnResume: Bool?
     /// `for_each: "{{STEP.CAPTURE}}"`: the captured JSON array whose elements are each sent as

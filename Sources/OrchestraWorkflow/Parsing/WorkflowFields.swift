@@ -229,6 +229,32 @@ extension WorkflowStep {
                     return true
                 }),
             WorkflowField(
+                "compressed", references: nil,
+                read: { parser, node, step, _ in
+                    step.compressed = parser.reader.bool(node, step: step.id, field: "compressed") ?? step.compressed
+                    return true
+                }),
+            WorkflowField(
+                "save_to", references: { step, body in if let path = step.saveTo { visit(path, body) } },
+                read: { parser, node, step, _ in
+                    step.saveTo = parser.site(node, step: step.id, field: "save_to", variablesOnly: false)
+                    return true
+                }),
+            WorkflowField(
+                "max_body", references: nil,
+                read: { parser, node, step, _ in
+                    guard let text = parser.reader.string(node, step: step.id, field: "max_body") else { return true }
+                    if let size = ByteSize.parse(text) {
+                        step.maxBody = size
+                    } else {
+                        parser.reader.fail(
+                            .invalidValue,
+                            "must be a size such as 65536, 512KB, 64MB or 1GB (up to 1TB), got '\(short: text)'",
+                            at: node, step: step.id, field: "max_body")
+                    }
+                    return true
+                }),
+            WorkflowField(
                 "resend_on_resume", references: nil,
                 read: { parser, node, step, _ in
                     step.resendOnResume = parser.reader.bool(node, step: step.id, field: "resend_on_resume")

@@ -36,6 +36,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     var regexTimeLimit = BoundedRegex.defaultTimeLimit
     /// Told of each retry's wait, with the label of the step or element (`--verbose`).
     var onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil
+    /// What becomes of response bodies: the most held in memory, and whether a body nothing
+    /// reads is held all the same (`--verbose` shows it).
+    var bodies = ResponseBodyOptions()
+    /// The files `save_to:` wrote in this run, with the step or element that wrote each: a
+    /// second write of one path is refused rather than losing the first.
+    let savedPaths = Locked<[String: String]>([:])
 
     func elapsed() -> Duration {
         start.duration(to: clock.now)
@@ -134,14 +140,55 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         }
         update(id) { $0.url = rendered.url }
         let context = ExchangeContext(label: id, cookies: values.cookieJar)
+        var handling = HTTPResponseBodyHandling(
+            maximumSize: step.maxBody ?? bodies.maximumSize, decompresses: step.compressed)
+        var file: FileSink?
+        var counter: CountingSink?
+        if let saveTo = step.saveTo {
+            let path = try saveTo.render(for: .text, with: values)
+            if let writer = savedPaths.withLock({ paths in
+                paths[path]
+                    ?? {
+                        paths[path] = id
+                        return nil
+                    }()
+            }) {
+                throw StepFailure("save_to: '\(short: path)' was written by \(writer) in this run already")
+            }
+            file = try FileSink(path: path, relativeTo: bodies.directory)
+            handling.sink = file
+        } else if !bodies.holdsUnread, !step.readsResponseBody(auth: workflow.auth) {
+            counter = CountingSink()
+            handling.sink = counter
+        }
         // On a durable transport, the request's job is named after the step or element: a resume
         // finds it by what it is, not by its bytes; one not safe to send twice runs at most once.
-        let result = try await ExchangeContext.$current.withValue(context) {
-            try await DurableHTTPTransport.withJobName(id, atMostOnce: !step.resendsOnResume) {
-                try await send(rendered, for: step, id: id, item: item)
+        var result: HTTPResult
+        do {
+            result = try await ExchangeContext.$current.withValue(context) {
+                try await DurableHTTPTransport.withJobName(id, atMostOnce: !step.resendsOnResume) {
+                    try await send(rendered, for: step, id: id, item: item, body: handling)
+                }
             }
+        } catch {
+            file?.discard()
+            throw error
+        }
+        if let counter {
+            let (bytes, start) = counter.counted
+            result.body = start
+            update(id) { $0.bodyBytes = bytes }
         }
         let status = result.status.code
+        if let file {
+            guard step.accepts(status: status) else {
+                file.discard()
+                throw StepFailure(
+                    "expected \(step.expectationText), got \(status)\(attemptsNote(id)); nothing was saved")
+            }
+            let saved = try file.commit()
+            update(id) { $0.saved = saved }
+        }
         var reader = ResponseReader(result, regexLimit: min(regexTimeLimit, step.timeout))
         // The coordinator re-sent the request with fresh tokens and gave up: the last response
         // still refuses the token, whatever its status (`failure: { status: [200] }`).
@@ -221,10 +268,10 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// shows more requests in flight than the limits allow. A retried status that never turned
     /// good is returned, not thrown.
     private func send(
-        _ rendered: RenderedRequest, for step: WorkflowStep, id: String, item: Int
+        _ rendered: RenderedRequest, for step: WorkflowStep, id: String, item: Int, body: HTTPResponseBodyHandling
     ) async throws -> HTTPResult {
         let follows = step.followRedirects ?? workflow.followRedirects
-        let options = HTTPRequestOptions(
+        var options = HTTPRequestOptions(
             retry: HTTPRetry(
                 policy: RetryPolicy(
                     maxAttempts: step.retry.attempts, initialDelay: step.retry.backoff, multiplier: 2,
@@ -255,6 +302,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             onRetry: retryReport(id),
             credentialFields: secretFields(of: rendered.request)
         )
+        options.responseBody = body
         do {
             let result = try await coordinator.data(for: rendered.request, content: rendered.body, options: options)
             update(id) { report in
@@ -312,7 +360,34 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     }
 }
 
+/// What becomes of the run's response bodies.
+package struct ResponseBodyOptions: Sendable {
+    /// The most bytes of a body held in memory (decoded), unless a step says `max_body:`:
+    /// `--max-body`, 64 MB by default.
+    package var maximumSize: Int
+    /// Whether a body nothing reads is held all the same (for `--verbose`); otherwise it is
+    /// counted and dropped as it arrives.
+    package var holdsUnread: Bool
+    /// Where relative `save_to:` paths start: the current directory by default.
+    package var directory: URL
+
+    package init(
+        maximumSize: Int = 64 << 20, holdsUnread: Bool = false,
+        directory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+    ) {
+        self.maximumSize = maximumSize
+        self.holdsUnread = holdsUnread
+        self.directory = directory
+    }
+}
+
 extension WorkflowStep {
+    /// Whether something reads the response's body: a capture, an assertion, or the auth
+    /// block's failure rule.
+    func readsResponseBody(auth: WorkflowAuth?) -> Bool {
+        !captures.isEmpty || !assertions.isEmpty || (usesAuth && auth != nil)
+    }
+
     /// Whether the step runs a regular expression on its response: a `regex:` capture or a
     /// `matches:` check.
     var usesRegex: Bool {

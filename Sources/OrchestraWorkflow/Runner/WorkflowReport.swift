@@ -87,6 +87,10 @@ package struct StepReport: Sendable, Hashable {
     /// Whether it failed as "may have been sent": an earlier run with the `--state` file
     /// stopped while it was in flight, and it is not safe to send twice.
     package var maybeSent = false
+    /// `save_to:`: where the body was saved, its size and SHA-256.
+    package var saved: SavedBody?
+    /// The size of a body that was counted and dropped, not held (nothing read it).
+    package var bodyBytes: Int?
     /// Whether its "sending" record was committed to the `--state` file before it was sent.
     var intentRecorded = false
 
@@ -129,6 +133,21 @@ package enum WorkflowEvent: Sendable {
 }
 
 /// Every step's report, in file order, and the run's totals.
+/// A response body streamed to a file (`save_to:`).
+package struct SavedBody: Sendable, Hashable {
+    /// The file, as the step's `save_to` named it.
+    package var path: String
+    package var bytes: Int
+    /// Lower-case hex.
+    package var sha256: String
+
+    package init(path: String, bytes: Int, sha256: String) {
+        self.path = path
+        self.bytes = bytes
+        self.sha256 = sha256
+    }
+}
+
 package struct WorkflowReport: Sendable {
     package var workflow: String?
     package var steps: [StepReport]

@@ -40,6 +40,7 @@ package struct WorkflowRunner: Sendable {
     private let resendsUncertain: Bool
     private let regexTimeLimit: Duration
     private let onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)?
+    private let bodies: ResponseBodyOptions
 
     /// - Parameters:
     ///   - workflow: A workflow from ``Workflow/load(contentsOf:name:variables:)``.
@@ -70,13 +71,17 @@ package struct WorkflowRunner: Sendable {
     ///     default. Cancellation stops them at once.
     ///   - onRetry: Called as a step's request is about to wait for another attempt (a
     ///     backoff, or the server's `Retry-After`), with the step's or element's label.
+    ///   - bodies: The most bytes of a body held in memory (`--max-body`), and whether a body
+    ///     nothing reads is held all the same (`--verbose`) rather than counted and dropped.
     package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
         keepsItemReports: Bool = true, observer: (@Sendable (HTTPExchange) -> Void)? = nil,
         cookieJar: CookieJar? = nil, state: WorkflowState? = nil, resendsUncertain: Bool = false,
         regexTimeLimit: Duration = BoundedRegex.defaultTimeLimit,
-        onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil
+        onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil,
+        bodies: ResponseBodyOptions = ResponseBodyOptions()
     ) {
+        self.bodies = bodies
         self.onRetry = onRetry
         self.regexTimeLimit = regexTimeLimit
         self.cookieJar = cookieJar
@@ -222,7 +227,7 @@ package struct WorkflowRunner: Sendable {
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry
+            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry, bodies: bodies
         )
         let graph = TaskGraph()
         for step in workflow.steps {

@@ -1,0 +1,182 @@
+import Crypto
+import Foundation
+import Orchestra
+import OrchestraHTTP
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The body of a response nothing reads (no capture, no assertion, no `--verbose`): counted and
+/// dropped as it arrives, never held whole. Its first bytes are kept, for the message of a
+/// status that fails the step.
+final class CountingSink: HTTPResponseBodySink {
+    /// The bytes kept from the start of the body.
+    static let keptBytes = 4_096
+
+    private struct State {
+        var bytes = 0
+        var start = Data()
+    }
+
+    private let state = Locked(State())
+
+    func begin() throws {
+        state.withLock { $0 = State() }
+    }
+
+    func write(_ part: UnsafeRawBufferPointer) throws {
+        state.withLock { state in
+            state.bytes += part.count
+            if state.start.count < Self.keptBytes {
+                state.start.append(contentsOf: part.prefix(Self.keptBytes - state.start.count))
+            }
+        }
+    }
+
+    /// The body's size and its first bytes.
+    var counted: (bytes: Int, start: Data) { state.withLock { ($0.bytes, $0.start) } }
+}
+
+/// A response body streamed to a file (`save_to:`), hashed (SHA-256) as it is written.
+///
+/// The body goes to a new file beside its destination (`.NAME.orchestra-part-UUID`, created
+/// with `O_EXCL | O_NOFOLLOW`, mode 0644), which ``commit()`` renames into place: a reader
+/// never sees half a file, a failed download leaves the destination as it was, and a symbolic
+/// link at the destination is replaced, never written through. Parent folders are made; one
+/// that is a symbolic link is refused. A response sent again (a redirect, a retry) starts the
+/// file over.
+final class FileSink: HTTPResponseBodySink {
+    /// Why a body cannot be saved, in words.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private struct State {
+        var descriptor: Int32 = -1
+        var hasher = SHA256()
+        var bytes = 0
+    }
+
+    /// The destination as the step named it (for the report).
+    let path: String
+    let destination: URL
+    private let partial: URL
+    private let state = Locked(State())
+
+    /// A sink for `path` (relative to `directory`), whose folders are made now.
+    ///
+    /// - Throws: ``Failure`` for a path with a `..` component, a folder that is a symbolic link
+    ///   or cannot be made.
+    init(path: String, relativeTo directory: URL) throws {
+        self.path = path
+        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard !path.isEmpty, !components.isEmpty, !path.hasSuffix("/") else {
+            throw Failure(description: "save_to: '\(short: path)' names no file")
+        }
+        guard !components.contains("..") else {
+            throw Failure(
+                description:
+                    "save_to: '\(short: path)' has a '..' component; the files of a run stay below where it says")
+        }
+        guard !path.contains("\0") else { throw Failure(description: "save_to: the path holds a NUL character") }
+        let current = directory
+        destination = URL(fileURLWithPath: path, relativeTo: current).standardizedFileURL
+        let folder = destination.deletingLastPathComponent()
+        // The folders the path names (below the current directory for a relative path) must
+        // not be symbolic links: the file goes where the path says.
+        var walked = path.hasPrefix("/") ? URL(fileURLWithPath: "/") : current
+        for component in components.dropLast() {
+            walked.appendPathComponent(String(component))
+            var status = stat()
+            if lstat(walked.path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK, !path.hasPrefix("/") {
+                throw Failure(
+                    description: "save_to: '\(short: path)' goes through a symbolic link (\(short: walked.path))")
+            }
+        }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw Failure(
+                description: "save_to: cannot make the folder \(short: folder.path): \(error.localizedDescription)")
+        }
+        partial = folder.appendingPathComponent(".\(destination.lastPathComponent).orchestra-part-\(UUID().uuidString)")
+    }
+
+    func begin() throws {
+        try state.withLock { state in
+            if state.descriptor < 0 {
+                let descriptor = open(partial.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else {
+                    throw Failure(
+                        description:
+                            "save_to: cannot create \(short: partial.path): \(String(cString: strerror(errno)))")
+                }
+                state.descriptor = descriptor
+            } else {
+                guard ftruncate(state.descriptor, 0) == 0, lseek(state.descriptor, 0, SEEK_SET) == 0 else {
+                    throw Failure(
+                        description:
+                            "save_to: cannot start \(short: partial.path) over: \(String(cString: strerror(errno)))")
+                }
+            }
+            state.hasher = SHA256()
+            state.bytes = 0
+        }
+    }
+
+    func write(_ part: UnsafeRawBufferPointer) throws {
+        try state.withLock { state in
+            var offset = 0
+            while offset < part.count {
+                let written = Foundation.write(state.descriptor, part.baseAddress! + offset, part.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else {
+                    throw Failure(
+                        description: "save_to: writing \(short: path) failed: \(String(cString: strerror(errno)))")
+                }
+                offset += written
+            }
+            state.hasher.update(bufferPointer: part)
+            state.bytes += part.count
+        }
+    }
+
+    /// Puts the file in place (an empty one if no body came) and says what was saved.
+    ///
+    /// - Throws: ``Failure`` when the file cannot be written or renamed.
+    func commit() throws -> SavedBody {
+        if state.withLock({ $0.descriptor < 0 }) { try begin() }
+        return try state.withLock { state in
+            let descriptor = state.descriptor
+            state.descriptor = -1
+            guard close(descriptor) == 0 else {
+                unlink(partial.path)
+                throw Failure(
+                    description: "save_to: writing \(short: path) failed: \(String(cString: strerror(errno)))")
+            }
+            guard rename(partial.path, destination.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(partial.path)
+                throw Failure(description: "save_to: cannot put the file at \(short: path): \(reason)")
+            }
+            let digest = state.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            return SavedBody(path: path, bytes: state.bytes, sha256: digest)
+        }
+    }
+
+    /// Removes what was written (the destination stays as it was).
+    func discard() {
+        state.withLock { state in
+            if state.descriptor >= 0 {
+                close(state.descriptor)
+                state.descriptor = -1
+                unlink(partial.path)
+            }
+        }
+    }
+}
