@@ -84,49 +84,110 @@ package enum HTTPCharset: Sendable, Hashable, CustomStringConvertible {
         (0x80..<0xA0).contains(byte) ? windows1252High[Int(byte &- 0x80)] : UInt32(byte)
     }
 
-    /// Two passes: the exact UTF-8 length, then the text written in place (no copy).
+    /// Two passes over the bytes: the exact UTF-8 length, then the text written in place (no
+    /// copy, no intermediate buffer).
     private static func decodeWindows1252<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> String {
-        var length = 0
-        for byte in bytes {
-            let scalar = scalar(windows1252: byte)
-            length += scalar < 0x80 ? 1 : scalar < 0x800 ? 2 : 3
-        }
-        guard length > 0 else { return "" }
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            var index = 0
+        withBuffer(bytes) { bytes in
+            var length = 0
             for byte in bytes {
-                let scalar = scalar(windows1252: byte)
-                if scalar < 0x80 {
-                    buffer[index] = UInt8(scalar)
-                    index += 1
-                } else if scalar < 0x800 {
-                    buffer[index] = UInt8(0xC0 | (scalar >> 6))
-                    buffer[index + 1] = UInt8(0x80 | (scalar & 0x3F))
-                    index += 2
-                } else {
-                    buffer[index] = UInt8(0xE0 | (scalar >> 12))
-                    buffer[index + 1] = UInt8(0x80 | ((scalar >> 6) & 0x3F))
-                    buffer[index + 2] = UInt8(0x80 | (scalar & 0x3F))
-                    index += 3
-                }
+                length +=
+                    byte < 0x80 ? 1 : (0x80..<0xA0).contains(byte) ? utf8Length(windows1252High[Int(byte &- 0x80)]) : 2
             }
-            return index
+            guard length > 0 else { return "" }
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var index = 0
+                for byte in bytes {
+                    if byte < 0x80 {
+                        buffer[index] = byte
+                        index += 1
+                    } else {
+                        index = write(scalar(windows1252: byte), into: buffer, at: index)
+                    }
+                }
+                return index
+            }
         }
     }
 
+    /// As ``decodeWindows1252(_:)``: two passes, the second writing UTF-8 in place. An unpaired
+    /// surrogate, and a last odd byte, are U+FFFD.
     private static func decodeUTF16<Bytes: RandomAccessCollection<UInt8>>(
         _ bytes: Bytes, littleEndian: Bool
     ) -> String {
-        let start = bytes.startIndex
-        let units = (0..<bytes.count / 2).lazy.map { unit -> UInt16 in
-            let first = UInt16(bytes[bytes.index(start, offsetBy: 2 * unit)])
-            let second = UInt16(bytes[bytes.index(start, offsetBy: 2 * unit + 1)])
-            return littleEndian ? first | second << 8 : first << 8 | second
+        withBuffer(bytes) { bytes in
+            let units = bytes.count / 2
+            @inline(__always) func unit(_ index: Int) -> UInt32 {
+                let first = UInt32(bytes[2 &* index])
+                let second = UInt32(bytes[2 &* index &+ 1])
+                return littleEndian ? first | second << 8 : first << 8 | second
+            }
+            /// The scalar at `index`, and how many units it takes.
+            @inline(__always) func scalar(at index: Int) -> (UInt32, Int) {
+                let value = unit(index)
+                guard (0xD800...0xDFFF).contains(value) else { return (value, 1) }
+                guard value < 0xDC00, index + 1 < units else { return (0xFFFD, 1) }
+                let low = unit(index + 1)
+                guard (0xDC00...0xDFFF).contains(low) else { return (0xFFFD, 1) }
+                return (0x1_0000 + ((value - 0xD800) << 10) + (low - 0xDC00), 2)
+            }
+            var length = bytes.count % 2 == 1 ? 3 : 0
+            var index = 0
+            while index < units {
+                let (value, taken) = scalar(at: index)
+                length += utf8Length(value)
+                index += taken
+            }
+            guard length > 0 else { return "" }
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var written = 0
+                var index = 0
+                while index < units {
+                    let (value, taken) = scalar(at: index)
+                    written = write(value, into: buffer, at: written)
+                    index += taken
+                }
+                if bytes.count % 2 == 1 { written = write(0xFFFD, into: buffer, at: written) }
+                return written
+            }
         }
-        var text = String(decoding: units, as: UTF16.self)
-        // A last odd byte is half a code unit.
-        if bytes.count % 2 == 1 { text.unicodeScalars.append("\u{FFFD}") }
-        return text
+    }
+
+    @inline(__always) private static func utf8Length(_ scalar: UInt32) -> Int {
+        scalar < 0x80 ? 1 : scalar < 0x800 ? 2 : scalar < 0x1_0000 ? 3 : 4
+    }
+
+    /// Writes `scalar` as UTF-8 at `index`; returns the index after it.
+    @inline(__always) private static func write(
+        _ scalar: UInt32, into buffer: UnsafeMutableBufferPointer<UInt8>, at index: Int
+    ) -> Int {
+        switch scalar {
+        case ..<0x80:
+            buffer[index] = UInt8(scalar)
+            return index + 1
+        case ..<0x800:
+            buffer[index] = UInt8(0xC0 | (scalar >> 6))
+            buffer[index + 1] = UInt8(0x80 | (scalar & 0x3F))
+            return index + 2
+        case ..<0x1_0000:
+            buffer[index] = UInt8(0xE0 | (scalar >> 12))
+            buffer[index + 1] = UInt8(0x80 | ((scalar >> 6) & 0x3F))
+            buffer[index + 2] = UInt8(0x80 | (scalar & 0x3F))
+            return index + 3
+        default:
+            buffer[index] = UInt8(0xF0 | (scalar >> 18))
+            buffer[index + 1] = UInt8(0x80 | ((scalar >> 12) & 0x3F))
+            buffer[index + 2] = UInt8(0x80 | ((scalar >> 6) & 0x3F))
+            buffer[index + 3] = UInt8(0x80 | (scalar & 0x3F))
+            return index + 4
+        }
+    }
+
+    /// `body` on the bytes of `bytes` in contiguous memory (copied only if they are not).
+    private static func withBuffer<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes, _ body: (UnsafeBufferPointer<UInt8>) -> String
+    ) -> String {
+        if let text = bytes.withContiguousStorageIfAvailable(body) { return text }
+        return Array(bytes).withUnsafeBufferPointer(body)
     }
 }
 

@@ -89,6 +89,21 @@ struct HTTPBodyTextTests {
         #expect((decoded.note != nil) == (test.unknown != nil))
     }
 
+    @Test(
+        arguments: [
+            // A pair big-endian, a low surrogate alone, a high one at the end, a pair split by a unit.
+            ([0xD8, 0x3D, 0xDE, 0x00], "😀"), ([0xDC, 0x00, 0x00, 0x63], "\u{FFFD}c"),
+            ([0x00, 0x63, 0xD8, 0x3D], "c\u{FFFD}"),
+            ([0xD8, 0x3D, 0x00, 0x63, 0xDE, 0x00], "\u{FFFD}c\u{FFFD}"),
+        ] as [([UInt8], String)])
+    func utf16SurrogatesArePairedOrReplaced(_ bytes: [UInt8], _ text: String) {
+        #expect(HTTPCharset.utf16BigEndian.decode(bytes) == text)
+        // Bytes that are not in contiguous memory decode the same.
+        #expect(HTTPCharset.utf16BigEndian.decode(Array(bytes.reversed()).reversed()) == text)
+        #expect(
+            HTTPCharset.windows1252.decode(Array(bytes.reversed()).reversed()) == HTTPCharset.windows1252.decode(bytes))
+    }
+
     @Test func everyByteOfWindows1252DecodesAsTheStandardSays() {
         // 0x00–0x7F and 0xA0–0xFF are the code point of their value; 0x80–0x9F the table.
         let bytes = (0...255).map(UInt8.init)
