@@ -91,6 +91,13 @@ extension URLSessionTransport {
         if lower.contains("transfer closed with") || lower.contains("bytes remaining") {
             return (.connectionLost, "the body ended early")
         }
+        if lower.contains("invalid content-length") || lower.contains("weird server reply")
+            || lower.contains("unsupported http version") || lower.contains("header") && lower.contains("too")
+        {
+            return (.badResponse, "not a valid HTTP response: \(text)")
+        }
+        // curl's error for a header line past its 100 KB limit.
+        if lower == "out of memory" { return (.badResponse, "a header is too large (curl: \(text))") }
         if lower.contains("unencoding") || lower.contains("content encoding") {
             return (.badResponse, "its compressed body cannot be decoded")
         }

@@ -92,6 +92,16 @@ struct TransportErrorTests {
                 userInfo: [NSLocalizedDescriptionKey: "transfer closed with 1000 bytes remaining to read"]),
             code: .connectionLost,
             message: "the connection to api.test:8080 was lost (the body ended early)"),
+        Case(
+            error: NSError(
+                domain: NSURLErrorDomain, code: -1,
+                userInfo: [NSLocalizedDescriptionKey: "Invalid Content-Length: value"]),
+            code: .badResponse,
+            message: "bad response from api.test:8080 (not a valid HTTP response: Invalid Content-Length: value)"),
+        Case(
+            error: NSError(domain: NSURLErrorDomain, code: -1, userInfo: [NSLocalizedDescriptionKey: "Out of memory"]),
+            code: .badResponse,
+            message: "bad response from api.test:8080 (a header is too large (curl: Out of memory))"),
     ]
 
     @Test(arguments: urlErrors)
