@@ -6,7 +6,9 @@ import OrchestraHTTP
 extension HTTPTransportConformance {
     /// `method` to `pathAndQuery` on ``server``.
     func request(_ method: HTTPRequest.Method, _ pathAndQuery: String, contentType: String? = nil) -> HTTPRequest {
-        let authority = server.port.map { "\(server.host ?? "127.0.0.1"):\($0)" } ?? server.host
+        // An IPv6 address goes in brackets (`[::1]:8080`).
+        let host = server.host.map { $0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0 } ?? "127.0.0.1"
+        let authority = server.port.map { "\(host):\($0)" } ?? host
         let base = server.path == "/" ? "" : server.path
         var request = HTTPRequest(
             method: method, scheme: server.scheme ?? "http", authority: authority, path: base + pathAndQuery)
