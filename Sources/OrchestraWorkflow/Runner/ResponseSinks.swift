@@ -50,6 +50,11 @@ final class CountingSink: HTTPResponseBodySink {
 /// link at the destination is replaced, never written through. Parent folders are made; one
 /// that is a symbolic link is refused. A response sent again (a redirect, a retry) starts the
 /// file over.
+///
+/// Hashing and writing run on a queue of the sink's own, beside the transport's thread that
+/// reads the network: ``write(_:)`` copies the part into a 1 MiB block and returns; a full block
+/// is queued, and the caller waits only while 8 blocks are queued (8 MiB at most). A write that
+/// fails is thrown by the next call.
 final class FileSink: HTTPResponseBodySink {
     /// Why a body cannot be saved, in words.
     struct Failure: Error, CustomStringConvertible {
@@ -60,6 +65,8 @@ final class FileSink: HTTPResponseBodySink {
         var descriptor: Int32 = -1
         var hasher = SHA256()
         var bytes = 0
+        /// The first write that failed: every later call throws it.
+        var failure: Failure?
     }
 
     /// The destination as the step named it (for the report).
@@ -67,6 +74,14 @@ final class FileSink: HTTPResponseBodySink {
     let destination: URL
     private let partial: URL
     private let state = Locked(State())
+    /// Where the parts are hashed and written, in order.
+    private let queue = DispatchQueue(label: "orchestra.save-to")
+    /// Room for blocks queued and not yet written.
+    private let room = DispatchSemaphore(value: FileSink.queuedBlocks)
+    static let queuedBlocks = 8
+    static let blockSize = 1 << 20
+    /// The block being filled, by the transport's calls (one at a time).
+    private let filling = Locked(Data())
 
     /// A sink for `path` (relative to `directory`), whose folders are made now.
     ///
@@ -84,16 +99,15 @@ final class FileSink: HTTPResponseBodySink {
                     "save_to: '\(short: path)' has a '..' component; the files of a run stay below where it says")
         }
         guard !path.contains("\0") else { throw Failure(description: "save_to: the path holds a NUL character") }
-        let current = directory
-        destination = URL(fileURLWithPath: path, relativeTo: current).standardizedFileURL
+        destination = URL(fileURLWithPath: path, relativeTo: directory).standardizedFileURL
         let folder = destination.deletingLastPathComponent()
-        // The folders the path names (below the current directory for a relative path) must
-        // not be symbolic links: the file goes where the path says.
-        var walked = path.hasPrefix("/") ? URL(fileURLWithPath: "/") : current
-        for component in components.dropLast() {
+        // The folders a relative path names must not be symbolic links: the file goes where the
+        // path says.
+        var walked = directory
+        for component in components.dropLast() where !path.hasPrefix("/") {
             walked.appendPathComponent(String(component))
             var status = stat()
-            if lstat(walked.path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK, !path.hasPrefix("/") {
+            if lstat(walked.path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK {
                 throw Failure(
                     description: "save_to: '\(short: path)' goes through a symbolic link (\(short: walked.path))")
             }
@@ -108,7 +122,10 @@ final class FileSink: HTTPResponseBodySink {
     }
 
     func begin() throws {
+        filling.withLock { $0.removeAll(keepingCapacity: true) }
+        queue.sync {}
         try state.withLock { state in
+            if let failure = state.failure { throw failure }
             if state.descriptor < 0 {
                 let descriptor = open(partial.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
                 guard descriptor >= 0 else {
@@ -130,30 +147,66 @@ final class FileSink: HTTPResponseBodySink {
     }
 
     func write(_ part: UnsafeRawBufferPointer) throws {
-        try state.withLock { state in
-            var offset = 0
-            while offset < part.count {
-                let written = Foundation.write(state.descriptor, part.baseAddress! + offset, part.count - offset)
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else {
-                    throw Failure(
-                        description: "save_to: writing \(short: path) failed: \(String(cString: strerror(errno)))")
-                }
-                offset += written
-            }
-            state.hasher.update(bufferPointer: part)
-            state.bytes += part.count
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        let full = filling.withLock { block -> Data? in
+            if block.isEmpty { block.reserveCapacity(Self.blockSize) }
+            block.append(contentsOf: part)
+            guard block.count >= Self.blockSize else { return nil }
+            defer { block = Data() }
+            return block
         }
+        if let full { enqueue(full) }
+    }
+
+    /// Queues `data` to be hashed and written, waiting while the queue is full.
+    private func enqueue(_ data: Data) {
+        room.wait()
+        queue.async { [self] in
+            defer { room.signal() }
+            state.withLock { state in
+                guard state.failure == nil, state.descriptor >= 0 else { return }
+                let written = data.withUnsafeBytes { Self.writeAll($0, to: state.descriptor) }
+                guard written else {
+                    state.failure = Failure(
+                        description: "save_to: writing \(short: path) failed: \(String(cString: strerror(errno)))")
+                    return
+                }
+                state.hasher.update(data: data)
+                state.bytes += data.count
+            }
+        }
+    }
+
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
     }
 
     /// Puts the file in place (an empty one if no body came) and says what was saved.
     ///
     /// - Throws: ``Failure`` when the file cannot be written or renamed.
     func commit() throws -> SavedBody {
-        if state.withLock({ $0.descriptor < 0 }) { try begin() }
+        let last = filling.withLock { block in
+            defer { block = Data() }
+            return block
+        }
+        if !last.isEmpty { enqueue(last) }
+        queue.sync {}
+        if state.withLock({ $0.descriptor < 0 && $0.failure == nil }) { try begin() }
         return try state.withLock { state in
             let descriptor = state.descriptor
             state.descriptor = -1
+            if let failure = state.failure {
+                if descriptor >= 0 { close(descriptor) }
+                unlink(partial.path)
+                throw failure
+            }
             guard close(descriptor) == 0 else {
                 unlink(partial.path)
                 throw Failure(
@@ -171,12 +224,14 @@ final class FileSink: HTTPResponseBodySink {
 
     /// Removes what was written (the destination stays as it was).
     func discard() {
+        filling.withLock { $0 = Data() }
+        queue.sync {}
         state.withLock { state in
             if state.descriptor >= 0 {
                 close(state.descriptor)
                 state.descriptor = -1
-                unlink(partial.path)
             }
+            unlink(partial.path)
         }
     }
 }

@@ -69,6 +69,28 @@ struct ResponseBodyTests {
         }
     }
 
+    /// 3 MiB: several blocks of the writer's queue, hashed in order.
+    @Test func aLargeBodyIsSavedWholeAndHashedInOrder() async throws {
+        try await withDemoServer { server in
+            try await Self.inFolder { folder in
+                let workflow = try parse(
+                    """
+                    vars: { base: "\(server.baseURL.absoluteString)" }
+                    steps:
+                      - id: large
+                        url: "{{vars.base}}/large/\(3 << 20)"
+                        save_to: large.bin
+                    """)
+                let report = await Self.runner(workflow, in: folder).run()
+                let saved = try #require(report["large"]?.saved, "\(report)")
+                #expect(saved.bytes == 3 << 20)
+                #expect(saved.sha256 == "3bea8a9a07c1e8dcaa4c1b816815c35a29b4fb585ba6ecc70ea44840a794cfb3")
+                let data = try Data(contentsOf: folder.appendingPathComponent("large.bin"))
+                #expect(data.count == 3 << 20 && data.allSatisfy { $0 == UInt8(ascii: "x") })
+            }
+        }
+    }
+
     @Test(arguments: [
         ("../escape.bin", "has a '..' component"),
         ("a/../../escape.bin", "has a '..' component"),
