@@ -57,14 +57,14 @@ final class ClientRouter: Sendable {
             var configuration = configuration
             configuration.proxy = try Self.clientProxy(proxy, authority: authority)
             if !key.decompresses { configuration.decompression = .disabled }
-            let made = HTTPClient(eventLoopGroupProvider: .shared(loop), configuration: configuration)
-            let (client, spare) = clients.withLock { clients -> (HTTPClient, HTTPClient?) in
-                if let existing = clients[key] { return (existing, made) }
+            // Made under the lock (an HTTPClient's init opens nothing), so that two requests
+            // never make two clients for one key.
+            let client = clients.withLock { clients in
+                if let existing = clients[key] { return existing }
+                let made = HTTPClient(eventLoopGroupProvider: .shared(loop), configuration: configuration)
                 clients[key] = made
-                return (made, nil)
+                return made
             }
-            // Another request made the same client first: this one was never used.
-            if let spare { try? spare.syncShutdown() }
             return client
         }
     }

@@ -72,9 +72,19 @@ struct ResponseReader {
     /// `is not JSON`, or `is JSON nested deeper than 512 levels of arrays and objects (the
     /// most that is read)`.
     var notJSON: String {
-        syntaxError?.isTooDeep == true
-            ? "is JSON nested deeper than \(JSONValue.maxDepth) levels of arrays and objects (the most that is read)"
-            : "is not JSON"
+        if syntaxError?.isTooDeep == true {
+            return
+                "is JSON nested deeper than \(JSONValue.maxDepth) levels of arrays and objects (the most that is read)"
+        }
+        // An encoding not every transport decodes (`br`: URLSession on Linux does, AsyncHTTPClient
+        // does not) says so.
+        if let encoding = result.response.headerFields[.contentEncoding]?.lowercased(),
+            !["identity", "gzip", "x-gzip", "deflate"].contains(encoding)
+        {
+            return
+                "is not JSON (its Content-Encoding is '\(short: encoding)': only gzip and deflate are decoded on every transport)"
+        }
+        return "is not JSON"
     }
 
     /// The value `source` names: a header as text, or a value in the JSON body.

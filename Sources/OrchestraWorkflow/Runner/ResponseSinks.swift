@@ -52,9 +52,9 @@ final class CountingSink: HTTPResponseBodySink {
 /// file over.
 ///
 /// Hashing and writing run on a queue of the sink's own, beside the transport's thread that
-/// reads the network: ``write(_:)`` copies the part into a 1 MiB block and returns; a full block
-/// is queued, and the caller waits only while 8 blocks are queued (8 MiB at most). A write that
-/// fails is thrown by the next call.
+/// reads the network, and the hash beside the writes: ``write(_:)`` copies the part into a 1 MiB
+/// block and returns; a full block is queued to both, and the caller waits only while 8 blocks
+/// are queued (8 MiB at most). A write that fails is thrown by the next call.
 final class FileSink: HTTPResponseBodySink {
     /// Why a body cannot be saved, in words.
     struct Failure: Error, CustomStringConvertible {
@@ -63,7 +63,6 @@ final class FileSink: HTTPResponseBodySink {
 
     private struct State {
         var descriptor: Int32 = -1
-        var hasher = SHA256()
         var bytes = 0
         /// The first write that failed: every later call throws it.
         var failure: Failure?
@@ -74,10 +73,14 @@ final class FileSink: HTTPResponseBodySink {
     let destination: URL
     private let partial: URL
     private let state = Locked(State())
-    /// Where the parts are hashed and written, in order.
+    /// Where the blocks are written, in order.
     private let queue = DispatchQueue(label: "orchestra.save-to")
-    /// Room for blocks queued and not yet written.
+    /// Where the blocks are hashed, in order, beside the writes.
+    private let hashing = DispatchQueue(label: "orchestra.save-to.sha256")
+    private let hasher = Locked(SHA256())
+    /// Room for blocks queued and not yet written, and not yet hashed.
     private let room = DispatchSemaphore(value: FileSink.queuedBlocks)
+    private let hashRoom = DispatchSemaphore(value: FileSink.queuedBlocks)
     static let queuedBlocks = 8
     static let blockSize = 1 << 20
     /// The block being filled, by the transport's calls (one at a time).
@@ -124,6 +127,8 @@ final class FileSink: HTTPResponseBodySink {
     func begin() throws {
         filling.withLock { $0.removeAll(keepingCapacity: true) }
         queue.sync {}
+        hashing.sync {}
+        hasher.withLock { $0 = SHA256() }
         try state.withLock { state in
             if let failure = state.failure { throw failure }
             if state.descriptor < 0 {
@@ -141,7 +146,6 @@ final class FileSink: HTTPResponseBodySink {
                             "save_to: cannot start \(short: partial.path) over: \(String(cString: strerror(errno)))")
                 }
             }
-            state.hasher = SHA256()
             state.bytes = 0
         }
     }
@@ -158,9 +162,15 @@ final class FileSink: HTTPResponseBodySink {
         if let full { enqueue(full) }
     }
 
-    /// Queues `data` to be hashed and written, waiting while the queue is full.
+    /// Queues `data` to be hashed and written (in parallel, each in order), waiting while 8
+    /// blocks wait for either.
     private func enqueue(_ data: Data) {
+        hashRoom.wait()
         room.wait()
+        hashing.async { [self] in
+            defer { hashRoom.signal() }
+            hasher.withLock { $0.update(data: data) }
+        }
         queue.async { [self] in
             defer { room.signal() }
             state.withLock { state in
@@ -171,7 +181,6 @@ final class FileSink: HTTPResponseBodySink {
                         description: "save_to: writing \(short: path) failed: \(String(cString: strerror(errno)))")
                     return
                 }
-                state.hasher.update(data: data)
                 state.bytes += data.count
             }
         }
@@ -198,6 +207,7 @@ final class FileSink: HTTPResponseBodySink {
         }
         if !last.isEmpty { enqueue(last) }
         queue.sync {}
+        hashing.sync {}
         if state.withLock({ $0.descriptor < 0 && $0.failure == nil }) { try begin() }
         return try state.withLock { state in
             let descriptor = state.descriptor
@@ -217,7 +227,7 @@ final class FileSink: HTTPResponseBodySink {
                 unlink(partial.path)
                 throw Failure(description: "save_to: cannot put the file at \(short: path): \(reason)")
             }
-            let digest = state.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            let digest = hasher.withLock { $0.finalize() }.map { String(format: "%02x", $0) }.joined()
             return SavedBody(path: path, bytes: state.bytes, sha256: digest)
         }
     }
@@ -226,6 +236,7 @@ final class FileSink: HTTPResponseBodySink {
     func discard() {
         filling.withLock { $0 = Data() }
         queue.sync {}
+        hashing.sync {}
         state.withLock { state in
             if state.descriptor >= 0 {
                 close(state.descriptor)
