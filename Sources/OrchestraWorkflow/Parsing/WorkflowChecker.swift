@@ -474,7 +474,11 @@ enum URLCheck {
             return "has the scheme '\(scheme)'; only http and https are supported"
         }
         guard let host = components.host, !host.isEmpty else { return "has no host" }
-        if let problem = unresolvableHostProblem(components.percentEncodedHost ?? host) { return problem }
+        // The host as it goes out: its IDNA form (`xn--bcher-kva.example`), which
+        // `percentEncodedHost` turns back into escaped Unicode on Linux.
+        if let problem = unresolvableHostProblem(components.encodedHost ?? components.percentEncodedHost ?? host) {
+            return problem
+        }
         if let port = components.port, !(1...65_535).contains(port) { return "has port \(port); a port is 1 to 65535" }
         return nil
     }

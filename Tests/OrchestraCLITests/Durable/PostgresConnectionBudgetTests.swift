@@ -42,7 +42,11 @@ struct PostgresConnectionBudgetTests {
                         for: "sending the requests", limit: .seconds(60))
                     #expect(started, "\(worker.child.standardError.text)")
                 }
-                let file = try DistributedRunTests.workflow(base: server.baseURL, count: 40, hostLimit: 4, latency: 1)
+                // 1.5 s a request, 4 at once: the run lasts about 15 s, so it still holds its
+                // connections when the third worker asks (at 1 ms a request, it could end first
+                // on a loaded machine, and the third worker then found room and said nothing).
+                let file = try DistributedRunTests.workflow(
+                    base: server.baseURL, count: 40, hostLimit: 4, latency: 1_500)
                 let coordinator = try OrchestraExecutable.start([
                     "run", file, "--state", cluster.url, "--schema", "budget", "--no-color",
                 ])

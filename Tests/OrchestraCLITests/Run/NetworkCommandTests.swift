@@ -110,9 +110,10 @@ struct NetworkCommandTests {
     }
 
     @Test func aProxyPasswordIsRedactedInEverythingTheRunShows() async throws {
-        try await withRawHTTPServer({ request in
+        let reply: RawHTTPServer.Handler = { request in
             .response(status: 200, body: "you sent \(request.header("Proxy-Authorization") ?? "nothing"); pw=s3cretpw")
-        }) { server in
+        }
+        try await withRawHTTPServer(reply) { server in
             try await TestForwardProxy.with(credentials: "alice:s3cretpw") { proxy in
                 let file = try Self.file(
                     server.url("/echo"), step: "    assert: [ body: { contains: \"nothing-here\" } ]")
@@ -138,7 +139,8 @@ struct NetworkCommandTests {
         (["--max-body", "lots"], "--max-body"),
     ])
     func aSettingThatCannotBeUsedStopsTheRunBeforeAnyRequest(_ flags: [String], _ message: String) async throws {
-        try await withRawHTTPServer({ _ in .response(status: 200, body: "ok") }) { server in
+        let reply: RawHTTPServer.Handler = { _ in .response(status: 200, body: "ok") }
+        try await withRawHTTPServer(reply) { server in
             let file = try Self.file(server.url("/"))
             let output = try await OrchestraExecutable.run(["run", file] + flags)
             #expect(output.status != 0 && output.status != 1, "\(output)")

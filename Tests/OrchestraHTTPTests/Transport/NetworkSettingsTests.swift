@@ -122,7 +122,8 @@ struct NetworkSettingsTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func plainHTTPGoesThroughTheProxyWithItsCredentials(_ kind: TransportUnderTest) async throws {
-        try await withRawHTTPServer({ _ in .response(status: 200, body: "direct") }) { server in
+        let reply: RawHTTPServer.Handler = { _ in .response(status: 200, body: "direct") }
+        try await withRawHTTPServer(reply) { server in
             try await TestForwardProxy.with(credentials: "alice:s3cret pass") { proxy in
                 let settings = HTTPClientSettings(
                     proxy: .init(proxy: try HTTPProxy(url: "http://alice:s3cret%20pass@127.0.0.1:\(proxy.port)")))

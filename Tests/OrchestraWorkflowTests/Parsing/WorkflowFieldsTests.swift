@@ -41,7 +41,9 @@ struct WorkflowFieldsTests {
 
     @Test func everyFieldThatHoldsTemplatesListsItsReferences() {
         // The fields whose values are templates; a new one must declare its references.
-        let templateFields: Set = ["url", "headers", "body", "basic_auth", "for_each", "assert", "form", "multipart", "save_to"]
+        let templateFields: Set = [
+            "url", "headers", "body", "basic_auth", "for_each", "assert", "form", "multipart", "save_to",
+        ]
         let declared = Set(WorkflowStep.fields.filter { $0.references != nil }.map(\.name))
         #expect(declared == templateFields)
     }
