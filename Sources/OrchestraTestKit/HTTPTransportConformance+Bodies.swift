@@ -75,6 +75,24 @@ extension HTTPTransportConformance {
     }
 }
 
+extension HTTPTransportConformance {
+    func checkProxy() async throws {
+        guard let proxiedRequests else {
+            throw failure(
+                .goesThroughItsProxy,
+                actual: "no proxiedRequests: make the transport with a proxy and set proxiedRequests to its count")
+        }
+        let before = proxiedRequests()
+        let (response, _) = try await send(
+            .goesThroughItsProxy, request(.get, "/get"), expected: "a 200 through the proxy")
+        let after = proxiedRequests()
+        try require(
+            .goesThroughItsProxy, response.status.code == 200 && after > before,
+            expected: "a 200 response, and the proxy's count up by one",
+            actual: "\(response.status.code), the proxy's count \(before) → \(after)")
+    }
+}
+
 /// Counts what a transport hands it.
 private final class CountingSink: HTTPResponseBodySink {
     struct Counts {

@@ -11,7 +11,7 @@ public import OrchestraHTTP
 /// over the checks so that each one passes or fails on its own:
 ///
 /// ```swift
-/// @Test(arguments: HTTPTransportConformance.Check.allCases)
+/// @Test(arguments: HTTPTransportConformance.Check.allCases.filter { !$0.needsProxy })
 /// func myTransportConforms(_ check: HTTPTransportConformance.Check) async throws {
 ///     try await withDemoServer { server in
 ///         try await HTTPTransportConformance(transport: MyTransport(), server: server.baseURL).run(check)
@@ -72,6 +72,15 @@ public struct HTTPTransportConformance: Sendable {
         /// With `decompresses: false`, a gzip body comes back as sent (its first bytes are
         /// gzip's), or the transport refuses with code `.invalidRequest` before sending.
         case bodiesAsSentWhenAsked
+        /// A transport configured to send through a proxy sends through it: a request to the
+        /// server reaches the proxy (``HTTPTransportConformance/proxiedRequests`` counts one more)
+        /// and its response comes back. Needs a transport made with a proxy, and
+        /// `proxiedRequests` set (``needsProxy``).
+        case goesThroughItsProxy
+
+        /// Whether the check needs a transport configured with a proxy, and
+        /// ``HTTPTransportConformance/proxiedRequests``: run it on its own, with such a transport.
+        public var needsProxy: Bool { self == .goesThroughItsProxy }
 
         /// Whether the check needs a route only the demo server has (`/barrier`,
         /// `/gzip/zeros`, `/large`); the others use only httpbin's routes.
@@ -96,6 +105,9 @@ public struct HTTPTransportConformance: Sendable {
     public var requestsInFlight: Int
     /// Where ``Check/connectionRefusedIsTransient`` sends: a port nothing listens on.
     public var refusingServer: URL
+    /// For ``Check/goesThroughItsProxy``: how many requests (or `CONNECT` tunnels) the proxy the
+    /// transport was configured with has received so far.
+    public var proxiedRequests: (@Sendable () -> Int)?
 
     /// - Parameters:
     ///   - transport: The transport under test.
@@ -147,6 +159,7 @@ public struct HTTPTransportConformance: Sendable {
         case .decodedBodiesAreLimited: try await checkDecodedLimit()
         case .bodiesStreamToASink: try await checkSink()
         case .bodiesAsSentWhenAsked: try await checkAsSent()
+        case .goesThroughItsProxy: try await checkProxy()
         }
     }
 }
@@ -191,6 +204,7 @@ extension HTTPTransportConformance.Check {
         case .decodedBodiesAreLimited: "HTTPTransportError .responseTooLarge for a body that inflates past the limit"
         case .bodiesStreamToASink: "the body handed to the sink in parts, never held whole"
         case .bodiesAsSentWhenAsked: "a gzip body as sent, or .invalidRequest"
+        case .goesThroughItsProxy: "the request through the proxy the transport was given"
         }
     }
 }

@@ -64,6 +64,19 @@ struct NetworkSettingsTests {
         }
     }
 
+    /// OpenSSL's SSL_CERT_FILE replaces the system's roots: the test CA alone is then trusted.
+    @Test(arguments: TransportUnderTest.allCases)
+    func sslCertFileReplacesTheSystemRoots(_ kind: TransportUnderTest) async throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        try await TLSTestServer.with(certificates) { base in
+            let settings = try HTTPClientSettings.environment(["SSL_CERT_FILE": certificates.ca.path])
+            #expect(settings.tls.systemRoots?.path == certificates.ca.path)
+            let (response, _) = try await kind.with(settings) { try await Self.get(base + "/", $0) }
+            #expect(response.status == .ok)
+        }
+    }
+
     @Test(arguments: TransportUnderTest.allCases)
     func aClientCertificateIsPresentedToAServerThatWantsOne(_ kind: TransportUnderTest) async throws {
         let certificates = try TestCertificates.make()

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NetworkTestSupport
 import OrchestraAsyncHTTPClient
 import OrchestraDemoServer
 import OrchestraHTTP
@@ -10,14 +11,16 @@ import Testing
 /// Both transports pass every check of the conformance suite against the demo server.
 @Suite("HTTPTransportConformance", .serialized, .timeLimit(.minutes(2)), .takesTurns)
 struct TransportConformanceTests {
-    @Test(arguments: HTTPTransportConformance.Check.allCases)
+    static let checks = HTTPTransportConformance.Check.allCases.filter { !$0.needsProxy }
+
+    @Test(arguments: checks)
     func urlSessionTransport(_ check: HTTPTransportConformance.Check) async throws {
         try await withDemoServer { server in
             try await HTTPTransportConformance(transport: URLSessionTransport(), server: server.baseURL).run(check)
         }
     }
 
-    @Test(arguments: HTTPTransportConformance.Check.allCases)
+    @Test(arguments: checks)
     func asyncHTTPClientTransport(_ check: HTTPTransportConformance.Check) async throws {
         try await withDemoServer { server in
             try await AsyncHTTPClientTransport.withTransport { transport in
@@ -29,7 +32,7 @@ struct TransportConformanceTests {
     /// Against a real httpbin, when `ORCHESTRA_HTTPBIN` gives its URL
     /// (`pip install httpbin gunicorn; gunicorn -b 127.0.0.1:8080 -k gthread --threads 32 httpbin:app`).
     static let httpbin = ProcessInfo.processInfo.environment["ORCHESTRA_HTTPBIN"].flatMap(URL.init(string:))
-    static let httpbinChecks = HTTPTransportConformance.Check.allCases.filter { !$0.needsDemoServer }
+    static let httpbinChecks = checks.filter { !$0.needsDemoServer }
 
     @Test(.enabled(if: httpbin != nil, "set ORCHESTRA_HTTPBIN to an httpbin's URL"), arguments: httpbinChecks)
     func bothTransportsAgainstHTTPBin(_ check: HTTPTransportConformance.Check) async throws {
@@ -37,6 +40,30 @@ struct TransportConformanceTests {
         try await HTTPTransportConformance(transport: URLSessionTransport(), server: server).run(check)
         try await AsyncHTTPClientTransport.withTransport { transport in
             try await HTTPTransportConformance(transport: transport, server: server).run(check)
+        }
+    }
+
+    /// Both transports made with a proxy send through it; one made without fails the check.
+    @Test(arguments: TransportUnderTest.allCases)
+    func aTransportGoesThroughItsProxy(_ kind: TransportUnderTest) async throws {
+        try await withDemoServer { server in
+            try await TestForwardProxy.with { proxy in
+                let settings = HTTPClientSettings(proxy: .init(proxy: try HTTPProxy(url: proxy.url)))
+                try await kind.with(settings) { transport in
+                    var conformance = HTTPTransportConformance(transport: transport, server: server.baseURL)
+                    conformance.proxiedRequests = { proxy.requests.count }
+                    try await conformance.run(.goesThroughItsProxy)
+                }
+                let failure = await #expect(throws: HTTPTransportConformanceFailure.self) {
+                    try await kind.with(HTTPClientSettings()) { transport in
+                        var conformance = HTTPTransportConformance(transport: transport, server: server.baseURL)
+                        conformance.proxiedRequests = { proxy.requests.count }
+                        try await conformance.run(.goesThroughItsProxy)
+                    }
+                }
+                #expect(
+                    failure?.description.contains("the proxy's count 1 → 1") == true, "\(String(describing: failure))")
+            }
         }
     }
 
