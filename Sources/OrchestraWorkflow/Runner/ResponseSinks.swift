@@ -70,6 +70,13 @@ final class FileSink: HTTPResponseBodySink {
 
     /// The destination as the step named it (for the report).
     let path: String
+    /// With a limit, the body is also kept in memory, up to it (for the step's captures and
+    /// assertions): a longer body fails the request.
+    let keepsUpTo: Int?
+    private let kept = Locked(Data())
+
+    /// The body kept in memory (empty without ``keepsUpTo``).
+    var keptBody: Data { kept.withLock { $0 } }
     let destination: URL
     private let partial: URL
     private let state = Locked(State())
@@ -90,8 +97,9 @@ final class FileSink: HTTPResponseBodySink {
     ///
     /// - Throws: ``Failure`` for a path with a `..` component, a folder that is a symbolic link
     ///   or cannot be made.
-    init(path: String, relativeTo directory: URL) throws {
+    init(path: String, relativeTo directory: URL, keepingUpTo limit: Int? = nil) throws {
         self.path = path
+        self.keepsUpTo = limit
         let components = path.split(separator: "/", omittingEmptySubsequences: true)
         guard !path.isEmpty, !components.isEmpty, !path.hasSuffix("/") else {
             throw Failure(description: "save_to: '\(short: path)' names no file")
@@ -125,6 +133,7 @@ final class FileSink: HTTPResponseBodySink {
     }
 
     func begin() throws {
+        kept.withLock { $0 = Data() }
         filling.withLock { $0.removeAll(keepingCapacity: true) }
         queue.sync {}
         hashing.sync {}
@@ -152,6 +161,17 @@ final class FileSink: HTTPResponseBodySink {
 
     func write(_ part: UnsafeRawBufferPointer) throws {
         if let failure = state.withLock({ $0.failure }) { throw failure }
+        if let limit = keepsUpTo {
+            try kept.withLock { kept in
+                guard kept.count + part.count <= limit else {
+                    throw Failure(
+                        description:
+                            "the response is larger than \(limit) bytes, the most its captures and assertions read (max_body)"
+                    )
+                }
+                kept.append(contentsOf: part)
+            }
+        }
         let full = filling.withLock { block -> Data? in
             if block.isEmpty { block.reserveCapacity(Self.blockSize) }
             block.append(contentsOf: part)

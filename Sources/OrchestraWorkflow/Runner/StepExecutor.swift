@@ -155,7 +155,10 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             }) {
                 throw StepFailure("save_to: '\(short: path)' was written by \(writer) in this run already")
             }
-            file = try FileSink(path: path, relativeTo: bodies.directory)
+            // A step that also reads the body (a capture, an assertion) keeps it in memory too.
+            file = try FileSink(
+                path: path, relativeTo: bodies.directory,
+                keepingUpTo: step.readsResponseBody(auth: workflow.auth) ? handling.maximumSize : nil)
             handling.sink = file
         } else if !bodies.holdsUnread, !step.readsResponseBody(auth: workflow.auth) {
             counter = CountingSink()
@@ -188,6 +191,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             }
             let saved = try file.commit()
             update(id) { $0.saved = saved }
+            if file.keepsUpTo != nil { result.body = file.keptBody }
         }
         var reader = ResponseReader(result, regexLimit: min(regexTimeLimit, step.timeout))
         // The coordinator re-sent the request with fresh tokens and gave up: the last response

@@ -91,6 +91,31 @@ struct ResponseBodyTests {
         }
     }
 
+    /// A step that saves its body and also checks it reads the same bytes.
+    @Test func aSavedBodyCanAlsoBeCapturedAndChecked() async throws {
+        try await withDemoServer { server in
+            try await Self.inFolder { folder in
+                let workflow = try parse(
+                    """
+                    vars: { base: "\(server.baseURL.absoluteString)" }
+                    steps:
+                      - id: saved
+                        method: POST
+                        url: "{{vars.base}}/anything"
+                        body: { name: ada }
+                        save_to: echo.json
+                        captures: { name: $.json.name }
+                        assert: [ $.json.name: ada ]
+                    """)
+                let report = await Self.runner(workflow, in: folder).run()
+                #expect(report["saved"]?.state == .succeeded, "\(report)")
+                #expect(report["saved"]?.captures.first?.value == .string("ada"))
+                let file = try Data(contentsOf: folder.appendingPathComponent("echo.json"))
+                #expect(report["saved"]?.saved?.bytes == file.count)
+            }
+        }
+    }
+
     @Test(arguments: [
         ("../escape.bin", "has a '..' component"),
         ("a/../../escape.bin", "has a '..' component"),
