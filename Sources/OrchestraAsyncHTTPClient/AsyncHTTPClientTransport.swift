@@ -77,16 +77,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// 10 s and a read after an hour. It speaks HTTP/2 to a server that offers it over TLS.
     ///
     /// `settings` say how servers are reached:
-    /// - **TLS**: ``HTTPTLSSettings/trustedCertificates`` are trusted besides the system's
-    ///   roots (or ``HTTPTLSSettings/systemRoots`` in their place), verification can be turned
+    /// - **TLS**: `HTTPTLSSettings.trustedCertificates` are trusted besides the system's
+    ///   roots (or `HTTPTLSSettings.systemRoots` in their place), verification can be turned
     ///   off, and a client certificate presented. Every file is read before `body` runs.
-    /// - **Proxies**: each request goes through the proxy ``HTTPClientSettings/proxy`` names
+    /// - **Proxies**: each request goes through the proxy `HTTPClientSettings.proxy` names
     ///   for its scheme and host (an HTTP proxy tunnels every request with `CONNECT`, as
     ///   AsyncHTTPClient does; a SOCKS5 proxy is supported without a password, an `https://`
     ///   proxy not at all: such a request fails with an error that says so). The default is no
     ///   proxy: AsyncHTTPClient reads no environment variable; pass
     ///   `HTTPClientSettings.environment()` to follow curl's.
-    /// - **Compression**: with ``HTTPClientSettings/decompresses`` (the default), a request
+    /// - **Compression**: with `HTTPClientSettings.decompresses` (the default), a request
     ///   without an `Accept-Encoding` of its own asks for `deflate, gzip`, and a gzip or
     ///   deflate body is decoded, whatever asked for it; `maximumBodySize` then counts decoded
     ///   bytes, so a small body that inflates past it fails as soon as it does. The response

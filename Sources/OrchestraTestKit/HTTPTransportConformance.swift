@@ -65,7 +65,7 @@ public struct HTTPTransportConformance: Sendable {
         /// to 4 MB (`/gzip/zeros/4194304`) with `maximumSize` 1 MB throw an `HTTPTransportError`
         /// with code `.responseTooLarge`. Needs the demo server.
         case decodedBodiesAreLimited
-        /// A body handed to an ``HTTPResponseBodySink`` is never held whole: 8 MB
+        /// A body handed to an `HTTPResponseBodySink` (OrchestraHTTP) is never held whole: 8 MB
         /// (`/large/8388608`) arrive in parts, each smaller than the body, with the transport's
         /// own limit at 1 MB, and the body returned is empty. Needs the demo server.
         case bodiesStreamToASink
