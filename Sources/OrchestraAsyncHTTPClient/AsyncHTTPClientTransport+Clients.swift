@@ -33,12 +33,12 @@ final class ClientRouter: Sendable {
         self.source = source
     }
 
-    /// The client for a request to `scheme://host`, decoding its body or not.
+    /// The client for a request to `scheme://authority`, decoding its body or not.
     ///
     /// - Throws: `HTTPTransportError` (`.invalidRequest`) for a proxy AsyncHTTPClient cannot
     ///   use, naming it (without its password), or for `decompresses: false` on a given client.
     func client(
-        scheme: String?, host: String?, authority: String?, decompresses: Bool
+        scheme: String?, authority: String?, decompresses: Bool
     ) throws(HTTPTransportError) -> HTTPClient {
         switch source {
         case .given(let client):
@@ -51,7 +51,13 @@ final class ClientRouter: Sendable {
             }
             return client
         case .made(let configuration, let proxies, let loop):
-            let proxy = scheme.flatMap { scheme in host.flatMap { proxies.proxy(scheme: scheme, host: $0) } }
+            // The host is read out of the authority only when there is a proxy to choose.
+            let proxy: HTTPProxy? =
+                proxies == .none
+                ? nil
+                : scheme.flatMap { scheme in
+                    authority.flatMap { proxies.proxy(scheme: scheme, host: HTTPTransportError.hostName(of: $0)) }
+                }
             let key = Key(proxy: proxy, decompresses: decompresses && !configuration.decompression.isDisabled)
             if let client = clients.withLock({ $0[key] }) { return client }
             var configuration = configuration

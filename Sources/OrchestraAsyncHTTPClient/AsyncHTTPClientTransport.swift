@@ -213,8 +213,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let authority = request.authority
         let (url, headers) = try Self.target(of: request)
         let client = try clients.client(
-            scheme: request.scheme, host: authority.map(HTTPTransportError.hostName(of:)), authority: authority,
-            decompresses: handling.decompresses)
+            scheme: request.scheme, authority: authority, decompresses: handling.decompresses)
         let receiving = Receiving(
             limit: handling.maximumSize.map { min($0, maximumBodySize) } ?? maximumBodySize, sink: handling.sink)
         switch content {

@@ -144,23 +144,22 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             maximumSize: step.maxBody ?? bodies.maximumSize, decompresses: step.compressed)
         var file: FileSink?
         var counter: CountingSink?
+        let readsBody = step.readsResponseBody(auth: workflow.auth)
         if let saveTo = step.saveTo {
             let path = try saveTo.render(for: .text, with: values)
-            if let writer = savedPaths.withLock({ paths in
-                paths[path]
-                    ?? {
-                        paths[path] = id
-                        return nil
-                    }()
-            }) {
+            let writer = savedPaths.withLock { paths -> String? in
+                if let writer = paths[path] { return writer }
+                paths[path] = id
+                return nil
+            }
+            if let writer {
                 throw StepFailure("save_to: '\(short: path)' was written by \(writer) in this run already")
             }
             // A step that also reads the body (a capture, an assertion) keeps it in memory too.
             file = try FileSink(
-                path: path, relativeTo: bodies.directory,
-                keepingUpTo: step.readsResponseBody(auth: workflow.auth) ? handling.maximumSize : nil)
+                path: path, relativeTo: bodies.directory, keepingUpTo: readsBody ? handling.maximumSize : nil)
             handling.sink = file
-        } else if !bodies.holdsUnread, !step.readsResponseBody(auth: workflow.auth) {
+        } else if !bodies.holdsUnread, !readsBody {
             counter = CountingSink()
             handling.sink = counter
         }
