@@ -41,6 +41,7 @@ public final class HTTPCoordinator: Sendable {
     private let transport: any HTTPTransport
     let configuration: Configuration
     private let admission: Locked<RequestAdmission>
+    private let pacer: HostPacer
     /// The clock, type-erased: `withRetry` and `withTimeout` on the caller's clock.
     private let retrying:
         @Sendable (
@@ -69,6 +70,13 @@ public final class HTTPCoordinator: Sendable {
             "HTTPCoordinator: maxConcurrentRequestsPerHost must be at least 1, got \(configuration.maxConcurrentRequestsPerHost)"
         )
         Self.checkHostLimits(configuration.hostLimits)
+        checkArgument(
+            configuration.rateBurst >= 1,
+            "HTTPCoordinator: rateBurst must be at least 1, got \(configuration.rateBurst)")
+        for pattern in configuration.hostRates.keys {
+            checkArgument(
+                Self.isHostPattern(pattern), "HTTPCoordinator: hostRates key '\(pattern)' is not 'host' or 'host:port'")
+        }
         if let resends = configuration.authentication?.maxResends {
             checkArgument(
                 resends >= 0, "HTTPCoordinator: authentication.maxResends must not be negative, got \(resends)")
@@ -81,6 +89,7 @@ public final class HTTPCoordinator: Sendable {
                 perHostLimit: configuration.maxConcurrentRequestsPerHost,
                 groupLimits: Self.groupLimits(configuration.hostLimits)
             ))
+        self.pacer = HostPacer(configuration: configuration, clock: clock)
         self.retrying = { policy, onRetry, body in try await withRetry(policy, clock: clock, onRetry: onRetry, body) }
         self.timing = { timeout, body in try await withTimeout(timeout, clock: clock, body) }
         self.transportTimesRequests = C.self == ContinuousClock.self
@@ -211,6 +220,12 @@ public final class HTTPCoordinator: Sendable {
         admission.withLock { $0.waitingCount }
     }
 
+    /// Each host's requests sent, configured and effective rate, 429s and pauses, by host
+    /// (at most `10,000` hosts: past that, a host without a configured rate is not counted).
+    public var hostRates: [HTTPHostRate] {
+        pacer.hostRates
+    }
+
     // MARK: - One request
 
     /// What one call resolved from its options and the configuration.
@@ -336,6 +351,10 @@ public final class HTTPCoordinator: Sendable {
             let admitted = admission.withLock { $0.release(host: host) }
             for waiter in admitted { waiter.resume() }
         }
+        // Its start time, holding its slot (as a slow response would): a request that waited
+        // for its slot must not then start at once with every other that did.
+        let paceKey = pacer.key(scheme: scheme, authority: authority)
+        try await pacer.acquire(paceKey)
         if let willSend = plan.willSend {
             do {
                 try await willSend(request)
@@ -364,6 +383,7 @@ public final class HTTPCoordinator: Sendable {
                 } else {
                     try await send(plan.timeout)
                 }
+            pacer.observe(result.response, key: paceKey, maximumDelay: plan.retry.policy.maximumServerDelay)
             plan.onAttempt?(.ended(request, .success(result.response)))
             return result
         } catch {

@@ -34,6 +34,29 @@ extension HTTPCoordinator {
         /// Redirects followed for each request: at most 10 by default (see
         /// ``HTTPRedirectPolicy`` for the rules).
         public var redirects: HTTPRedirectPolicy
+        /// Requests started per interval over all hosts (`.perSecond(50)`); not limited by
+        /// default. Every attempt counts: retries, redirects followed and re-sends after a token
+        /// refresh.
+        public var rate: Rate?
+        /// Requests started per interval to each host that ``hostRates`` does not name; not
+        /// limited by default.
+        public var perHostRate: Rate?
+        /// Rates of particular hosts, in place of ``perHostRate`` for them, keyed like
+        /// ``hostLimits`` (`host` or `host:port`); all the hosts one key matches share its
+        /// rate. Empty by default.
+        public var hostRates: [String: Rate]
+        /// Starts granted at once after a quiet time, by each rate (see `RateLimiter`'s
+        /// `burst`); 1 by default, which spaces every start. At least 1.
+        public var rateBurst: Int
+        /// Whether the server paces its host: a 429 or 503 with `Retry-After` holds *every*
+        /// request to that host until then (at most the retry policy's
+        /// `RetryPolicy.maximumServerDelay`), and its `RateLimit`/`X-RateLimit` fields
+        /// (``HTTPRateLimitHeaders``) lower the host's rate to what it announces, never above
+        /// the configured one. `true` by default.
+        public var adaptsToServer: Bool
+        /// Called with each change the server made to a host's pace (``HTTPRateEvent``), on the
+        /// task whose response caused it; keep it quick.
+        public var onRateEvent: (@Sendable (HTTPRateEvent) -> Void)?
 
         /// A configuration; every parameter is described by the property of the same name.
         public init(
@@ -43,7 +66,13 @@ extension HTTPCoordinator {
             requestTimeout: Duration? = .seconds(30),
             retry: RetryPolicy = RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(200), maxDelay: .seconds(10)),
             redirects: HTTPRedirectPolicy = .follow(),
-            authentication: Authentication? = nil
+            authentication: Authentication? = nil,
+            rate: Rate? = nil,
+            perHostRate: Rate? = nil,
+            hostRates: [String: Rate] = [:],
+            rateBurst: Int = 1,
+            adaptsToServer: Bool = true,
+            onRateEvent: (@Sendable (HTTPRateEvent) -> Void)? = nil
         ) {
             self.maxConcurrentRequests = maxConcurrentRequests
             self.maxConcurrentRequestsPerHost = maxConcurrentRequestsPerHost
@@ -52,6 +81,12 @@ extension HTTPCoordinator {
             self.retry = retry
             self.redirects = redirects
             self.authentication = authentication
+            self.rate = rate
+            self.perHostRate = perHostRate
+            self.hostRates = hostRates
+            self.rateBurst = rateBurst
+            self.adaptsToServer = adaptsToServer
+            self.onRateEvent = onRateEvent
         }
     }
 
