@@ -143,6 +143,7 @@ enum DemoRoutes {
         addHTTPBinRoutes(to: router, state: state)
         addCharsetRoutes(to: router)
         addEncodingRoutes(to: router)
+        addRateLimitRoutes(to: router, state: state)
         return router
     }
 

@@ -31,6 +31,12 @@ import ServiceLifecycle
 /// - `/barrier/{name}?count=N` — waits until `N` (1…256, default 2) requests for
 ///   `/barrier/{name}` have arrived, counting those that came before, then answers `name`:
 ///   `N` requests that must all be in flight at once. Use a new name for each use.
+/// - `/limited/{bucket}?limit=N&window=S&announce=none|ietf|x` — at most `N` (default 10)
+///   requests per fixed window of `S` seconds (default 1) per bucket; beyond that 429 with
+///   `Retry-After` (seconds to the window's end). `announce` adds the quota: `ietf` as
+///   `RateLimit-Policy`/`RateLimit`, `x` as `X-RateLimit-Limit/-Remaining/-Reset` (a Unix time).
+///   `/limited/{bucket}/stats` — JSON: `total`, `accepted`, `rejected`, and
+///   `max_in_any_second`, the most requests any one second (sliding) held.
 ///
 /// Routes with httpbin's names and answers, so that `HTTPTransportConformance` (in
 /// `OrchestraTestKit`) can run against this server or a real httpbin:

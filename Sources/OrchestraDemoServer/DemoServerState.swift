@@ -19,6 +19,8 @@ final class DemoServerState: Sendable {
     }
 
     let counters = Locked(Counters())
+    /// The buckets of `/limited`.
+    let rateBuckets = Locked(DemoRateBuckets())
     let gate = AsyncGate(isOpen: true)
     let shutdown = AsyncEvent()
     let configuration: DemoServer.Configuration
