@@ -65,6 +65,14 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            """
+            Requests started per interval over all hosts, in place of the file's rate: (50/s, 300/min, 5000/h,             5/10s). Retries, redirects, logins and refreshes count. A host's own rate (hosts:) holds as well.
+            """,
+            valueName: "rate"))
+    var rate: RateArgument?
+
+    @Option(
+        help: ArgumentHelp(
             "text (a line per step and a summary) or json (one document on stdout, nothing else).", valueName: "format")
     )
     var output: Output = .text
@@ -182,7 +190,8 @@ struct RunCommand: AsyncParsableCommand {
             keepsItemReports: keepsItemReports, observer: log.map { log in { @Sendable in log.write($0) } },
             cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
             onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } },
-            bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose))
+            bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose),
+            onRateEvent: log.map { log in { @Sendable in log.rateChanged($0) } })
     }
 
     /// The `--state` file, opened for this run; `nil` without the option.
@@ -208,6 +217,7 @@ struct RunCommand: AsyncParsableCommand {
         var (loaded, rows) = try options.loadWithRows()
         // A proxy's password is redacted like the file's secrets (a proxy may pass it on).
         loaded.secretValues += transportOptions.proxyPasswords()
+        if let rate { loaded.rate = rate.rate }
         let workflow = loaded
         if let rows {
             try await run(workflow, rows: rows)
@@ -251,6 +261,7 @@ struct RunCommand: AsyncParsableCommand {
         switch output {
         case .text:
             printer.summary(of: report)
+            printer.rateLines(of: report)
             if let stateFile { printer.stateLine(stateFile, report: report) }
             if let distributed { printer.distributedLine(distributed) }
         case .json: console.write(RunPrinter.json(of: report, file: options.file).prettyText + "\n")

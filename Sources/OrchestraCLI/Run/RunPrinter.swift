@@ -1,4 +1,5 @@
 import Foundation
+import OrchestraHTTP
 import OrchestraWorkflow
 
 /// How `orchestra run` prints: a line per step as it ends, a summary, or one JSON document.
@@ -187,6 +188,24 @@ struct RunPrinter: Sendable {
         console.line(console.paint(line, report.allSucceeded ? .green : .red))
     }
 
+    /// A line per host whose pace mattered (a rate configured or announced, a 429, a pause):
+    /// `rate: https://api.test:443 · 600 requests at 20/s · server: 10/s · 3 × 429, 1 pause`.
+    func rateLines(of report: WorkflowReport) {
+        for host in report.hosts
+        where host.configuredRate != nil || host.effectiveRate != host.configuredRate || host.tooManyRequests > 0
+            || host.pauses > 0
+        {
+            var line = "rate: \(TerminalText.safe(host.host)) · \(Format.count(host.requestsSent, "request"))"
+            if let rate = host.configuredRate { line += " at \(HTTPRateEvent.text(rate))" }
+            if host.effectiveRate != host.configuredRate {
+                line += " · server: \(host.effectiveRate.map(HTTPRateEvent.text) ?? "not limited")"
+            }
+            if host.tooManyRequests > 0 { line += " · \(host.tooManyRequests) × 429" }
+            if host.pauses > 0 { line += ", \(Format.count(host.pauses, "pause"))" }
+            console.line(console.paint(line, .dim))
+        }
+    }
+
     /// `state: run.sqlite (run 2) · 4,200 requests recorded by earlier runs were not sent`
     func stateLine(_ state: WorkflowState, report: WorkflowReport) {
         let reused = report.steps.reduce(0) { $0 + ($1.itemCounts?.recorded ?? ($1.recorded ? 1 : 0)) }
@@ -224,6 +243,14 @@ struct RunPrinter: Sendable {
             "workflow": report.workflow.map(JSONValue.string) ?? .null,
             "file": .string(file),
             "steps": .array(report.steps.map(json(of:))),
+            "hosts": .array(report.hosts.map(json(of:))),
+            "rate_events": .array(
+                report.rateEvents.map { event in
+                    .object([
+                        "host": .string(event.host),
+                        "event": .string(TerminalText.safe(event.description)),
+                    ])
+                }),
             "summary": .object([
                 "steps": .integer(report.steps.count),
                 "succeeded": .integer(report.count(.succeeded)),
@@ -235,6 +262,21 @@ struct RunPrinter: Sendable {
                 "refreshes": .integer(report.refreshes),
                 "ok": .bool(report.allSucceeded),
             ]),
+        ])
+    }
+
+    /// A host's figures: `host`, `requests`, `rate` and `effective_rate` (`20/s`, or `null`: not
+    /// limited), `too_many_requests` (429s) and `pauses`.
+    private static func json(of host: HTTPHostRate) -> JSONValue {
+        let configured: JSONValue = host.configuredRate.map { .string(HTTPRateEvent.text($0)) } ?? .null
+        let effective: JSONValue = host.effectiveRate.map { .string(HTTPRateEvent.text($0)) } ?? .null
+        return .object([
+            "host": .string(host.host),
+            "requests": .integer(host.requestsSent),
+            "rate": configured,
+            "effective_rate": effective,
+            "too_many_requests": .integer(host.tooManyRequests),
+            "pauses": .integer(host.pauses),
         ])
     }
 

@@ -21,3 +21,20 @@ extension VerboseLog {
             + "\(Format.wallTime(event.delay)) (\(reason)), then attempt \(event.attempt + 1)\n\n"
     }
 }
+
+extension VerboseLog {
+    /// `--verbose`: a change a server made to its host's pace, as a block of one line:
+    ///
+    /// ```
+    /// * rate · pausing https://api.test:443 for 2 s (429 with Retry-After: 2)
+    /// ```
+    func rateChanged(_ event: HTTPRateEvent) {
+        console.write(rateLine(event))
+    }
+
+    /// The line ``rateChanged(_:)`` writes, ending with a blank line; the server's words are
+    /// made safe for a terminal and redacted.
+    func rateLine(_ event: HTTPRateEvent) -> String {
+        "* rate · \(TerminalText.safe(redactor.redact(event.description)))\n\n"
+    }
+}

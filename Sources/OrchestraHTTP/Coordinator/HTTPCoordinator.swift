@@ -191,6 +191,24 @@ public final class HTTPCoordinator: Sendable {
         return HTTPResult(response: response, body: data)
     }
 
+    /// Waits for `request`'s start time under the coordinator's rates (its host's permit, the
+    /// overall one, a pause its host is under) without taking a slot, and counts it as sent:
+    /// for requests sent around the coordinator (``sendBypassingLimits(_:body:)``, a login)
+    /// that must still keep to the rates. Pass its response to ``observeRate(_:of:)``.
+    ///
+    /// - Throws: `CancellationError`.
+    package func waitForRate(of request: HTTPRequest) async throws {
+        try await pacer.acquire(pacer.key(scheme: request.scheme ?? "", authority: request.authority ?? ""))
+    }
+
+    /// Reads the response to a request sent after ``waitForRate(of:)``, as the coordinator reads
+    /// its own: a 429's `Retry-After` pauses the host, `RateLimit` fields set its rate.
+    package func observeRate(_ response: HTTPResponse, of request: HTTPRequest) {
+        pacer.observe(
+            response, key: pacer.key(scheme: request.scheme ?? "", authority: request.authority ?? ""),
+            maximumDelay: configuration.retry.maximumServerDelay)
+    }
+
     /// Changes the limits while requests run: a rise starts waiting requests at once, a fall
     /// lets requests in flight finish. `hosts` replaces every ``Configuration/hostLimits``
     /// entry (`nil` keeps them); a request already in flight keeps counting against the entry

@@ -52,7 +52,7 @@ public struct HTTPRateEvent: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `20/s`, or `2.5/s` for a rate that is not whole per second (`5 per 2 s`).
-    static func text(_ rate: Rate) -> String {
+    package static func text(_ rate: Rate) -> String {
         switch rate.interval {
         case .seconds(1), .seconds(60), .seconds(3_600): return rate.description
         default:

@@ -20,7 +20,7 @@ public import Orchestra
 ///
 /// ```swift
 /// let announced = HTTPRateLimitHeaders(response.headerFields)
-/// announced?.sustainableRate   // 42 per 17 s: what is left, spread over what remains of the window
+/// announced?.sustainableRate   // 600 per 60 s: the quota over its window
 /// ```
 public struct HTTPRateLimitHeaders: Sendable, Hashable, CustomStringConvertible {
     /// The quota: requests allowed per ``window``.
@@ -65,18 +65,18 @@ public struct HTTPRateLimitHeaders: Sendable, Hashable, CustomStringConvertible 
         guard remaining != nil || (quota != nil && window != nil) else { return nil }
     }
 
-    /// The fastest rate that keeps within the announcement: what is left spread over what
-    /// remains of the window, or the quota over its window, whichever is slower. `nil` when
-    /// nothing is left (then wait for ``reset``) or the announcement gives no time.
+    /// The rate that keeps within the announcement: the quota over its window when both are
+    /// given (steady, however the window's count goes), else what is left spread over what
+    /// remains of the window (GitHub's `X-RateLimit-*` give no window). `nil` when neither is
+    /// known or nothing is left (then wait for ``reset``: see ``isExhausted``).
     public var sustainableRate: Rate? {
-        var rates: [Rate] = []
-        if let remaining, remaining >= 1, let reset, reset > .zero {
-            rates.append(.per(remaining, reset))
-        }
         if let quota, quota >= 1, let window, window > .zero {
-            rates.append(.per(quota, window))
+            return .per(quota, window)
         }
-        return rates.min { $0.permitsPerSecond < $1.permitsPerSecond }
+        if let remaining, remaining >= 1, let reset, reset > .zero {
+            return .per(remaining, reset)
+        }
+        return nil
     }
 
     /// Whether nothing is left of the quota until ``reset``.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Orchestra
 import OrchestraHTTP
 
 /// A workflow of HTTP requests read from a YAML or JSON file: steps that depend on each other,
@@ -38,9 +39,13 @@ package struct Workflow: Sendable {
     /// `limit:`: requests in flight at once (a step waiting for a backoff, a token or a host
     /// slot holds none); 8 by default. What each layer of a run makes of it: ``limits``.
     package var limit: Int
-    /// `hosts:`: at most this many requests at once to a host, on top of ``limit``. What each
-    /// layer of a run makes of both: ``limits``.
+    /// `hosts:`: at most this many requests at once to a host, on top of ``limit``, and at most
+    /// this rate. What each layer of a run makes of both: ``limits``.
     package var hostLimits: [HostLimit]
+    /// `rate:`: requests started per interval over all hosts; none by default.
+    package var rate: Rate?
+    /// `burst:`: starts granted at once after a quiet time, by each rate; 1 by default.
+    package var burst = 1
     /// `failure:`.
     package var failurePolicy: WorkflowFailurePolicy
     /// `follow_redirects:`: whether a step follows redirects (at most
@@ -135,12 +140,16 @@ package enum WorkflowFailurePolicy: String, Sendable, Hashable, CaseIterable {
 /// (`127.0.0.1`).
 package struct HostLimit: Sendable, Hashable {
     package var host: String
-    package var limit: Int
+    /// Requests at once to the host; `nil`: only ``Workflow/limit``.
+    package var limit: Int?
+    /// Requests started per interval to the host; `nil`: not limited.
+    package var rate: Rate?
     package var location: SourceLocation?
 
-    package init(host: String, limit: Int, location: SourceLocation? = nil) {
+    package init(host: String, limit: Int?, rate: Rate? = nil, location: SourceLocation? = nil) {
         self.host = host
         self.limit = limit
+        self.rate = rate
         self.location = location
     }
 

@@ -1,3 +1,4 @@
+import Orchestra
 import OrchestraHTTP
 
 /// What a workflow's `limit:` and `hosts:` mean to each layer that runs it: the one place
@@ -18,6 +19,7 @@ import OrchestraHTTP
 /// | ``graphWindow`` | max(4 L, L + 16); unbounded with `hosts:` | steps started at once (a waiting step is a task) |
 /// | ``forEachWindow`` | max(4 L, L + 16) | elements started at once: memory flat in the list's length |
 /// | ``durableLimit``, ``resourceLimits`` | L and `hosts:`, at most 2³¹ − 1 | a durable run's limits in the store |
+/// | ``resourceRates`` | `hosts:` rates, `burst:` | each host's rate, held in the store's claims across workers |
 ///
 /// *Why the windows exceed L:* a started step or element may wait for a backoff, a token or a
 /// host slot, holding no request slot; four times L keeps the limit busy meanwhile. With
@@ -31,6 +33,13 @@ package struct WorkflowLimits: Sendable, Equatable {
     /// `hosts:` by the host they name (``HTTPHostKey``); two entries naming one host keep the
     /// lower limit.
     package let hosts: [HTTPHostKey: Int]
+    /// The rates of `hosts:` by the host they name; two entries naming one host keep the
+    /// slower rate.
+    package let hostRates: [HTTPHostKey: Rate]
+    /// `rate:`: requests started per interval over all hosts.
+    package let rate: Rate?
+    /// `burst:`: starts at once after a quiet time, by each rate; at least 1.
+    package let burst: Int
 
     /// The fewest connections per host a transport is given.
     package static let minimumConnectionsPerHost = 64
@@ -40,10 +49,19 @@ package struct WorkflowLimits: Sendable, Equatable {
 
     /// The limits of a workflow whose `limit:` is `limit` and whose `hosts:` are `hosts` (an
     /// entry that is not a host pattern, which the parser reports, is left out).
-    package init(limit: Int, hosts: [HostLimit] = []) {
+    package init(limit: Int, hosts: [HostLimit] = [], rate: Rate? = nil, burst: Int = 1) {
         precondition(limit >= 1, "WorkflowLimits: limit must be at least 1, got \(limit)")
+        precondition(burst >= 1, "WorkflowLimits: burst must be at least 1, got \(burst)")
         self.limit = limit
-        self.hosts = HTTPHostKey.limits(hosts.map { ($0.host, $0.limit) })
+        self.hosts = HTTPHostKey.limits(hosts.compactMap { entry in entry.limit.map { (entry.host, $0) } })
+        var rates: [HTTPHostKey: Rate] = [:]
+        for entry in hosts {
+            guard let rate = entry.rate, let key = HTTPHostKey(pattern: entry.host) else { continue }
+            rates[key] = rates[key].map { $0.permitsPerSecond <= rate.permitsPerSecond ? $0 : rate } ?? rate
+        }
+        self.hostRates = rates
+        self.rate = rate
+        self.burst = burst
     }
 
     /// Connections the transport may open to one host: `limit`, and at least 64.
@@ -53,12 +71,15 @@ package struct WorkflowLimits: Sendable, Equatable {
     /// at most `limit` to one host unless `hosts:` names it; no timeout, retry or redirect of
     /// its own (those are per step).
     package func coordinatorConfiguration(
-        authentication: HTTPCoordinator.Authentication?
+        authentication: HTTPCoordinator.Authentication?,
+        onRateEvent: (@Sendable (HTTPRateEvent) -> Void)? = nil
     ) -> HTTPCoordinator.Configuration {
         HTTPCoordinator.Configuration(
             maxConcurrentRequests: limit, maxConcurrentRequestsPerHost: limit,
             hostLimits: Dictionary(uniqueKeysWithValues: hosts.map { ($0.key.description, $0.value) }),
-            requestTimeout: nil, retry: .never, redirects: .never, authentication: authentication)
+            requestTimeout: nil, retry: .never, redirects: .never, authentication: authentication,
+            rate: rate, hostRates: Dictionary(uniqueKeysWithValues: hostRates.map { ($0.key.description, $0.value) }),
+            rateBurst: burst, onRateEvent: onRateEvent)
     }
 
     /// The most steps started at once (running, or waiting for a request slot, a backoff or a
@@ -79,9 +100,11 @@ package struct WorkflowLimits: Sendable, Equatable {
     }
 
     /// The durable resource a request to `scheme://authority` uses: that of the `hosts:` entry
-    /// naming its `host:port`, else its host, as the coordinator chooses; `nil` if none does.
+    /// naming its `host:port`, else its host, as the coordinator chooses (a limit's entry
+    /// first, then a rate's); `nil` if none does.
     package func resource(scheme: String?, authority: String) -> String? {
-        HTTPHostKey(scheme: scheme, authority: authority).entry(in: hosts).map { Self.resource($0.key) }
+        let key = HTTPHostKey(scheme: scheme, authority: authority)
+        return (key.entry(in: hosts)?.key ?? key.entry(in: hostRates)?.key).map(Self.resource)
     }
 
     /// Four times `limit`, and at least `limit` + 16, saturating.
@@ -89,12 +112,12 @@ package struct WorkflowLimits: Sendable, Equatable {
         limit > (Int.max - 16) / 4 ? Int.max : max(limit * 4, limit + 16)
     }
 
-    private static func resource(_ key: HTTPHostKey) -> String {
+    static func resource(_ key: HTTPHostKey) -> String {
         "host:\(key)"
     }
 }
 
 extension Workflow {
     /// ``limit`` and ``hostLimits`` as each layer of a run uses them.
-    package var limits: WorkflowLimits { WorkflowLimits(limit: limit, hosts: hostLimits) }
+    package var limits: WorkflowLimits { WorkflowLimits(limit: limit, hosts: hostLimits, rate: rate, burst: burst) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Orchestra
 import Yams
 
 /// Reads ``YAMLNode``s into values, recording a ``WorkflowError`` (with the node's line and
@@ -146,6 +147,22 @@ struct NodeReader {
             return nil
         }
         return value
+    }
+
+    /// A rate: `20/s`, `30/min`, `5000/h`, `5/10s` (``RateText``).
+    mutating func rate(_ node: Node, step: String?, field: String) -> Rate? {
+        guard case .scalar(let scalar) = node else {
+            fail(
+                .invalidValue, "must be \(RateText.expected), got \(Self.describe(node))", at: node, step: step,
+                field: field)
+            return nil
+        }
+        switch RateText.parse(scalar.string) {
+        case .success(let rate): return rate
+        case .failure(let error):
+            fail(.invalidValue, "\(error.message), got '\(short: scalar.string)'", at: node, step: step, field: field)
+            return nil
+        }
     }
 
     /// `true` or `false`.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Orchestra
 import OrchestraHTTP
 import Yams
 
@@ -94,7 +95,8 @@ extension Workflow {
 /// Walks the node tree of a workflow file (``YAMLComposer``) into a ``Workflow``.
 struct WorkflowParser {
     static let topLevelFields = [
-        "name", "vars", "secrets", "limit", "hosts", "failure", "follow_redirects", "cookies", "auth", "basic_auth",
+        "name", "vars", "secrets", "limit", "rate", "burst", "hosts", "failure", "follow_redirects", "cookies", "auth",
+        "basic_auth",
         "tls", "steps",
     ]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
@@ -174,6 +176,11 @@ struct WorkflowParser {
             case "name": workflow.name = reader.string(node, step: nil, field: key)
             case "vars": workflow.variables = variables(node)
             case "limit": workflow.limit = reader.integer(node, minimum: 1, step: nil, field: key) ?? workflow.limit
+            case "rate": workflow.rate = reader.rate(node, step: nil, field: key)
+            case "burst":
+                workflow.burst =
+                    reader.integer(node, minimum: 1, step: nil, field: key, what: "a number of requests")
+                    .map { min($0, RateText.maximumCount) } ?? workflow.burst
             case "failure":
                 guard let text = reader.string(node, step: nil, field: key) else { break }
                 if let policy = WorkflowFailurePolicy(rawValue: text) {
@@ -272,8 +279,39 @@ struct WorkflowParser {
     private mutating func hostLimits(_ node: Node, variables: [String: String]) -> [HostLimit] {
         guard let entries = reader.freeEntries(node, step: nil, field: "hosts") else { return [] }
         return entries.compactMap { key, keyNode, value in
-            guard let limit = reader.integer(value, minimum: 1, step: nil, field: "hosts.\(key)", what: "a limit")
-            else { return nil }
+            // `host: 4`, or `host: {limit: 4, rate: 20/s}`.
+            var limit: Int?
+            var rate: Rate?
+            if case .mapping = value {
+                guard let fields = reader.entries(value, allowed: ["limit", "rate"], step: nil, field: "hosts.\(key)")
+                else { return nil }
+                for (name, field) in fields {
+                    switch name {
+                    case "limit":
+                        guard
+                            let value = reader.integer(
+                                field, minimum: 1, step: nil, field: "hosts.\(key).limit", what: "a limit")
+                        else { return nil }
+                        limit = value
+                    default:
+                        guard let value = reader.rate(field, step: nil, field: "hosts.\(key).rate") else { return nil }
+                        rate = value
+                    }
+                }
+                guard limit != nil || rate != nil else {
+                    reader.fail(
+                        .invalidValue, "needs a limit, a rate or both, as in {limit: 4, rate: 20/s}", at: value,
+                        field: "hosts.\(key)")
+                    return nil
+                }
+            } else {
+                guard
+                    let value = reader.integer(
+                        value, minimum: 1, step: nil, field: "hosts.\(key)",
+                        what: "a limit (or {limit: N, rate: N/s})")
+                else { return nil }
+                limit = value
+            }
             var host = key
             if let template = reader.template(keyNode, step: nil, field: "hosts") {
                 host = (try? template.render(for: .text, with: TemplateValues(variables: variables))) ?? key
@@ -292,7 +330,7 @@ struct WorkflowParser {
                 )
                 return nil
             }
-            return HostLimit(host: host, limit: limit, location: NodeReader.location(keyNode))
+            return HostLimit(host: host, limit: limit, rate: rate, location: NodeReader.location(keyNode))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Orchestra
 import OrchestraHTTP
 
 /// One request as it went over the wire and what came back: each attempt, each redirect hop,
@@ -166,5 +167,35 @@ struct ObservedTransport<C: Clock>: WrappingTransport where C.Duration == Durati
             observe(exchange)
             throw error
         }
+    }
+}
+
+/// A transport whose requests keep to an `HTTPCoordinator`'s rates (its host's permit and the
+/// overall one, and the pauses the servers ask for) without taking one of its slots: for the
+/// auth block's logins and refreshes, which go around the coordinator. Until
+/// ``pace(with:)`` is called it only passes requests on.
+final class PacedTransport: WrappingTransport {
+    let base: any HTTPTransport
+    private let coordinator = Locked<HTTPCoordinator?>(nil)
+
+    init(base: any HTTPTransport) {
+        self.base = base
+    }
+
+    /// Takes permits from `coordinator` from now on.
+    func pace(with coordinator: HTTPCoordinator) {
+        self.coordinator.withLock { $0 = coordinator }
+    }
+
+    func exchange(
+        _ request: HTTPRequest, content body: HTTPRequestBody?, receiving handling: HTTPResponseBodyHandling,
+        progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)?, timeout: Duration?
+    ) async throws -> (HTTPResponse, Data) {
+        let pacer = coordinator.withLock { $0 }
+        try await pacer?.waitForRate(of: request)
+        let (response, data) = try await base.forward(
+            request, content: body, receiving: handling, progress: progress, timeout: timeout)
+        pacer?.observeRate(response, of: request)
+        return (response, data)
     }
 }

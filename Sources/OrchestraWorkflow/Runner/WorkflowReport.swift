@@ -156,6 +156,15 @@ package struct WorkflowReport: Sendable {
     /// Logins and refreshes the auth block made.
     package var logins: Int
     package var refreshes: Int
+    /// Each host's requests sent, configured and effective rate, 429s and pauses
+    /// (`HTTPCoordinator.hostRates`), by host.
+    package var hosts: [HTTPHostRate] = []
+    /// The changes the servers made to their hosts' pace, as they happened (at most
+    /// ``maximumRateEvents``; the rest are counted in ``droppedRateEvents``).
+    package var rateEvents: [HTTPRateEvent] = []
+    package var droppedRateEvents = 0
+    /// The most rate events a report keeps.
+    package static let maximumRateEvents = 100
 
     package init(workflow: String?, steps: [StepReport], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
         self.workflow = workflow

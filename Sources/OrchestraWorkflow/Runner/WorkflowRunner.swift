@@ -40,6 +40,7 @@ package struct WorkflowRunner: Sendable {
     private let resendsUncertain: Bool
     private let regexTimeLimit: Duration
     private let onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)?
+    private let onRateEvent: (@Sendable (HTTPRateEvent) -> Void)?
     private let bodies: ResponseBodyOptions
 
     /// - Parameters:
@@ -73,14 +74,18 @@ package struct WorkflowRunner: Sendable {
     ///     backoff, or the server's `Retry-After`), with the step's or element's label.
     ///   - bodies: The most bytes of a body held in memory (`--max-body`), and whether a body
     ///     nothing reads is held all the same (`--verbose`) rather than counted and dropped.
+    ///   - onRateEvent: Called as a server changes its host's pace (a pause for `Retry-After`,
+    ///     a rate from its `RateLimit` fields); the report lists them too.
     package init(
         workflow: Workflow, transport: any HTTPTransport = URLSessionTransport(), userAgent: String? = nil,
         keepsItemReports: Bool = true, observer: (@Sendable (HTTPExchange) -> Void)? = nil,
         cookieJar: CookieJar? = nil, state: WorkflowState? = nil, resendsUncertain: Bool = false,
         regexTimeLimit: Duration = BoundedRegex.defaultTimeLimit,
         onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil,
-        bodies: ResponseBodyOptions = ResponseBodyOptions()
+        bodies: ResponseBodyOptions = ResponseBodyOptions(),
+        onRateEvent: (@Sendable (HTTPRateEvent) -> Void)? = nil
     ) {
+        self.onRateEvent = onRateEvent
         self.bodies = bodies
         self.onRetry = onRetry
         self.regexTimeLimit = regexTimeLimit
@@ -120,6 +125,7 @@ package struct WorkflowRunner: Sendable {
         }
         report.logins = shared.authenticator?.logins ?? 0
         report.refreshes = shared.authenticator?.refreshes ?? 0
+        shared.describeRates(in: &report)
         return report
     }
 
@@ -188,6 +194,22 @@ package struct WorkflowRunner: Sendable {
         let authenticator: WorkflowAuthenticator?
         let coordinator: HTTPCoordinator
         let redactor: Redactor
+        /// The rate events so far (at most `WorkflowReport.maximumRateEvents`) and how many
+        /// more there were.
+        let rateEvents = Locked((kept: [HTTPRateEvent](), dropped: 0))
+
+        /// Puts the hosts' figures and the rate events in `report`.
+        func describeRates(in report: inout WorkflowReport) {
+            report.hosts = coordinator.hostRates
+            let (kept, dropped) = rateEvents.withLock { ($0.kept, $0.dropped) }
+            // The reason quotes the server's fields, which may echo a secret.
+            report.rateEvents = kept.map { event in
+                var event = event
+                event.reason = redactor.redact(event.reason)
+                return event
+            }
+            report.droppedRateEvents = dropped
+        }
 
         init<C: Clock>(_ runner: WorkflowRunner, clock: C) where C.Duration == Duration {
             let workflow = runner.workflow
@@ -195,19 +217,37 @@ package struct WorkflowRunner: Sendable {
                 guard let observer = runner.observer else { return runner.transport }
                 return ObservedTransport(base: runner.transport, clock: clock, label: label, observe: observer)
             }
+            // Logins and refreshes keep to the hosts' rates too; they go around the
+            // coordinator's slots (a refresh must not wait behind the requests it unblocks),
+            // so they take their permits from it once it exists.
+            let pacing = PacedTransport(base: runner.transport)
             // The authenticator observes its own requests: its tokens are learned as secrets
             // before the observer shows the responses that carry them.
             authenticator = workflow.auth.map {
                 WorkflowAuthenticator(
                     $0, values: TemplateValues(variables: workflow.variables, environment: workflow.environment),
-                    transport: runner.transport, redactor: workflow.redactor, observer: runner.observer,
+                    transport: pacing, redactor: workflow.redactor, observer: runner.observer,
                     timeout: WorkflowStep.defaultTimeout, clock: clock)
             }
+            let rateEvents = self.rateEvents
+            let onRateEvent = runner.onRateEvent
             // Timeouts, retries and redirects are per step (HTTPRequestOptions).
             coordinator = HTTPCoordinator(
                 transport: CookieTransport(base: observed(label: nil)),
-                configuration: workflow.limits.coordinatorConfiguration(authentication: authenticator?.authentication),
+                configuration: workflow.limits.coordinatorConfiguration(
+                    authentication: authenticator?.authentication,
+                    onRateEvent: { event in
+                        rateEvents.withLock { events in
+                            if events.kept.count < WorkflowReport.maximumRateEvents {
+                                events.kept.append(event)
+                            } else {
+                                events.dropped += 1
+                            }
+                        }
+                        onRateEvent?(event)
+                    }),
                 clock: clock)
+            pacing.pace(with: coordinator)
             redactor = workflow.redactor
         }
     }

@@ -372,11 +372,13 @@ struct HTTPRateLimitHeadersTests {
         #expect(HTTPRateLimitHeaders(Self.fields(pairs), now: Self.now) == nil)
     }
 
-    @Test func theSustainableRateIsTheSlowerOfWhatIsLeftAndTheQuota() {
-        let announced = HTTPRateLimitHeaders(quota: 60, window: .seconds(60), remaining: 30, reset: .seconds(10))
-        #expect(announced.sustainableRate == .perMinute(60), "1/s, the quota, is slower than 30 in 10 s")
-        let nearlyOut = HTTPRateLimitHeaders(quota: 60, window: .seconds(60), remaining: 2, reset: .seconds(10))
-        #expect(nearlyOut.sustainableRate == .per(2, .seconds(10)))
+    /// The quota over its window when both are known (a steady rate, not one that swings with
+    /// each response's count), else what is left over what remains of the window.
+    @Test func theSustainableRateIsTheQuotaElseWhatIsLeft() {
+        let announced = HTTPRateLimitHeaders(quota: 60, window: .seconds(60), remaining: 2, reset: .seconds(10))
+        #expect(announced.sustainableRate == .perMinute(60))
+        let github = HTTPRateLimitHeaders(quota: 5000, remaining: 1200, reset: .seconds(1_800))
+        #expect(github.sustainableRate == .per(1200, .seconds(1_800)))
         #expect(HTTPRateLimitHeaders(remaining: 0, reset: .seconds(5)).sustainableRate == nil)
         #expect(HTTPRateLimitHeaders(remaining: 0, reset: .seconds(5)).isExhausted)
     }
