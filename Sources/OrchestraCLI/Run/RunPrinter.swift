@@ -159,6 +159,8 @@ struct RunPrinter: Sendable {
                         "steps": .array(row.report.steps.map(json(of:))),
                     ])
                 }),
+            "hosts": .array(report.hosts.map(json(of:))),
+            "rate_events": .array(report.rateEvents.map(json(of:))),
             "summary": .object([
                 "rows": .integer(report.rows.count),
                 "succeeded": .integer(report.succeededRows),
@@ -244,13 +246,7 @@ struct RunPrinter: Sendable {
             "file": .string(file),
             "steps": .array(report.steps.map(json(of:))),
             "hosts": .array(report.hosts.map(json(of:))),
-            "rate_events": .array(
-                report.rateEvents.map { event in
-                    .object([
-                        "host": .string(event.host),
-                        "event": .string(TerminalText.safe(event.description)),
-                    ])
-                }),
+            "rate_events": .array(report.rateEvents.map(json(of:))),
             "summary": .object([
                 "steps": .integer(report.steps.count),
                 "succeeded": .integer(report.count(.succeeded)),
@@ -263,6 +259,11 @@ struct RunPrinter: Sendable {
                 "ok": .bool(report.allSucceeded),
             ]),
         ])
+    }
+
+    /// A pace change: `host`, and `event` in words.
+    private static func json(of event: HTTPRateEvent) -> JSONValue {
+        .object(["host": .string(event.host), "event": .string(TerminalText.safe(event.description))])
     }
 
     /// A host's figures: `host`, `requests`, `rate` and `effective_rate` (`20/s`, or `null`: not

@@ -1,4 +1,5 @@
 import ArgumentParser
+import OrchestraHTTP
 import OrchestraWorkflow
 
 /// `orchestra validate FILE`: checks a workflow without sending anything.
@@ -24,9 +25,13 @@ struct ValidateCommand: AsyncParsableCommand {
         let fanOuts = workflow.steps.count { $0.forEach != nil }
         if fanOuts > 0 { facts.append(Format.count(fanOuts, "for_each step")) }
         facts.append("limit \(workflow.limit)")
-        if !workflow.hostLimits.isEmpty {
-            facts.append("host limits " + workflow.hostLimits.map { "\($0.host)=\($0.limit)" }.joined(separator: ", "))
+        if let rate = workflow.rate { facts.append("rate \(HTTPRateEvent.text(rate))") }
+        let limited = workflow.hostLimits.compactMap { entry in entry.limit.map { "\(entry.host)=\($0)" } }
+        if !limited.isEmpty { facts.append("host limits " + limited.joined(separator: ", ")) }
+        let paced = workflow.hostLimits.compactMap { entry in
+            entry.rate.map { "\(entry.host)=\(HTTPRateEvent.text($0))" }
         }
+        if !paced.isEmpty { facts.append("host rates " + paced.joined(separator: ", ")) }
         if workflow.auth != nil { facts.append("auth") }
         facts.append("failure: \(workflow.failurePolicy.rawValue)")
         Console.standardOutput(noColor: true).line("\(options.file): ok — \(facts.joined(separator: ", "))")

@@ -217,6 +217,10 @@ package struct DataRunReport: Sendable {
     /// Logins and refreshes the auth block made, for every row together.
     package var logins: Int
     package var refreshes: Int
+    /// Each host's figures and the servers' pace changes over every row, as in
+    /// ``WorkflowReport/hosts`` and ``WorkflowReport/rateEvents``.
+    package var hosts: [HTTPHostRate] = []
+    package var rateEvents: [HTTPRateEvent] = []
 
     package init(rows: [Row], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
         self.rows = rows

@@ -172,9 +172,13 @@ package struct WorkflowRunner: Sendable {
         let all = reports.enumerated().map { index, row in
             row ?? DataRunReport.Row(index: index, data: rows[index], started: nil, report: notStarted(ended: ended))
         }
-        return DataRunReport(
+        var report = DataRunReport(
             rows: all, duration: ended, logins: shared.authenticator?.logins ?? 0,
             refreshes: shared.authenticator?.refreshes ?? 0)
+        var rates = WorkflowReport(workflow: nil, steps: [], duration: ended)
+        shared.describeRates(in: &rates)
+        (report.hosts, report.rateEvents) = (rates.hosts, rates.rateEvents)
+        return report
     }
 
     /// The report of a run that never started: every step cancelled.
