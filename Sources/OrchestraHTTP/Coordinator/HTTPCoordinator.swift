@@ -21,8 +21,13 @@ import Orchestra
 ///   (``setLimits(total:perHost:hosts:)``). Waiting requests start in priority order; one whose
 ///   host is full never holds back a request to another host. A request waiting for a token
 ///   refresh or a retry backoff holds no slot.
+/// - **Rates:** at most ``Configuration/rate`` starts over all hosts and each host's rate
+///   (``Configuration/hostRates``, ``Configuration/perHostRate``); a request takes its slot, then
+///   its start time. The server paces its host (``Configuration/adaptsToServer``): a 429 or 503
+///   with `Retry-After` holds every request to that host, and `RateLimit` fields lower its rate
+///   (``HTTPRateEvent``, ``hostRates``).
 /// - **Timeouts:** each attempt is limited to ``Configuration/requestTimeout`` from when it
-///   gets its slot; it then ends with a `TimeoutError`.
+///   starts (its slot and its start time granted); it then ends with a `TimeoutError`.
 /// - **Retries:** transient failures of idempotent requests (see ``Configuration/retry``);
 ///   a request can carry its own rules (``HTTPRequestOptions``). A `Retry-After` longer than
 ///   the policy's `RetryPolicy.maximumServerDelay` fails the request at once with a

@@ -19,7 +19,8 @@ extension HTTPCoordinator {
         /// host. All the hosts one key matches share its limit; two keys naming the same host
         /// share the lower limit. Empty by default; each limit at least 1.
         public var hostLimits: [String: Int]
-        /// The time limit of each attempt, from when it gets its slot; 30 s by default.
+        /// The time limit of each attempt, from when it starts (its slot, and its start time
+        /// under the rates); 30 s by default.
         public var requestTimeout: Duration?
         /// Retries of transient failures: statuses 408, 429, 500, 502, 503 and 504, timeouts
         /// and transport errors, for idempotent requests only (GET, HEAD, OPTIONS, PUT, DELETE,

@@ -51,7 +51,9 @@ public struct HTTPRateLimitHeaders: Sendable, Hashable, CustomStringConvertible 
 
     /// Reads what `fields` announce; `nil` if they announce nothing usable.
     ///
-    /// - Parameter now: The time a Unix-time reset is measured from.
+    /// - Parameters:
+    ///   - fields: A response's header fields.
+    ///   - now: The time a Unix-time reset is measured from.
     public init?(_ fields: HTTPFields, now: Date = Date()) {
         if let structured = Self.structured(fields) {
             self = structured
