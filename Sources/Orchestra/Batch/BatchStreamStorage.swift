@@ -79,15 +79,18 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     /// its own and never runs under the state's.
     @usableFromInline let cursor: Locked<Cursor>
     @usableFromInline let transform: @Sendable (Base.Element) async throws -> Output
+    /// With a rate: each item waits for its permit here after taking its slot and its input.
+    @usableFromInline let limiter: RateLimiter?
 
     @inlinable
     init(
-        base: Base, order: Machine.Order, capacity: Int, deliversRunning: Bool,
+        base: Base, order: Machine.Order, capacity: Int, deliversRunning: Bool, limiter: RateLimiter? = nil,
         transform: @escaping @Sendable (Base.Element) async throws -> Output
     ) {
         state = Locked(Machine(order: order, capacity: capacity, deliversRunning: deliversRunning))
         cursor = Locked(Cursor(iterator: base.makeIterator()))
         self.transform = transform
+        self.limiter = limiter
     }
 
     /// Starts the workers on the first `next()`: one per input taken, up to `limit`.
@@ -126,7 +129,7 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
     func work(from first: Input?) async {
         var current = if let first { first } else { await parkAndTake() }
         while let input = current {
-            let item = Machine.Item(index: input.index, result: await Result { try await transform(input.element) })
+            let item = Machine.Item(index: input.index, result: await run(input.element))
             let step = state.withLock { machine in
                 let handOff = machine.deliver(item)
                 let slot = machine.reserveSlot()
@@ -141,6 +144,16 @@ final class BatchStreamStorage<Base: Sequence & Sendable, Output: Sendable>: Sen
             case .stop: current = nil
             }
         }
+    }
+
+    /// One item's outcome: its permit first when the batch has a rate (a cancelled wait is the
+    /// item's `CancellationError`), then its transform.
+    @inlinable
+    func run(_ element: Base.Element) async -> Result<Output, any Error> {
+        if let limiter {
+            do { try await limiter.acquire() } catch { return .failure(error) }
+        }
+        return await Result { try await transform(element) }
     }
 
     /// The next input, for a worker that holds a reserved slot; at the end of the input, the
@@ -240,12 +253,14 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
     @usableFromInline let limit: Int
     @usableFromInline let buffer: Int
     @usableFromInline let cancellation: BatchCancellation
+    /// Makes each run's rate limiter; `nil` without a rate.
+    @usableFromInline let pace: (@Sendable () -> RateLimiter)?
     @usableFromInline let transform: @Sendable (Base.Element) async throws -> Output
 
     @inlinable
     init(
         base: Base, limit: Int, buffer: Int, cancellation: BatchCancellation = .endAtOnce, function: StaticString,
-        transform: @escaping @Sendable (Base.Element) async throws -> Output
+        pace: (@Sendable () -> RateLimiter)? = nil, transform: @escaping @Sendable (Base.Element) async throws -> Output
     ) {
         checkArgument(limit >= 1, "\(function): limit must be at least 1, got \(limit)")
         checkArgument(buffer >= 0, "\(function): buffer must be 0 or more, got \(buffer)")
@@ -253,6 +268,7 @@ struct BatchStreamSource<Base: Sequence & Sendable, Output: Sendable>: Sendable 
         self.limit = limit
         self.buffer = buffer
         self.cancellation = cancellation
+        self.pace = pace
         self.transform = transform
     }
 }
@@ -271,7 +287,8 @@ struct BatchStreamCursor<Base: Sequence & Sendable, Output: Sendable> where Base
         handle = BatchStreamHandle(
             BatchStreamStorage(
                 base: source.base, order: order, capacity: overflow ? .max : capacity,
-                deliversRunning: source.cancellation == .deliverRunning, transform: source.transform))
+                deliversRunning: source.cancellation == .deliverRunning, limiter: source.pace?(),
+                transform: source.transform))
     }
 
     @inlinable
