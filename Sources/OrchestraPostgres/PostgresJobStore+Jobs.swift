@@ -37,6 +37,13 @@ extension PostgresJobStore {
                     VALUES (\(run.runID), \(name), \(limit))
                     """, logger: logger)
             }
+            for (name, rate) in run.resourceRates.sorted(by: { $0.key < $1.key }) {
+                try await connection.query(
+                    """
+                    INSERT INTO \(unescaped: table("run_rates")) (run_id, name, rate_count, rate_interval_ns, burst)
+                    VALUES (\(run.runID), \(name), \(rate.rate.count), \(rate.intervalNanoseconds), \(rate.burst))
+                    """, logger: logger)
+            }
             try await notifyWork(connection)
             return true
         }
@@ -144,7 +151,9 @@ extension PostgresJobStore {
                     """
                     UPDATE \(unescaped: table("runs")) SET next_position = next_position + \(count) WHERE id = \(runID)
                     RETURNING state, open_for_jobs, next_position - \(count),
-                        ARRAY(SELECT name FROM \(unescaped: table("run_resources")) WHERE run_id = \(runID))
+                        ARRAY(SELECT name FROM \(unescaped: table("run_resources")) WHERE run_id = \(runID)
+                            UNION SELECT name FROM \(unescaped: table("run_rates"))
+                            WHERE run_id = \(runID) AND rate_count IS NOT NULL)
                     """, logger: logger
                 ).decode((String, Bool, Int, [String]).self).onlyRow()
             else {
@@ -218,10 +227,20 @@ extension PostgresJobStore {
     public func record(
         _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
     ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
+        let (recorded, claimed, _) = try await recordAndClaim(outcomes, thenClaim: claim, now: now)
+        return (recorded, claimed)
+    }
+
+    package func recordAndClaim(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
+    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob], nextRelease: Date?) {
         if outcomes.isEmpty {
             // Nothing to record: a claim alone.
-            guard let claim else { return ([], []) }
-            return ([], try await transaction { [self] connection in try await self.claim(claim, connection) })
+            guard let claim else { return ([], [], nil) }
+            let (claimed, release) = try await transaction { [self] connection in
+                try await self.claim(claim, connection)
+            }
+            return ([], claimed, release.map(Nanos.dateRoundedUp))
         }
         // Outcomes first, in their own transaction: a claim holds the store-wide claim lock, and
         // must not wait behind the run locks the outcomes take. The work they release is
@@ -283,16 +302,19 @@ extension PostgresJobStore {
             }
             return recorded
         }
-        guard let claim else { return (recorded, []) }
-        return (recorded, try await transaction { [self] connection in try await self.claim(claim, connection) })
+        guard let claim else { return (recorded, [], nil) }
+        let (claimed, release) = try await transaction { [self] connection in try await self.claim(claim, connection) }
+        return (recorded, claimed, release.map(Nanos.dateRoundedUp))
     }
 
     /// Claims jobs (see `JobStore/record(_:thenClaim:now:)`) inside the
     /// caller's transaction, holding the store-wide claim lock: the limits are counted from the
-    /// running jobs, which only a claim adds to.
-    private func claim(_ claim: Claim, _ connection: PostgresConnection) async throws -> [ClaimedJob] {
+    /// running jobs, which only a claim adds to, and the paces of resources with a rate are read
+    /// and moved on only by claims. Also returns when a resource held by its rate or a pause
+    /// lets its next job go (`ClaimPlanner.nextRelease`).
+    private func claim(_ claim: Claim, _ connection: PostgresConnection) async throws -> ([ClaimedJob], Int64?) {
         let (worker, limit) = (claim.worker, claim.limit)
-        guard limit > 0, !claim.kinds.isEmpty else { return [] }
+        guard limit > 0, !claim.kinds.isEmpty else { return ([], nil) }
         let now = Millis.of(claim.now)
         let expiry = Millis.of(claim.leaseExpiry)
         let kinds = claim.kinds.sorted()
@@ -321,26 +343,46 @@ extension PostgresJobStore {
             runs[runID] = ClaimPlanner.Room(limit: jobLimit, inUse: running)
         }
         let runsWithRoom = runs.filter { $0.value.free > 0 }.keys.sorted()
-        guard !runsWithRoom.isEmpty else { return [] }
+        guard !runsWithRoom.isEmpty else { return ([], nil) }
         // Each resource's limit and the running jobs that use it, in the runs with room. From
         // the running jobs (few), each looked up in `job_resources` by its whole key: written as
         // a join, PostgreSQL scanned every job of the run that used the resource (an estimate
         // of one row for a new run), a claim costing a scan of the run.
+        // In the same statement, the paces of their resources with a rate or a pause.
         var resources: [ClaimPlanner.Resource: ClaimPlanner.Room] = [:]
-        for try await (runID, name, resourceLimit, inUse) in try await connection.query(
-            """
-            SELECT rr.run_id, rr.name, rr.resource_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
-                WHERE j.run_id = rr.run_id AND j.state = 'running'
-                    AND (SELECT TRUE FROM \(unescaped: table("job_resources")) r
-                        WHERE r.run_id = j.run_id AND r.job_id = j.id AND r.name = rr.name) IS NOT NULL)::INTEGER
-            FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoom))
-            """, logger: logger
-        ).decode((String, String, Int, Int).self) {
-            resources[ClaimPlanner.Resource(runID: runID, name: name)] = ClaimPlanner.Room(
-                limit: resourceLimit, inUse: inUse)
+        var paces: [ClaimPlanner.Resource: ClaimPlanner.Pace] = [:]
+        for try await (runID, name, resourceLimit, inUse, count, interval, burst, tat, pausedUntil)
+            in try await connection
+            .query(
+                """
+                SELECT rr.run_id, rr.name, rr.resource_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
+                    WHERE j.run_id = rr.run_id AND j.state = 'running'
+                        AND (SELECT TRUE FROM \(unescaped: table("job_resources")) r
+                            WHERE r.run_id = j.run_id AND r.job_id = j.id AND r.name = rr.name) IS NOT NULL)::INTEGER,
+                    NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT
+                FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoom))
+                UNION ALL
+                SELECT run_id, name, NULL::INTEGER, NULL::INTEGER, rate_count, rate_interval_ns, burst, tat_ns,
+                    paused_until_ns
+                FROM \(unescaped: table("run_rates")) WHERE run_id = ANY(\(runsWithRoom))
+                """, logger: logger
+            ).decode((String, String, Int?, Int?, Int64?, Int64?, Int64?, Int64?, Int64?).self)
+        {
+            let resource = ClaimPlanner.Resource(runID: runID, name: name)
+            if let resourceLimit {
+                resources[resource] = ClaimPlanner.Room(limit: resourceLimit, inUse: inUse ?? 0)
+            } else {
+                paces[resource] = ClaimPlanner.Pace(
+                    DurableRate(
+                        storedCount: count.map { Int(clamping: $0) }, intervalNanoseconds: interval,
+                        burst: burst.map { Int(clamping: $0) }),
+                    tat: tat ?? 0, pausedUntil: pausedUntil ?? 0)
+            }
         }
-        let runsWithResources = Set(resources.keys.map(\.runID)).sorted()
-        var planner = ClaimPlanner(limit: limit, kinds: claim.kinds, now: now, runs: runs, resources: resources)
+        let runsWithResources = Set(resources.keys.map(\.runID)).union(paces.keys.map(\.runID)).sorted()
+        var planner = ClaimPlanner(
+            limit: limit, kinds: claim.kinds, now: now, runs: runs, resources: resources, paces: paces,
+            instant: Nanos.of(claim.now))
         var claimed: [ClaimedJob] = []
         while let page = planner.nextPage() {
             // The page's rows: the ready jobs in claim order (the claim index), of runs with
@@ -391,7 +433,35 @@ extension PostgresJobStore {
             let taken = planner.take(candidates).compactMap { jobs[$0.key] }
             claimed += try await markRunning(taken, worker: worker, expiry: expiry, connection)
         }
-        return claimed
+        // The paces the claim moved on, in its transaction (under the claim lock): one statement.
+        let moved = planner.changedPaces.sorted()
+        if !moved.isEmpty {
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table("run_rates")) p SET tat_ns = m.tat
+                FROM unnest(\(moved.map(\.runID))::TEXT[], \(moved.map(\.name))::TEXT[],
+                    \(moved.map { planner.paces[$0]!.tat })::BIGINT[]) AS m (run_id, name, tat)
+                WHERE p.run_id = m.run_id AND p.name = m.name
+                """, logger: logger)
+        }
+        return (claimed, planner.nextRelease)
+    }
+
+    public func pauseResource(_ resource: String, of runID: String, until: Date, now: Date) async throws {
+        guard let until = ClaimPlanner.Pace.pauseEnd(until, now: now) else { return }
+        try await transaction { [self] connection in
+            // Under the claim lock: a claim under way reads the pause before or after, whole.
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: table("run_rates")) (run_id, name, paused_until_ns)
+                SELECT id, \(resource), \(until) FROM \(unescaped: table("runs"))
+                WHERE id = \(runID) AND state = 'running'
+                ON CONFLICT (run_id, name) DO UPDATE
+                    SET paused_until_ns = GREATEST(\(unescaped: table("run_rates")).paused_until_ns, EXCLUDED.paused_until_ns)
+                """, logger: logger)
+        }
     }
 
     /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted, and

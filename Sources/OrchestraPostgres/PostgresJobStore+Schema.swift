@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 4
+    static let schemaVersion = 5
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -200,6 +200,26 @@ extension PostgresJobStore {
             ["jobs", "dependencies", "job_resources"].map { name in
                 "ALTER TABLE \(table(name)) ALTER COLUMN run_id SET STATISTICS 0, ALTER COLUMN run_id TYPE TEXT"
             } + ["UPDATE \(table("orchestra_store")) SET value = '4' WHERE key = 'schema'"],
+            // Rates per resource (DurableSubmission.resourceRates) and pauses (pauseResource):
+            // each resource's pace, its times in nanoseconds since 1970, read and moved on by the
+            // claims under their lock. A resource with a pause only has no rate (rate_count NULL).
+            // Runs stored before it have none. (IF NOT EXISTS: a store whose version was set back
+            // by hand, as a test of the previous step does, migrates again.)
+            [
+                """
+                CREATE TABLE IF NOT EXISTS \(table("run_rates")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    rate_count BIGINT,
+                    rate_interval_ns BIGINT,
+                    burst BIGINT NOT NULL DEFAULT 1,
+                    tat_ns BIGINT NOT NULL DEFAULT 0,
+                    paused_until_ns BIGINT NOT NULL DEFAULT 0,
+                    PRIMARY KEY (run_id, name)
+                )
+                """,
+                "UPDATE \(table("orchestra_store")) SET value = '5' WHERE key = 'schema'",
+            ],
         ]
     }
 }

@@ -548,7 +548,9 @@ struct DurableQueueTests {
             let error = await #expect(throws: DurableError.self) {
                 try await queue.submit(unknown, runID: "no-limit", resourceLimits: ["api": 1])
             }
-            #expect(error?.message == "job 'x' uses the resource 'db', which has no limit in resourceLimits")
+            #expect(
+                error?.message
+                    == "job 'x' uses the resource 'db', which has no limit in resourceLimits nor rate in resourceRates")
             let zero = await #expect(throws: DurableError.self) {
                 try await queue.submit(graph, runID: "zero", resourceLimits: ["api": 0])
             }

@@ -103,12 +103,12 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The error of every store for an appended job that uses a resource its run has no limit
-    /// for.
+    /// or rate for.
     package static func unknownResource(_ name: String, job jobID: String, run runID: String) -> DurableError {
         DurableError(
             code: .invalidGraph,
             message:
-                "job '\(jobID)' uses the resource '\(name)', which run '\(runID)' has no limit for (resourceLimits when it was opened)"
+                "job '\(jobID)' uses the resource '\(name)', which run '\(runID)' has no limit or rate for (resourceLimits or resourceRates when it was opened)"
         )
     }
 }

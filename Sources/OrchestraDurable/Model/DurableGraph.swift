@@ -11,7 +11,7 @@ import Orchestra
 /// ```
 ///
 /// Inputs are encoded as JSON when they are added, so what is submitted is exactly what a
-/// restarted process reads back. ``DurableQueue/submit(_:runID:limit:resourceLimits:failurePolicy:)`` checks
+/// restarted process reads back. ``DurableQueue/submit(_:runID:limit:resourceLimits:resourceRates:failurePolicy:)`` checks
 /// the graph as `TaskGraph` does (duplicate ids, unknown dependencies, cycles named by their
 /// path) before anything is stored.
 public struct DurableGraph: Sendable {
@@ -62,23 +62,27 @@ public struct DurableGraph: Sendable {
     }
 
     /// Checks the graph as `TaskGraph` checks its nodes (and costs), each job's options, and
-    /// that every resource a job uses has a limit (unless `resourceLimits` is `nil`: jobs
+    /// that every resource a job uses has a limit or is `rated` (unless `resourceLimits` is `nil`: jobs
     /// appended to an open run, whose store checks them against the run's);
     /// returns each job's longest remaining path, the order jobs ready at once start in.
     ///
     /// - Throws: ``DurableError`` with code ``DurableError/Code/invalidGraph`` naming the job,
     ///   the dependency or the cycle's path.
-    func validate(resourceLimits: [String: Int]? = [:]) throws(DurableError) -> [Double] {
+    func validate(resourceLimits: [String: Int]? = [:], rated: Set<String> = []) throws(DurableError) -> [Double] {
         for (name, limit) in (resourceLimits ?? [:]).sorted(by: { $0.key < $1.key }) where limit < 1 {
             throw DurableError(
                 code: .invalidGraph, message: "resource '\(name)': its limit must be at least 1, got \(limit)")
         }
         let graph = TaskGraph()
         for job in jobs {
-            if let resourceLimits, let unknown = job.options.resources.first(where: { resourceLimits[$0] == nil }) {
+            if let resourceLimits,
+                let unknown = job.options.resources.first(where: { resourceLimits[$0] == nil && !rated.contains($0) })
+            {
                 throw DurableError(
                     code: .invalidGraph,
-                    message: "job '\(job.id)' uses the resource '\(unknown)', which has no limit in resourceLimits")
+                    message:
+                        "job '\(job.id)' uses the resource '\(unknown)', which has no limit in resourceLimits nor rate in resourceRates"
+                )
             }
             graph.add(id: job.id, dependsOn: job.dependencies, options: NodeOptions(cost: job.options.cost)) { _ in }
             if job.options.retry.maxAttempts < 1 {

@@ -10,7 +10,7 @@ public struct DurableJobOptions: Sendable, Hashable {
     /// `TaskGraph`; then the order the jobs were added.
     public var cost: Double
     /// Named resources the job uses while it runs; at most the run's limit for each name run at
-    /// once (``DurableQueue/submit(_:runID:limit:resourceLimits:failurePolicy:)``). A ready job
+    /// once (``DurableQueue/submit(_:runID:limit:resourceLimits:resourceRates:failurePolicy:)``). A ready job
     /// whose resource is full waits without holding back other jobs.
     public var resources: [String]
     /// The time one attempt may take; `nil` for no limit. An attempt past it is cancelled and

@@ -55,11 +55,13 @@ extension DurableQueue {
                                 worker: worker, kinds: kinds, limit: $0, now: claimedAt,
                                 leaseExpiry: claimedAt.addingTimeInterval(leaseDuration.seconds))
                         }
-                        let claimed = try await settle(outcomes, thenClaim: claim)
+                        let (claimed, release) = try await settle(outcomes, thenClaim: claim)
                         // Counted running before any starts: an attempt may end before the
                         // next line, and its end must find it running.
                         let settledAt = now()
-                        action = machine.update { $0.settled(claimed: claimed.map(\.key), now: settledAt) }
+                        action = machine.update {
+                            $0.settled(claimed: claimed.map(\.key), now: settledAt, nextRelease: release)
+                        }
                         for job in claimed {
                             starts.claimed(job.key, attempt: job.attempt)
                             hub.emit(.started(job.key, attempt: job.attempt))
@@ -91,7 +93,7 @@ extension DurableQueue {
                 case .giveBack(let outcomes, let leases):
                     // The grace period is over: settle what ended meanwhile, give the rest back
                     // (the handlers are cancelled as the group ends).
-                    _ = try await settle(outcomes, thenClaim: nil)
+                    try await settle(outcomes, thenClaim: nil)
                     try await store.releaseLeases(
                         of: leases, started: starts.giveBack(leases), worker: worker, now: now())
                     return
@@ -101,12 +103,23 @@ extension DurableQueue {
     }
 
     /// Records how `outcomes` ended (and tells the subscribers), then claims as `claim` says:
-    /// one call to the store. Returns the jobs claimed.
-    private func settle(_ outcomes: [AttemptOutcome], thenClaim claim: Claim?) async throws -> [ClaimedJob] {
-        guard !outcomes.isEmpty || claim != nil else { return [] }
-        let (recorded, claimed) = try await store.record(outcomes, thenClaim: claim, now: now())
+    /// one call to the store. Returns the jobs claimed, and when a job held back by its
+    /// resource's rate or a pause may be claimed (a store that says: ``ReleaseTimes``).
+    @discardableResult
+    private func settle(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?
+    ) async throws -> (claimed: [ClaimedJob], nextRelease: Date?) {
+        guard !outcomes.isEmpty || claim != nil else { return ([], nil) }
+        let recorded: [RecordedOutcome]
+        let claimed: [ClaimedJob]
+        var release: Date?
+        if let store = store as? any ReleaseTimes {
+            (recorded, claimed, release) = try await store.recordAndClaim(outcomes, thenClaim: claim, now: now())
+        } else {
+            (recorded, claimed) = try await store.record(outcomes, thenClaim: claim, now: now())
+        }
         for (attempt, outcome) in zip(outcomes, recorded) { report(attempt, outcome) }
-        return claimed
+        return (claimed, release)
     }
 
     /// Waits until `date` on the queue's clock (if given), or until an input reaches

@@ -102,6 +102,8 @@ public final class DurableQueue: Sendable {
     ///   - limit: How many of the run's jobs may run at once.
     ///   - resourceLimits: How many of the run's jobs may use each named resource at once
     ///     (``DurableJobOptions/resources``).
+    ///   - resourceRates: How often the run's jobs that use each named resource may start,
+    ///     across every worker (``DurableRate``). A resource may have a limit, a rate, or both.
     ///   - failurePolicy: What a failed job does to the others: skip its dependents, or stop
     ///     the run.
     /// - Returns: `true` if the run was stored now.
@@ -110,11 +112,11 @@ public final class DurableQueue: Sendable {
     @discardableResult
     public func submit(
         _ graph: DurableGraph, runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
-        failurePolicy: FailurePolicy = .cancelDependents
+        resourceRates: [String: DurableRate] = [:], failurePolicy: FailurePolicy = .cancelDependents
     ) async throws -> Bool {
         try await storeRun(
-            graph, runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
-            isOpen: false)
+            graph, runID: runID, limit: limit, resourceLimits: resourceLimits, resourceRates: resourceRates,
+            failurePolicy: failurePolicy, isOpen: false)
     }
 
     /// Opens a run that takes jobs as they come (``append(_:to:)``) rather than as one graph:
@@ -129,8 +131,11 @@ public final class DurableQueue: Sendable {
     ///   - runID: The run's id, chosen by the caller.
     ///   - limit: How many of the run's jobs may run at once.
     ///   - resourceLimits: How many of the run's jobs may use each named resource at once.
+    ///   - resourceRates: How often the run's jobs that use each named resource may start,
+    ///     across every worker (``DurableRate``): `["api.github.com": DurableRate(.perSecond(30))]`.
+    ///     A resource may have a limit, a rate, or both.
     ///   - failurePolicy: What a failed job does to the others, as for
-    ///     ``submit(_:runID:limit:resourceLimits:failurePolicy:)``.
+    ///     ``submit(_:runID:limit:resourceLimits:resourceRates:failurePolicy:)``.
     ///   - version: What produces the run's jobs (`orchestra run` gives its workflow file's
     ///     digest): the run is opened again only by the same version, so that another
     ///     producer, or an edited one, is refused under the id rather than mixing its jobs
@@ -142,26 +147,33 @@ public final class DurableQueue: Sendable {
     @discardableResult
     public func open(
         runID: String, limit: Int = 8, resourceLimits: [String: Int] = [:],
-        failurePolicy: FailurePolicy = .cancelDependents, version: String? = nil
+        resourceRates: [String: DurableRate] = [:], failurePolicy: FailurePolicy = .cancelDependents,
+        version: String? = nil
     ) async throws -> Bool {
         try await storeRun(
-            DurableGraph(), runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy,
-            isOpen: true, version: version)
+            DurableGraph(), runID: runID, limit: limit, resourceLimits: resourceLimits, resourceRates: resourceRates,
+            failurePolicy: failurePolicy, isOpen: true, version: version)
     }
 
-    /// Checks and stores a run for ``submit(_:runID:limit:resourceLimits:failurePolicy:)`` and
-    /// ``open(runID:limit:resourceLimits:failurePolicy:version:)``; a submitted run's jobs wake this
-    /// queue's workers.
+    /// Checks and stores a run for ``submit(_:runID:limit:resourceLimits:resourceRates:failurePolicy:)``
+    /// and ``open(runID:limit:resourceLimits:resourceRates:failurePolicy:version:)``; a submitted
+    /// run's jobs wake this queue's workers.
     private func storeRun(
         _ graph: DurableGraph, runID: String, limit: Int, resourceLimits: [String: Int],
-        failurePolicy: FailurePolicy, isOpen: Bool, version: String? = nil
+        resourceRates: [String: DurableRate], failurePolicy: FailurePolicy, isOpen: Bool, version: String? = nil
     ) async throws -> Bool {
         guard limit >= 1 else {
             throw DurableError(code: .invalidGraph, message: "run '\(runID)': limit must be at least 1, got \(limit)")
         }
+        for (name, rate) in resourceRates.sorted(by: { $0.key < $1.key }) where rate.burst < 1 {
+            throw DurableError(
+                code: .invalidGraph, message: "resource '\(name)': its burst must be at least 1, got \(rate.burst)")
+        }
         var submission = DurableSubmission(
             runID: runID, limit: limit, resourceLimits: resourceLimits, failurePolicy: failurePolicy, graph: graph,
-            criticalPaths: try graph.validate(resourceLimits: resourceLimits), now: now())
+            criticalPaths: try graph.validate(resourceLimits: resourceLimits, rated: Set(resourceRates.keys)),
+            now: now())
+        submission.resourceRates = resourceRates
         submission.isOpen = isOpen
         submission.version = version
         let stored = try await store.submit(submission)
@@ -394,7 +406,7 @@ public final class DurableQueue: Sendable {
     /// someone has checked that their effect did not happen (or that repeating it is fine).
     /// Each becomes ready (its attempts still counted), the jobs skipped because of it wait
     /// for it again, and a run that had ended failed for it runs again (a run opened with
-    /// ``open(runID:limit:resourceLimits:failurePolicy:version:)`` takes jobs again, until it is closed
+    /// ``open(runID:limit:resourceLimits:resourceRates:failurePolicy:version:)`` takes jobs again, until it is closed
     /// again: its coordinator goes on with it); this queue's workers are woken. Under `FailurePolicy.failFast` the jobs the run's stop cancelled stay
     /// cancelled; a cancelled run is left as it is.
     ///
@@ -410,6 +422,22 @@ public final class DurableQueue: Sendable {
         let resent = try await store.resendUncertain(runID: runID, now: now())
         if resent > 0 { wakeLoops() }
         return resent
+    }
+
+    /// Holds every job of run `runID` that uses `resource` for `duration` from now on the
+    /// queue's clock: no worker claims one before then (``JobStore/pauseResource(_:of:until:now:)``).
+    /// For a server's `Retry-After` (a 429 or 503) seen by the run's producer: the jobs to that
+    /// server wait instead of each failing against it. A later pause extends it; a shorter one
+    /// changes nothing. The rate of the resource (if any) applies again once the pause ends.
+    ///
+    /// ```swift
+    /// try await queue.pauseResource("api.github.com", of: "crawl", for: .seconds(retryAfter))
+    /// ```
+    ///
+    /// - Throws: The store's errors.
+    public func pauseResource(_ resource: String, of runID: String, for duration: Duration) async throws {
+        let now = now()
+        try await store.pauseResource(resource, of: runID, until: now.addingTimeInterval(duration.seconds), now: now)
     }
 
     /// Cancels run `runID`: its jobs that have not ended are marked cancelled, and the outcome

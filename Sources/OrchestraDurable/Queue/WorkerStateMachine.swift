@@ -103,6 +103,9 @@ struct WorkerStateMachine: Sendable {
     private var graceDeadline: Date?
     /// When the held leases are renewed next; `nil` while none is held.
     private var nextRenewal: Date?
+    /// When a job held back by its resource's rate or a pause may be claimed, as the last claim
+    /// said: a worker with room claims again then, not only when one of its attempts ends.
+    private var nextRelease: Date?
     /// An input arrived that the driver has not looked at: its wait ends.
     private var woken = false
 
@@ -167,6 +170,10 @@ struct WorkerStateMachine: Sendable {
             return .renewLeases(held)
         }
         if case .idle(let until?) = phase, Self.isReached(until, at: now) { wantsClaim = true }
+        if let release = nextRelease, Self.isReached(release, at: now) {
+            nextRelease = nil
+            wantsClaim = true
+        }
         let free = policy.limit - running.count
         let claim = graceDeadline == nil && wantsClaim && free > 0 ? free : nil
         if !ended.isEmpty || claim != nil {
@@ -185,7 +192,10 @@ struct WorkerStateMachine: Sendable {
             }
             return .wait(until: earliest(graceDeadline, nextRenewal))
         }
-        if !running.isEmpty { return .wait(until: nextRenewal) }
+        if !running.isEmpty {
+            let release = running.count < policy.limit ? nextRelease : nil
+            return .wait(until: earliest(nextRenewal, release))
+        }
         if needsLook {
             needsLook = false
             phase = .busy
@@ -196,10 +206,12 @@ struct WorkerStateMachine: Sendable {
     }
 
     /// The outcomes of ``Action/settle(_:claim:)`` were recorded and `claimed` claimed (the
-    /// driver started them) at `now`.
-    mutating func settled(claimed: [JobKey], now: Date) -> Action {
+    /// driver started them) at `now`; `nextRelease` is when a job held back by its resource's
+    /// rate or a pause may be claimed (``ReleaseTimes``), if the claim said.
+    mutating func settled(claimed: [JobKey], now: Date, nextRelease: Date? = nil) -> Action {
         guard case .busy = phase else { return next(now: now) }
         phase = .ready
+        self.nextRelease = nextRelease
         // An attempt that ended before this answer (the driver starts attempts after it, but
         // another driver may not) is not running: counted so, its slot would never be free.
         let endedKeys = Set(ended.map(\.job.key))

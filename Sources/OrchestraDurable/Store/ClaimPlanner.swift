@@ -1,3 +1,6 @@
+import Foundation
+import Orchestra
+
 /// The claim rules of durable jobs, in one place: which ready jobs a worker's claim takes, and
 /// in what order. A store fetches candidate rows and marks the planned jobs running in the same
 /// transaction; it encodes no rule of its own.
@@ -15,6 +18,17 @@
 ///   A job whose resource is full is passed over, and the jobs after it are still looked at:
 ///   it holds no other back. A resource the run gives no limit holds no job back (a store
 ///   refuses such a job when it is submitted or appended).
+/// - **Rate per resource.** A resource with a rate (``DurableSubmission/resourceRates``) starts
+///   its jobs no faster than the rate, across every claimer (a generic cell rate algorithm, as
+///   `RateLimiter`): its ``Pace`` keeps a theoretical arrival time `tat`, and a job that uses
+///   it is claimed at `now` only if `now >= max(tat - (burst - 1) * spacing, pausedUntil)`;
+///   claiming it sets `tat = max(tat, now) + spacing`, so each job of a claim moves it on (a
+///   claim takes at most `burst` jobs of the resource). A pause (``JobStore/pauseResource(_:of:until:now:)``)
+///   holds every job of the resource until its time, with or without a rate. A job held by a
+///   rate or a pause is passed over and holds no other back, as for a full resource; a job
+///   given back or retried is claimed again under the rule. The store writes the paces the
+///   claim moved (``changedPaces``) in the claim's transaction, and ``nextRelease`` says when
+///   a held resource lets its next job go (a worker waits until then).
 /// - **The claim.** At most its `limit` jobs, only of the claimer's `kinds` (a worker never
 ///   takes a job it has no handler for), only jobs due at its `now`.
 ///
@@ -25,8 +39,8 @@
 /// ``plan(limit:kinds:now:runs:resources:candidates:)`` picks from every ready job at once (up
 /// to the order between runs' jobs equal in every key, see ``orderBy(_:)``).
 ///
-/// The planner counts the room it is given: the store keeps claims that may run at once from
-/// counting the same room. SQLite has one writer; PostgreSQL's claims take a store-wide
+/// The planner counts the room (and reads the paces) it is given: the store keeps claims that
+/// may run at once from counting the same room. SQLite has one writer; PostgreSQL's claims take a store-wide
 /// advisory lock before they count (and lock the rows they read, skipping those another
 /// transaction holds).
 ///
@@ -105,6 +119,64 @@ package struct ClaimPlanner: Sendable {
         }
     }
 
+    /// When the jobs of a resource may start: its rate (if it has one), its theoretical arrival
+    /// time and its pause, as a store keeps them; times in nanoseconds since 1970
+    /// (milliseconds are too coarse for 30 a second).
+    package struct Pace: Sendable, Hashable {
+        /// The time between two starts; 0 for a resource without a rate (a pause only).
+        package var spacing: Int64
+        /// How far ahead of its theoretical arrival time a start may be: `spacing × (burst − 1)`.
+        package var tolerance: Int64
+        /// The theoretical arrival time: when the resource's burst would be whole again.
+        package var tat: Int64
+        /// No job of the resource starts before this time.
+        package var pausedUntil: Int64
+
+        /// A pace of `spacing` (nanoseconds) with `burst` starts at once, at `tat` and paused
+        /// until `pausedUntil`. The tolerance is at most `Rate.maximumSpacing` (as
+        /// `RateLimiter`'s), so no burst overflows.
+        package init(spacing: Int64, burst: Int, tat: Int64, pausedUntil: Int64) {
+            self.spacing = max(0, spacing)
+            let extra = Int64(clamping: max(0, burst - 1))
+            let cap = Rate.maximumSpacing.saturatingNanoseconds
+            let (product, overflow) = self.spacing.multipliedReportingOverflow(by: extra)
+            tolerance = overflow ? cap : min(product, cap)
+            self.tat = tat
+            self.pausedUntil = pausedUntil
+        }
+
+        /// The pace of `rate` at `tat`, paused until `pausedUntil`.
+        package init(_ rate: DurableRate?, tat: Int64, pausedUntil: Int64) {
+            self.init(
+                spacing: rate?.spacingNanoseconds ?? 0, burst: rate?.burst ?? 1, tat: tat, pausedUntil: pausedUntil)
+        }
+
+        /// The earliest time its next job may start: `max(tat − tolerance, pausedUntil)`.
+        package var allowedAt: Int64 {
+            let (early, overflow) = tat.subtractingReportingOverflow(tolerance)
+            return max(overflow ? Int64.min : early, pausedUntil)
+        }
+
+        /// The end of a pause until `until` asked at `now`, in nanoseconds: at most
+        /// `Rate.maximumSpacing` past `now`; `nil` for a pause that ends by `now` (it changes
+        /// nothing).
+        package static func pauseEnd(_ until: Date, now: Date) -> Int64? {
+            let (end, start) = (Nanos.of(until), Nanos.of(now))
+            guard end > start else { return nil }
+            let (cap, overflow) = start.addingReportingOverflow(Rate.maximumSpacing.saturatingNanoseconds)
+            return overflow ? end : min(end, cap)
+        }
+
+        /// Whether a job may start at `now`.
+        package func allows(at now: Int64) -> Bool { allowedAt <= now }
+
+        /// A job starts at `now`: `tat = max(tat, now) + spacing` (saturating).
+        package mutating func take(at now: Int64) {
+            let (next, overflow) = max(tat, now).addingReportingOverflow(spacing)
+            tat = overflow ? Int64.max : next
+        }
+    }
+
     /// What a store fetches next: the first ``size`` ready jobs in the order of
     /// ``orderBy(_:)`` that are due at the claim's time, of its kinds, of one of ``runs`` and
     /// that use none of ``fullResources``.
@@ -119,7 +191,7 @@ package struct ClaimPlanner: Sendable {
     package struct Page: Sendable, Hashable {
         /// The runs with room, sorted.
         package var runs: [String]
-        /// The resources of those runs that are full, sorted.
+        /// The resources of those runs that are full, or held by their rate or a pause, sorted.
         package var fullResources: [Resource]
         /// How many rows to fetch at most.
         package var size: Int
@@ -139,11 +211,17 @@ package struct ClaimPlanner: Sendable {
     package let limit: Int
     package let kinds: Set<String>
     package let now: Int64
+    /// The claim's time in nanoseconds since 1970, for the paces.
+    package let instant: Int64
     private let pageSize: PageSize
     /// Free places per run; a run that is not listed has none.
     private var runRoom: [String: Int]
     /// Free places per resource with a limit.
     private var resourceRoom: [Resource: Int]
+    /// The paces of the resources with a rate or a pause, as the claim moves them.
+    package private(set) var paces: [Resource: Pace]
+    /// The resources whose pace the claim moved: the store writes their `tat`.
+    package private(set) var changedPaces: Set<Resource> = []
     /// The jobs planned so far, in the order they are claimed.
     package private(set) var planned: [Candidate] = []
     private var plannedKeys: Set<JobKey> = []
@@ -153,19 +231,39 @@ package struct ClaimPlanner: Sendable {
     private var exhausted = false
 
     /// A planner for a claim of up to `limit` jobs of `kinds`, due at `now` (milliseconds since
-    /// 1970), with `runs` (the runs that are running: their limit and running jobs) and
-    /// `resources` (the limits of their resources and the running jobs that use each); its
-    /// pages of `pageSize`.
+    /// 1970), with `runs` (the runs that are running: their limit and running jobs),
+    /// `resources` (the limits of their resources and the running jobs that use each) and
+    /// `paces` (their resources' rates and pauses) at `instant` (the claim's time in
+    /// nanoseconds, `now` in nanoseconds if not given); its pages of `pageSize`.
     package init(
         limit: Int, kinds: Set<String>, now: Int64, runs: [String: Room], resources: [Resource: Room],
-        pageSize: PageSize = .overfetch
+        paces: [Resource: Pace] = [:], instant: Int64? = nil, pageSize: PageSize = .overfetch
     ) {
         self.limit = max(0, limit)
         self.kinds = kinds
         self.now = now
+        let (scaled, overflow) = now.multipliedReportingOverflow(by: 1_000_000)
+        self.instant = instant ?? (overflow ? (now < 0 ? Int64.min : Int64.max) : scaled)
         self.pageSize = pageSize
         runRoom = runs.mapValues(\.free)
         resourceRoom = resources.mapValues(\.free)
+        self.paces = paces
+    }
+
+    /// The earliest time after the claim's (nanoseconds since 1970) at which a resource of a run
+    /// with room, held by its rate or a pause, lets its next job start; `nil` if none is held.
+    /// A worker with room for more jobs claims again then. (It may find no job of that
+    /// resource ready: the pages leave held resources out, so the planner cannot know.)
+    package var nextRelease: Int64? {
+        paces.filter { (runRoom[$0.key.runID] ?? 0) > 0 }.values.map(\.allowedAt).filter { $0 > instant }.min()
+    }
+
+    /// Whether `resource` holds its jobs back now: full, or held by its rate or pause.
+    private func holds(_ resource: Resource) -> Bool {
+        // A resource without a limit is not in `resourceRoom`: it holds nothing back.
+        if let room = resourceRoom[resource], room <= 0 { return true }
+        if let pace = paces[resource], !pace.allows(at: instant) { return true }
+        return false
     }
 
     /// Whether `first` is claimed before `second` when both can be: the claim order.
@@ -199,7 +297,7 @@ package struct ClaimPlanner: Sendable {
         let runs = runRoom.filter { $0.value > 0 }.keys.sorted()
         guard !runs.isEmpty else { return nil }
         let open = Set(runs)
-        let full = resourceRoom.filter { $0.value <= 0 && open.contains($0.key.runID) }.keys.sorted()
+        let full = Set(resourceRoom.keys).union(paces.keys).filter { open.contains($0.runID) && holds($0) }.sorted()
         let size =
             switch pageSize {
             case .wanted: wanted
@@ -219,9 +317,14 @@ package struct ClaimPlanner: Sendable {
             else { continue }
             if !candidate.resources.isEmpty {
                 let resources = Set(candidate.resources).map { Resource(runID: candidate.key.runID, name: $0) }
-                // A resource without a limit is not in `resourceRoom`: it holds nothing back.
-                guard resources.allSatisfy({ (resourceRoom[$0] ?? 1) > 0 }) else { continue }
-                for resource in resources where resourceRoom[resource] != nil { resourceRoom[resource]! -= 1 }
+                guard !resources.contains(where: { holds($0) }) else { continue }
+                for resource in resources {
+                    if resourceRoom[resource] != nil { resourceRoom[resource]! -= 1 }
+                    if paces[resource] != nil {
+                        paces[resource]!.take(at: instant)
+                        changedPaces.insert(resource)
+                    }
+                }
             }
             runRoom[candidate.key.runID] = places - 1
             planned.append(candidate)
@@ -238,9 +341,10 @@ package struct ClaimPlanner: Sendable {
     /// rules without the paging, for tests and for reading.
     package static func plan(
         limit: Int, kinds: Set<String>, now: Int64, runs: [String: Room], resources: [Resource: Room],
-        candidates: [Candidate]
+        paces: [Resource: Pace] = [:], instant: Int64? = nil, candidates: [Candidate]
     ) -> [Candidate] {
-        var planner = ClaimPlanner(limit: limit, kinds: kinds, now: now, runs: runs, resources: resources)
+        var planner = ClaimPlanner(
+            limit: limit, kinds: kinds, now: now, runs: runs, resources: resources, paces: paces, instant: instant)
         return planner.take(candidates)
     }
 }

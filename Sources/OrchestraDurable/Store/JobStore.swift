@@ -93,6 +93,14 @@ public protocol JobStore: Sendable {
     /// - Throws: ``DurableError`` (``DurableError/Code/unknownRun``).
     func resendUncertain(runID: String, now: Date) async throws -> Int
 
+    /// Holds every job of run `runID` that uses `resource` until `until`: none is claimed
+    /// before then, by any worker. A later pause extends it; an earlier one (or one in the
+    /// past) changes nothing. For a server's `Retry-After`, seen by the producer of a run: the
+    /// jobs to that server wait rather than fail one after another. A pause reaches at most
+    /// `Rate.maximumSpacing` past `now`. Pausing a run that does not exist, or has ended, does
+    /// nothing. The default, for a store without resource rates, does nothing.
+    func pauseResource(_ resource: String, of runID: String, until: Date, now: Date) async throws
+
     /// Removes the runs that ended before `date`, with their jobs.
     ///
     /// - Returns: How many runs were removed.
@@ -131,6 +139,19 @@ extension JobStore {
     }
 
     public func resendUncertain(runID: String, now: Date) async throws -> Int { 0 }
+
+    public func pauseResource(_ resource: String, of runID: String, until: Date, now: Date) async throws {}
+}
+
+/// A store whose claims say when a job held back by its resource's rate or pause may be
+/// claimed next (``ClaimPlanner/nextRelease``): a worker with room for more jobs claims again
+/// then, rather than when one of its jobs ends. Both stores of the package are.
+package protocol ReleaseTimes: JobStore {
+    /// ``JobStore/record(_:thenClaim:now:)``, and the earliest time after the claim's at which
+    /// a resource held by its rate or a pause lets a job go (`nil`: none is held, or no claim).
+    func recordAndClaim(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
+    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob], nextRelease: Date?)
 }
 
 /// A run as it is submitted to a store.
@@ -141,6 +162,9 @@ public struct DurableSubmission: Sendable {
     public var limit: Int
     /// How many of its jobs may use each named resource at once.
     public var resourceLimits: [String: Int]
+    /// How often the jobs that use each named resource may start (see ``DurableRate``). A
+    /// resource may have a limit, a rate, or both.
+    public var resourceRates: [String: DurableRate] = [:]
     /// What a failed job does to the others.
     public var failurePolicy: FailurePolicy
     /// Its jobs, checked.
@@ -159,7 +183,7 @@ public struct DurableSubmission: Sendable {
     public var version: String?
 
     /// Checks, for jobs appended to a run, that each resource a job uses is one of the run's
-    /// `limited` ones.
+    /// `limited` ones (those it has a limit or a rate for).
     ///
     /// - Throws: ``DurableError`` (``DurableError/Code/invalidGraph``) naming the first job
     ///   and resource that is not.
@@ -185,6 +209,10 @@ public struct DurableSubmission: Sendable {
         }
         mix(String(limit).utf8)
         for (name, limit) in resourceLimits.sorted(by: { $0.key < $1.key }) { mix("\(name)=\(limit)".utf8) }
+        // Only when set: the runs stored before rates keep their fingerprints.
+        for (name, rate) in resourceRates.sorted(by: { $0.key < $1.key }) {
+            mix("rate:\(name)=\(rate.rate.count)/\(rate.rate.interval.saturatingNanoseconds)/\(rate.burst)".utf8)
+        }
         mix((failurePolicy == .failFast ? "failFast" : "cancelDependents").utf8)
         if isOpen { mix("open".utf8) }
         // Only when set, as `atMostOnce` below.

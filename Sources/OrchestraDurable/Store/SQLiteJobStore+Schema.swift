@@ -3,7 +3,7 @@ import GRDB
 
 extension SQLiteJobStore {
     /// The store's file format: its name and schema version in the `orchestra_store` table.
-    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 3, noun: "store")
+    static let fileFormat = SQLiteFileFormat(name: "orchestra-durable", version: 4, noun: "store")
 
     /// The versioned migrations, oldest first. Each sets `schema` to its version.
     static var migrator: DatabaseMigrator {
@@ -88,6 +88,25 @@ extension SQLiteJobStore {
                     ALTER TABLE runs ADD COLUMN opened INTEGER NOT NULL DEFAULT 0;
                     UPDATE runs SET opened = open_for_jobs;
                     UPDATE orchestra_store SET value = '3' WHERE key = 'schema';
+                    """)
+        }
+        // Rates per resource (DurableSubmission.resourceRates) and pauses (pauseResource): each
+        // resource's pace, its times in nanoseconds since 1970. A resource with a pause only has
+        // no rate (rate_count NULL). Runs stored before it have none.
+        migrator.registerMigration("orchestra-4") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE run_rates (
+                        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+                        name TEXT NOT NULL,
+                        rate_count INTEGER,
+                        rate_interval_ns INTEGER,
+                        burst INTEGER NOT NULL DEFAULT 1,
+                        tat_ns INTEGER NOT NULL DEFAULT 0,
+                        paused_until_ns INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (run_id, name)
+                    );
+                    UPDATE orchestra_store SET value = '4' WHERE key = 'schema';
                     """)
         }
         return migrator

@@ -83,6 +83,13 @@ public final class SQLiteJobStore: JobStore {
                     sql: "INSERT INTO run_resources (run_id, name, resource_limit) VALUES (?, ?, ?)"
                 ).execute(arguments: [run.runID, name, limit])
             }
+            for (name, rate) in run.resourceRates {
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO run_rates (run_id, name, rate_count, rate_interval_ns, burst) VALUES (?, ?, ?, ?, ?)
+                        """
+                ).execute(arguments: [run.runID, name, rate.rate.count, rate.intervalNanoseconds, rate.burst])
+            }
             return true
         }
     }
@@ -135,7 +142,11 @@ public final class SQLiteJobStore: JobStore {
             try jobs.checkResources(
                 limitedIn: Set(
                     try String.fetchAll(
-                        db.cachedStatement(sql: "SELECT name FROM run_resources WHERE run_id = ?"), arguments: [runID]))
+                        db.cachedStatement(
+                            sql: """
+                                SELECT name FROM run_resources WHERE run_id = ?1
+                                UNION SELECT name FROM run_rates WHERE run_id = ?1 AND rate_count IS NOT NULL
+                                """), arguments: [runID]))
             )
             let existing = try db.cachedStatement(sql: "SELECT kind, input FROM jobs WHERE run_id = ? AND id = ?")
             var new = jobs
@@ -189,17 +200,26 @@ public final class SQLiteJobStore: JobStore {
     public func record(
         _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
     ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
+        let (recorded, claimed, _) = try await recordAndClaim(outcomes, thenClaim: claim, now: now)
+        return (recorded, claimed)
+    }
+
+    package func recordAndClaim(
+        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
+    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob], nextRelease: Date?) {
         try await write { db in
             let recorded = try outcomes.map { try Self.record($0.outcome, for: $0.job, now: Millis.of(now), db) }
-            let claimed = try claim.map { try Self.claim($0, db) } ?? []
-            return (recorded, claimed)
+            let (claimed, release) = try claim.map { try Self.claim($0, db) } ?? ([], nil)
+            return (recorded, claimed, release.map(Nanos.dateRoundedUp))
         }
     }
 
-    /// Claims jobs (see ``JobStore/record(_:thenClaim:now:)``) inside the caller's transaction.
-    private static func claim(_ claim: Claim, _ db: Database) throws -> [ClaimedJob] {
+    /// Claims jobs (see ``JobStore/record(_:thenClaim:now:)``) inside the caller's transaction;
+    /// also returns when a resource held by its rate or a pause lets its next job go
+    /// (``ClaimPlanner/nextRelease``).
+    private static func claim(_ claim: Claim, _ db: Database) throws -> ([ClaimedJob], Int64?) {
         let (worker, kinds, limit) = (claim.worker, claim.kinds, claim.limit)
-        guard limit > 0, !kinds.isEmpty else { return [] }
+        guard limit > 0, !kinds.isEmpty else { return ([], nil) }
         let now = Millis.of(claim.now)
         let expiry = Millis.of(claim.leaseExpiry)
         // A lease that expired belongs to a worker that died (or stalled): its job is due again,
@@ -220,7 +240,19 @@ public final class SQLiteJobStore: JobStore {
             runs[row[0]] = ClaimPlanner.Room(limit: row[1], inUse: row[2])
         }
         var resources: [ClaimPlanner.Resource: ClaimPlanner.Room] = [:]
+        var paces: [ClaimPlanner.Resource: ClaimPlanner.Pace] = [:]
         for runID in runs.filter({ $0.value.free > 0 }).keys.sorted() {
+            for row in try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT name, rate_count, rate_interval_ns, burst, tat_ns, paused_until_ns FROM run_rates
+                        WHERE run_id = ?
+                        """), arguments: [runID])
+            {
+                paces[ClaimPlanner.Resource(runID: runID, name: row[0])] = ClaimPlanner.Pace(
+                    DurableRate(storedCount: row[1], intervalNanoseconds: row[2], burst: row[3]), tat: row[4],
+                    pausedUntil: row[5])
+            }
             let limits = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT name, resource_limit FROM run_resources WHERE run_id = ?"),
                 arguments: [runID])
@@ -242,10 +274,11 @@ public final class SQLiteJobStore: JobStore {
                     limit: row[1], inUse: inUse[name] ?? 0)
             }
         }
-        let runsWithResources = Set(resources.keys.map(\.runID))
+        let runsWithResources = Set(resources.keys.map(\.runID)).union(paces.keys.map(\.runID))
         // Pages of the jobs wanted: another page costs no round trip here, a row read more does.
         var planner = ClaimPlanner(
-            limit: limit, kinds: kinds, now: now, runs: runs, resources: resources, pageSize: .wanted)
+            limit: limit, kinds: kinds, now: now, runs: runs, resources: resources, paces: paces,
+            instant: Nanos.of(claim.now), pageSize: .wanted)
         let resourcesOfJob = try db.cachedStatement(
             sql: "SELECT name FROM job_resources WHERE run_id = ? AND job_id = ?")
         let mark = try db.cachedStatement(
@@ -324,7 +357,25 @@ public final class SQLiteJobStore: JobStore {
                 claimed.append(job)
             }
         }
-        return claimed
+        // The paces the claim moved on, in its transaction.
+        let moved = try db.cachedStatement(sql: "UPDATE run_rates SET tat_ns = ? WHERE run_id = ? AND name = ?")
+        for resource in planner.changedPaces.sorted() {
+            try moved.execute(arguments: [planner.paces[resource]!.tat, resource.runID, resource.name])
+        }
+        return (claimed, planner.nextRelease)
+    }
+
+    public func pauseResource(_ resource: String, of runID: String, until: Date, now: Date) async throws {
+        guard let until = ClaimPlanner.Pace.pauseEnd(until, now: now) else { return }
+        try await write { db in
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO run_rates (run_id, name, paused_until_ns)
+                    SELECT id, ?2, ?3 FROM runs WHERE id = ?1 AND state = 'running'
+                    ON CONFLICT (run_id, name) DO UPDATE SET paused_until_ns = MAX(paused_until_ns, excluded.paused_until_ns)
+                    """
+            ).execute(arguments: [runID, resource, until])
+        }
     }
 
     // MARK: - Recording outcomes
