@@ -261,9 +261,12 @@ struct RunPrinter: Sendable {
         ])
     }
 
-    /// A pace change: `host`, and `event` in words.
-    private static func json(of event: HTTPRateEvent) -> JSONValue {
-        .object(["host": .string(event.host), "event": .string(TerminalText.safe(event.description))])
+    /// A pace change: `at_ms` (from the run's start), `host`, and `event` in words.
+    private static func json(of record: RateEventRecord) -> JSONValue {
+        .object([
+            "at_ms": milliseconds(record.at), "host": .string(record.event.host),
+            "event": .string(TerminalText.safe(record.event.description)),
+        ])
     }
 
     /// A host's figures: `host`, `requests`, `rate` and `effective_rate` (`20/s`, or `null`: not

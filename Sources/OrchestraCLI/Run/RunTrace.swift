@@ -7,7 +7,7 @@ enum RunTrace {
     static func write(_ report: WorkflowReport, workflow: Workflow, file: String, to directory: String) throws -> [URL]
     {
         let base = baseName(of: file)
-        let export = TraceExport(title: workflow.name ?? base, spans: spans(of: report))
+        let export = TraceExport(title: workflow.name ?? base, spans: spans(of: report) + rateSpans(of: report))
         return try export.write(to: URL(fileURLWithPath: directory), baseName: base)
     }
 
@@ -25,6 +25,21 @@ enum RunTrace {
                 lane: lane + step.id, name: "\(step.method) \(step.url)", start: offset + sent, end: offset + ended,
                 category: "step", args: args
             )
+        }
+    }
+
+    /// A span per pace change on a lane per host (`rate · https://api.test:443`): a pause for
+    /// as long as it holds the host, a new rate as a moment.
+    static func rateSpans(of report: WorkflowReport, offset: Duration = .zero) -> [TraceSpan] {
+        report.rateEvents.map { record in
+            let length: Duration =
+                switch record.event.change {
+                case .paused(let duration): duration
+                case .rateChanged: .zero
+                }
+            return TraceSpan(
+                lane: "rate · \(record.event.host)", name: record.event.description, start: offset + record.at,
+                end: offset + record.at + length, category: "rate", args: [("reason", record.event.reason)])
         }
     }
 

@@ -133,6 +133,17 @@ package enum WorkflowEvent: Sendable {
 }
 
 /// Every step's report, in file order, and the run's totals.
+/// A change a server made to its host's pace, and when, from the run's start.
+package struct RateEventRecord: Sendable {
+    package var at: Duration
+    package var event: HTTPRateEvent
+
+    package init(at: Duration, event: HTTPRateEvent) {
+        self.at = at
+        self.event = event
+    }
+}
+
 /// A response body streamed to a file (`save_to:`).
 package struct SavedBody: Sendable, Hashable {
     /// The file, as the step's `save_to` named it.
@@ -161,7 +172,7 @@ package struct WorkflowReport: Sendable {
     package var hosts: [HTTPHostRate] = []
     /// The changes the servers made to their hosts' pace, as they happened (at most
     /// ``maximumRateEvents``; the rest are counted in ``droppedRateEvents``).
-    package var rateEvents: [HTTPRateEvent] = []
+    package var rateEvents: [RateEventRecord] = []
     package var droppedRateEvents = 0
     /// The most rate events a report keeps.
     package static let maximumRateEvents = 100
@@ -220,7 +231,7 @@ package struct DataRunReport: Sendable {
     /// Each host's figures and the servers' pace changes over every row, as in
     /// ``WorkflowReport/hosts`` and ``WorkflowReport/rateEvents``.
     package var hosts: [HTTPHostRate] = []
-    package var rateEvents: [HTTPRateEvent] = []
+    package var rateEvents: [RateEventRecord] = []
 
     package init(rows: [Row], duration: Duration, logins: Int = 0, refreshes: Int = 0) {
         self.rows = rows

@@ -200,17 +200,17 @@ package struct WorkflowRunner: Sendable {
         let redactor: Redactor
         /// The rate events so far (at most `WorkflowReport.maximumRateEvents`) and how many
         /// more there were.
-        let rateEvents = Locked((kept: [HTTPRateEvent](), dropped: 0))
+        let rateEvents = Locked((kept: [RateEventRecord](), dropped: 0))
 
         /// Puts the hosts' figures and the rate events in `report`.
         func describeRates(in report: inout WorkflowReport) {
             report.hosts = coordinator.hostRates
             let (kept, dropped) = rateEvents.withLock { ($0.kept, $0.dropped) }
             // The reason quotes the server's fields, which may echo a secret.
-            report.rateEvents = kept.map { event in
-                var event = event
-                event.reason = redactor.redact(event.reason)
-                return event
+            report.rateEvents = kept.map { record in
+                var record = record
+                record.event.reason = redactor.redact(record.event.reason)
+                return record
             }
             report.droppedRateEvents = dropped
         }
@@ -235,15 +235,17 @@ package struct WorkflowRunner: Sendable {
             }
             let rateEvents = self.rateEvents
             let onRateEvent = runner.onRateEvent
+            let start = clock.now
             // Timeouts, retries and redirects are per step (HTTPRequestOptions).
             coordinator = HTTPCoordinator(
                 transport: CookieTransport(base: observed(label: nil)),
                 configuration: workflow.limits.coordinatorConfiguration(
                     authentication: authenticator?.authentication,
                     onRateEvent: { event in
+                        let at = start.duration(to: clock.now)
                         rateEvents.withLock { events in
                             if events.kept.count < WorkflowReport.maximumRateEvents {
-                                events.kept.append(event)
+                                events.kept.append(RateEventRecord(at: at, event: event))
                             } else {
                                 events.dropped += 1
                             }

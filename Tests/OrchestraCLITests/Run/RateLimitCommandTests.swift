@@ -21,6 +21,8 @@ struct RateLimitCommandTests {
         var accepted: Int
         var rejected: Int
         var max_in_any_second: Int
+        /// Seconds from the first arrival to the last.
+        var span: Double
     }
 
     static func stats(_ server: DemoServer, bucket: String) async throws -> Stats {
@@ -107,7 +109,9 @@ struct RateLimitCommandTests {
             let file = try Self.file(
                 server, bucket: "throttled", count: 30, serverLimit: 10, top: "limit: 8",
                 step: "    retry: { attempts: 6 }")
-            let run = try await OrchestraExecutable.run(["run", file, "--output", "json"])
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-rate-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let run = try await OrchestraExecutable.run(["run", file, "--output", "json", "--trace", folder.path])
             #expect(run.status == 0, "\(run)")
             let stats = try await Self.stats(server, bucket: "throttled")
             #expect(stats.accepted == 30 && stats.rejected > 0, "\(stats)")
@@ -116,6 +120,14 @@ struct RateLimitCommandTests {
             #expect((hosts.first?["pauses"] as? Int ?? 0) >= 1)
             let events = try #require(try Self.json(run.stdout)["rate_events"] as? [[String: Any]])
             #expect(events.contains { ($0["event"] as? String)?.contains("429 with Retry-After") == true })
+            #expect(events.allSatisfy { $0["at_ms"] is NSNumber })
+            // The trace shows each pause on a lane of its host, as long as it held the host.
+            let trace = try ChromeTrace(
+                contentsOf: folder.appendingPathComponent(
+                    URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent + ".trace.json"))
+            let pauses = trace.completeEvents.filter { $0.name.hasPrefix("pausing http://127.0.0.1:") }
+            #expect(pauses.count == events.count && !pauses.isEmpty, "\(trace.completeEvents.map(\.name))")
+            #expect(pauses.allSatisfy { $0.duration >= 1_000_000 }, "each as long as its Retry-After: 1 s, in µs")
         }
     }
 
