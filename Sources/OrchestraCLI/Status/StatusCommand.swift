@@ -132,6 +132,17 @@ struct StatusCommand: AsyncParsableCommand {
                     "run \(open) has not ended in this file: it is running, or it stopped without ending (a crash, a kill)",
                     .yellow), at: 2)
         }
+        if !summary.hosts.isEmpty {
+            let rows = summary.hosts.map { host in
+                [
+                    TerminalText.safe(host.host), "\(host.requests)", host.rate ?? "–", host.effectiveRate ?? "–",
+                    "\(host.tooManyRequests)", "\(host.pauses)",
+                ]
+            }
+            lines += table(
+                header: ["host", "requests", "rate", "server's rate", "429s", "pauses"], rows: rows,
+                marks: rows.map { _ in " " }, console: console)
+        }
         let done = summary.steps.count(where: \.isDone)
         lines.append(
             console.paint(
@@ -152,7 +163,7 @@ struct StatusCommand: AsyncParsableCommand {
         return ["  " + console.paint(line(header), .dim)] + zip(marks, rows).map { "\($0) \(line($1))" }
     }
 
-    /// `{"workflow", "file", "digest", "state", "runs", "open_run", "created", "updated", "complete", "steps": […]}`.
+    /// `{"workflow", "file", "digest", "state", "runs", "open_run", "created", "updated", "complete", "hosts": […], "steps": […]}`.
     static func json(of summary: WorkflowStateSummary, path: String) -> JSONValue {
         .object([
             "workflow": summary.name.map(JSONValue.string) ?? .null,
@@ -164,6 +175,7 @@ struct StatusCommand: AsyncParsableCommand {
             "created": .string(timestamp(summary.created)),
             "updated": .string(timestamp(summary.updated)),
             "complete": .bool(summary.isComplete),
+            "hosts": .array(summary.hosts.map(json(of:))),
             "steps": .array(
                 summary.steps.map { step in
                     .object([
@@ -177,6 +189,18 @@ struct StatusCommand: AsyncParsableCommand {
                         "done": .bool(step.isDone),
                     ])
                 }),
+        ])
+    }
+
+    /// A host's figures over the runs: `host`, `requests`, `rate`, `effective_rate`,
+    /// `too_many_requests`, `pauses`.
+    static func json(of host: WorkflowStateSummary.Host) -> JSONValue {
+        let rate: JSONValue = host.rate.map(JSONValue.string) ?? .null
+        let effective: JSONValue = host.effectiveRate.map(JSONValue.string) ?? .null
+        return .object([
+            "host": .string(host.host), "requests": .integer(host.requests), "rate": rate,
+            "effective_rate": effective, "too_many_requests": .integer(host.tooManyRequests),
+            "pauses": .integer(host.pauses),
         ])
     }
 

@@ -117,6 +117,7 @@ package struct WorkflowRunner: Sendable {
             async let writer: Void = state.runWriter()
             report = await runOnce(
                 shared, row: [:], cookies: cookieJar ?? CookieJar(), state: state, clock: clock, onEvent: onEvent)
+            state.recordHosts(shared.coordinator.hostRates)
             state.finish()
             await writer
         } else {

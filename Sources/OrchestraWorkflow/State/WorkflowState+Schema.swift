@@ -3,7 +3,7 @@ import OrchestraDurable
 
 extension WorkflowState {
     /// The state file's format: its name and schema version in the `orchestra_store` table.
-    static let fileFormat = SQLiteFileFormat(name: "orchestra-workflow-state", version: 2, noun: "state file")
+    static let fileFormat = SQLiteFileFormat(name: "orchestra-workflow-state", version: 3, noun: "state file")
 
     /// The versioned migrations, oldest first.
     ///
@@ -17,6 +17,8 @@ extension WorkflowState {
     ///   the file and cleared once it has written its last record: a file whose run never
     ///   cleared it either outlived a crash (its `-wal` is beside it) or is a copy taken during
     ///   the run (behind what the run did).
+    /// - Version 3: `hosts`, each host's figures as each run ended (requests sent, its rate and
+    ///   the rate its server set, 429s, pauses), one row per host and run.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("workflow-state-1") { db in
@@ -59,6 +61,22 @@ extension WorkflowState {
                 sql: """
                     ALTER TABLE workflow ADD COLUMN open_run INTEGER;
                     UPDATE orchestra_store SET value = '2' WHERE key = 'schema';
+                    """)
+        }
+        migrator.registerMigration("workflow-state-3") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE hosts (
+                        host TEXT NOT NULL,
+                        run INTEGER NOT NULL,
+                        requests INTEGER NOT NULL,
+                        rate TEXT,
+                        effective_rate TEXT,
+                        too_many_requests INTEGER NOT NULL,
+                        pauses INTEGER NOT NULL,
+                        PRIMARY KEY (host, run)
+                    ) WITHOUT ROWID;
+                    UPDATE orchestra_store SET value = '3' WHERE key = 'schema';
                     """)
         }
         return migrator

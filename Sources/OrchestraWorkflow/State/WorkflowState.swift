@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Orchestra
 import OrchestraDurable
+import OrchestraHTTP
 
 #if canImport(Glibc)
 import Glibc
@@ -247,6 +248,14 @@ package final class WorkflowState: Sendable {
         wake?.resume()
     }
 
+    /// Queues each host's figures at the end of this run (``WorkflowStateSummary/hosts`` adds
+    /// up the runs'); written with the next batch.
+    package func recordHosts(_ hosts: [HTTPHostRate]) {
+        guard !hosts.isEmpty else { return }
+        let wake = writer.withLock { $0.append(.hosts(hosts)) }
+        wake?.resume()
+    }
+
     /// Queues `write` and returns once it is committed.
     private func enqueue(_ write: Write) async throws {
         let failure = await withCheckedContinuation { (continuation: Waiter) in
@@ -360,6 +369,18 @@ package final class WorkflowState: Sendable {
                     step, item, record.state.rawValue, record.status, record.attempts, record.url, record.error,
                     captures, run, now,
                 ])
+            case .hosts(let hosts):
+                for host in hosts {
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT OR REPLACE INTO hosts (host, run, requests, rate, effective_rate, too_many_requests, pauses)
+                            VALUES (?, ?, ?, ?, ?, ?, ?)
+                            """
+                    ).execute(arguments: [
+                        host.host, run, host.requestsSent, host.configuredRate.map(HTTPRateEvent.text),
+                        host.effectiveRate.map(HTTPRateEvent.text), host.tooManyRequests, host.pauses,
+                    ])
+                }
             case .list(let step, let count, let digest):
                 let recorded = try String.fetchOne(
                     db.cachedStatement(sql: "SELECT list_digest FROM steps WHERE id = ?"), arguments: [step])
@@ -377,6 +398,7 @@ package final class WorkflowState: Sendable {
     enum Write: Sendable {
         case record(step: String, item: Int, StateRecord)
         case list(step: String, count: Int, digest: String)
+        case hosts([HTTPHostRate])
     }
 
     /// The writer's queue: what is waiting to be written, who waits for a commit, and the

@@ -43,6 +43,20 @@ package struct WorkflowStateSummary: Sendable {
     /// The run that has not ended in the file, if one has not: it is running, or it stopped
     /// without ending (a crash), or the file is a copy taken while it ran.
     package var openRun: Int? = nil
+    /// Each host's figures over every run that ended in the file, by host: requests sent,
+    /// 429s and pauses added up, the rates of the last run.
+    package var hosts: [Host] = []
+
+    /// A host's figures (`HTTPHostRate` over the runs).
+    package struct Host: Sendable, Hashable {
+        package var host: String
+        package var requests: Int
+        /// `20/s`, or `nil`: not limited.
+        package var rate: String?
+        package var effectiveRate: String?
+        package var tooManyRequests: Int
+        package var pauses: Int
+    }
 
     /// Whether every request of every step succeeded.
     package var isComplete: Bool { steps.allSatisfy(\.isDone) }
@@ -86,11 +100,29 @@ package struct WorkflowStateSummary: Sendable {
                     case nil: break
                     }
                 }
-                return WorkflowStateSummary(
+                var summary = WorkflowStateSummary(
                     name: row["name"], file: row["file"], digest: row["digest"],
                     created: Date(timeIntervalSince1970: Double(row["created"] as Int64) / 1000),
                     updated: Date(timeIntervalSince1970: Double(row["updated"] as Int64) / 1000),
                     runs: row["runs"], steps: steps, openRun: row["open_run"])
+                // A file of schema 2 (read-only: not migrated) has no figures.
+                if try db.tableExists("hosts") {
+                    summary.hosts = try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT host, SUM(requests) AS requests, SUM(too_many_requests) AS too_many, SUM(pauses) AS pauses,
+                                (SELECT rate FROM hosts AS last WHERE last.host = hosts.host ORDER BY run DESC LIMIT 1) AS rate,
+                                (SELECT effective_rate FROM hosts AS last WHERE last.host = hosts.host ORDER BY run DESC LIMIT 1) AS effective
+                            FROM hosts GROUP BY host ORDER BY host
+                            """
+                    ).map { row in
+                        Host(
+                            host: row["host"], requests: row["requests"], rate: row["rate"],
+                            effectiveRate: row["effective"],
+                            tooManyRequests: row["too_many"], pauses: row["pauses"])
+                    }
+                }
+                return summary
             }
         } catch let error as WorkflowStateError {
             throw error

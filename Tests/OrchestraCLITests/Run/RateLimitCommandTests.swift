@@ -131,6 +131,31 @@ struct RateLimitCommandTests {
         }
     }
 
+    /// A resumable run keeps each host's figures in its state file, added up over its runs;
+    /// `orchestra status` shows them.
+    @Test func statusShowsEachHostsFiguresOfAResumableRun() async throws {
+        try await withDemoServer { server in
+            let host = "\(server.baseURL.host!):\(server.baseURL.port!)"
+            let file = try Self.file(
+                server, bucket: "state", count: 12, serverLimit: 100, announce: "ietf",
+                top: "hosts:\n  \"\(host)\": { rate: 40/s }")
+            let state = URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent("run.state").path
+            let run = try await OrchestraExecutable.run(["run", file, "--state", state])
+            #expect(run.status == 0, "\(run)")
+            let text = try await OrchestraExecutable.run(["status", "--state", state, "--no-color"])
+            #expect(text.status == 0, "\(text)")
+            #expect(text.stdout.contains("host"), "\(text)")
+            #expect(text.stdout.contains("\(host)") && text.stdout.contains("40/s"), "\(text)")
+            let json = try await OrchestraExecutable.run(["status", "--state", state, "--output", "json"])
+            let hosts = try #require(try Self.json(json.stdout)["hosts"] as? [[String: Any]])
+            let figures = try #require(hosts.first { $0["host"] as? String == host })
+            #expect(figures["requests"] as? Int == 13, "the list and 12 elements")
+            #expect(figures["rate"] as? String == "40/s")
+            #expect(figures["effective_rate"] as? String == "40/s", "the server's 100/s is not slower")
+            #expect(figures["too_many_requests"] as? Int == 0)
+        }
+    }
+
     @Test(arguments: [
         ("rate: fast", "'rate': must be a rate such as 20/s, 30/min, 5000/h or 5/10s"),
         ("rate: 0/s", "the count is 1 to 1000000000"),
