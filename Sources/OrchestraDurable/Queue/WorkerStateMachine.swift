@@ -106,6 +106,8 @@ struct WorkerStateMachine: Sendable {
     /// When a job held back by its resource's rate or a pause may be claimed, as the last claim
     /// said: a worker with room claims again then, not only when one of its attempts ends.
     private var nextRelease: Date?
+    /// Whether the settle under way claims: only a claim's answer replaces ``nextRelease``.
+    private var claiming = false
     /// An input arrived that the driver has not looked at: its wait ends.
     private var woken = false
 
@@ -178,6 +180,7 @@ struct WorkerStateMachine: Sendable {
         let claim = graceDeadline == nil && wantsClaim && free > 0 ? free : nil
         if !ended.isEmpty || claim != nil {
             phase = .busy
+            claiming = claim != nil
             if claim != nil {
                 wantsClaim = false
                 needsLook = false
@@ -211,7 +214,8 @@ struct WorkerStateMachine: Sendable {
     mutating func settled(claimed: [JobKey], now: Date, nextRelease: Date? = nil) -> Action {
         guard case .busy = phase else { return next(now: now) }
         phase = .ready
-        self.nextRelease = nextRelease
+        if claiming { self.nextRelease = nextRelease }
+        claiming = false
         // An attempt that ended before this answer (the driver starts attempts after it, but
         // another driver may not) is not running: counted so, its slot would never be free.
         let endedKeys = Set(ended.map(\.job.key))
