@@ -116,6 +116,28 @@ struct ResourceRateTests {
         #expect(taken.map { "\($0.key.runID)/\($0.key.jobID)" } == ["a/1"])
     }
 
+    @Test func aJobOfTwoRatedResourcesWaitsForBothAndMovesBothOn() {
+        let (api, db) = (Resource(runID: "a", name: "api"), Resource(runID: "a", name: "db"))
+        var planner = ClaimPlanner(
+            limit: 10, kinds: ["k"], now: 0, runs: ["a": .init(limit: 10, inUse: 0)], resources: [:],
+            paces: [
+                api: Pace(DurableRate(.perSecond(10)), tat: 0, pausedUntil: 0),
+                db: Pace(DurableRate(.perSecond(1)), tat: Self.at(0.5), pausedUntil: 0),
+            ], instant: Self.at(0))
+        let taken = planner.take([
+            Self.job("a/both", position: 0, resources: ["api", "db"]),
+            Self.job("a/api", position: 1, resources: ["api"]),
+        ])
+        #expect(taken.map(\.key.jobID) == ["api"], "db holds the first; the second goes")
+        #expect(planner.changedPaces == [api])
+        var later = ClaimPlanner(
+            limit: 10, kinds: ["k"], now: 0, runs: ["a": .init(limit: 10, inUse: 0)], resources: [:],
+            paces: planner.paces, instant: Self.at(0.5))
+        #expect(later.take([Self.job("a/both", position: 0, resources: ["api", "db"])]).count == 1)
+        #expect(later.paces[api]?.tat == Self.at(0.6))
+        #expect(later.paces[db]?.tat == Self.at(1.5))
+    }
+
     @Test func paceArithmeticSaturates() {
         var pace = Pace(DurableRate(.perHour(1), burst: Int.max), tat: Int64.max - 1, pausedUntil: 0)
         #expect(pace.tolerance == Rate.maximumSpacing.saturatingNanoseconds)
