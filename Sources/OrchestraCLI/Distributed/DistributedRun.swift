@@ -108,6 +108,7 @@ struct DistributedRun {
             do {
                 created = try await queue.open(
                     runID: runID, limit: limits.durableLimit, resourceLimits: limits.resourceLimits,
+                    resourceRates: limits.resourceRates,
                     version: workflow.digest)
             } catch let error as DurableError where error.code == .runIDInUse {
                 guard force else {

@@ -238,8 +238,10 @@ struct RunCommand: AsyncParsableCommand {
         // document and the trace. The text report needs only the counts. The first signal
         // cancels the run; the runner still returns a report, in which the steps that were in
         // flight are cancelled.
+        // Handed to workers, the hosts' rates are held in the store's claims, not here too.
+        let runnerWorkflow = isDistributed ? workflow.leavingHostRatesToTheStore : workflow
         let run = { @Sendable (transport: any HTTPTransport) async throws -> WorkflowReport in
-            let runner = self.runner(workflow, transport: transport, cookieJar: cookieJar, state: stateFile)
+            let runner = self.runner(runnerWorkflow, transport: transport, cookieJar: cookieJar, state: stateFile)
             return try await signals.cancellingOnSignal {
                 await runner.run { event in
                     if text { progress.handle(event) }

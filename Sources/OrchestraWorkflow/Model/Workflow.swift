@@ -74,6 +74,19 @@ package struct Workflow: Sendable {
     /// run must have them.
     package internal(set) var usedDataColumns: Set<String> = []
 
+    /// The workflow with its hosts' rates left to another engine: a durable store holds them
+    /// in its claims across all workers (``WorkflowLimits/resourceRates``), so the coordinator
+    /// that hands the requests to the workers must not hold them a second time.
+    package var leavingHostRatesToTheStore: Workflow {
+        var copy = self
+        copy.hostLimits = hostLimits.map { entry in
+            var entry = entry
+            entry.rate = nil
+            return entry
+        }
+        return copy
+    }
+
     /// The default of ``limit``.
     package static let defaultLimit = 8
     /// The most redirects one request follows.
