@@ -1,5 +1,5 @@
 /// A running graph, for observing and steering it while it goes; given to the body of
-/// ``TaskGraph/withRun(limit:resourceLimits:failurePolicy:eventBuffer:clock:isolation:_:)``, and
+/// ``TaskGraph/withRun(limit:resourceLimits:rateLimits:rateBurst:failurePolicy:eventBuffer:clock:isolation:_:)``, and
 /// to the nodes of such a run as ``GraphRun/current``.
 ///
 /// ```swift
@@ -10,7 +10,7 @@
 /// ```
 public final class GraphRun: Sendable {
     /// The run that the current node belongs to; `nil` outside a node of a
-    /// ``TaskGraph/withRun(limit:resourceLimits:failurePolicy:eventBuffer:clock:isolation:_:)``.
+    /// ``TaskGraph/withRun(limit:resourceLimits:rateLimits:rateBurst:failurePolicy:eventBuffer:clock:isolation:_:)``.
     /// A node uses it to add its follow-up steps.
     @TaskLocal public static var current: GraphRun?
 
@@ -41,7 +41,7 @@ public final class GraphRun: Sendable {
 
     /// Waits for the run to end and returns every node's outcome.
     ///
-    /// - Throws: What ``TaskGraph/run(limit:resourceLimits:failurePolicy:clock:)`` throws;
+    /// - Throws: What ``TaskGraph/run(limit:resourceLimits:rateLimits:rateBurst:failurePolicy:clock:)`` throws;
     ///   `CancellationError` if the task awaiting this is cancelled first (the run goes on).
     public var result: GraphResult {
         get async throws {
@@ -136,6 +136,8 @@ final class GraphRunInbox: Sendable {
         case spawnWorkers(Int)
         /// A node waits out a retry backoff.
         case backoff(node: Int, delay: Duration)
+        /// Nodes are parked until this rate-limited resource's limiter grants again.
+        case waitForPermits(resource: Int)
         /// Fail-fast: cancel every running node.
         case stopRunningNodes
         /// Every node has ended.

@@ -18,6 +18,8 @@ final class GraphRunner: NodeInputSource {
         let machine: SchedulerStateMachine
         let clock: RunClock
         let observer: GraphRun?
+        /// Per resource (the blueprint's order), its rate limiter; empty without rates.
+        var rateLimiters: [RateLimiter?] = []
     }
 
     private let state: Locked<GraphRunnerState>
@@ -30,7 +32,8 @@ final class GraphRunner: NodeInputSource {
     init(_ prepared: Prepared) {
         state = Locked(
             GraphRunnerState(
-                machine: prepared.machine, bodies: prepared.bodies, observed: prepared.observer != nil))
+                machine: prepared.machine, bodies: prepared.bodies, observed: prepared.observer != nil,
+                rateLimiters: prepared.rateLimiters))
         clock = prepared.clock
         observer = prepared.observer
         inbox = prepared.observer?.inbox ?? GraphRunInbox()
@@ -90,6 +93,14 @@ final class GraphRunner: NodeInputSource {
                 // A cancelled sleep ends the backoff too; the state machine then ignores it.
                 try? await clock.sleep(delay)
                 let effects = self.state.withLock { $0.backoffEnded(node, now: clock.elapsed()) }
+                self.perform(effects)
+            }
+        case .waitForPermits(let resource):
+            guard let limiter = state.withLock({ $0.rateLimiters[resource] }) else { break }
+            group.addTask { [clock] in
+                // Cancelled: the run is over (or stopped), and the parked nodes with it.
+                do { try await limiter.waitUntilGrantable() } catch { return }
+                let effects = self.state.withLock { $0.permitsDue(resource, now: clock.elapsed()) }
                 self.perform(effects)
             }
         case .stopRunningNodes:
@@ -172,6 +183,7 @@ final class GraphRunner: NodeInputSource {
         if observer != nil { publish() }
         if effects.spawn > 0 { inbox.send(.spawnWorkers(effects.spawn)) }
         if let (node, delay) = effects.backoff { inbox.send(.backoff(node: node, delay: delay)) }
+        for resource in effects.rateWaits { inbox.send(.waitForPermits(resource: resource)) }
         if effects.stopRunning { inbox.send(.stopRunningNodes) }
         if effects.finished { inbox.send(.finished) }
     }

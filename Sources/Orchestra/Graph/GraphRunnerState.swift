@@ -29,6 +29,8 @@ struct GraphRunnerState: Sendable {
         var spawn = 0
         /// A node waits out a retry backoff.
         var backoff: (node: Int, delay: Duration)?
+        /// Rate-limited resources whose parked nodes wait for the resource's next permit.
+        var rateWaits: [Int] = []
         /// Fail-fast: every running node must be cancelled.
         var stopRunning = false
         /// Single nodes cancelled through ``GraphRun/cancel(id:)`` while they run.
@@ -38,6 +40,10 @@ struct GraphRunnerState: Sendable {
     }
 
     private(set) var machine: SchedulerStateMachine
+    /// Per resource, its rate limiter (`nil`: no rate); empty when the run has no rates. The
+    /// machine counts the permits and the limiter is asked for each one at launch (under this
+    /// state's lock, so nobody takes one in between).
+    let rateLimiters: [RateLimiter?]
     /// Each node's closure, shared with the graph (not copied); see ``record(_:_:ended:)``.
     private var bodies: [TaskGraph.Body]
     /// Every node's outcome so far. A node never started reads as cancelled, as it is if the
@@ -60,7 +66,14 @@ struct GraphRunnerState: Sendable {
     private var events: [GraphEvent] = []
     private var publishing = false
 
-    init(machine: SchedulerStateMachine, bodies: [TaskGraph.Body], observed: Bool) {
+    init(
+        machine: SchedulerStateMachine, bodies: [TaskGraph.Body], observed: Bool, rateLimiters: [RateLimiter?] = []
+    ) {
+        var machine = machine
+        for (resource, limiter) in rateLimiters.enumerated() {
+            if let limiter { machine.limitRate(ofResource: resource, permits: limiter.grantableNow) }
+        }
+        self.rateLimiters = rateLimiters
         self.machine = machine
         self.bodies = bodies
         self.outcomes = OutcomeTable(count: bodies.count)
@@ -146,6 +159,7 @@ struct GraphRunnerState: Sendable {
         transition.skipped.removeAll(keepingCapacity: true)
         transition.madeReady.removeAll(keepingCapacity: true)
         transition.cancelRunning.removeAll(keepingCapacity: true)
+        transition.rateWaits.removeAll(keepingCapacity: true)
         machine.finish(node, outcome, into: &transition)
         let next = dispatch(&transition, now: ended, keepOne: true, into: &effects)
         self.transition = transition
@@ -165,6 +179,16 @@ struct GraphRunnerState: Sendable {
     mutating func backoffEnded(_ node: Int, now: Duration) -> Effects {
         var effects = Effects()
         var transition = machine.resumeAfterBackoff(node)
+        _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
+        return effects
+    }
+
+    /// The rate-limited `resource`'s limiter grants again: its parked nodes compete again,
+    /// with as many permits as it grants now.
+    mutating func permitsDue(_ resource: Int, now: Duration) -> Effects {
+        var effects = Effects()
+        let permits = rateLimiters[resource]?.grantableNow ?? 0
+        var transition = machine.permitsAvailable(resource, permits: permits)
         _ = dispatch(&transition, now: now, keepOne: false, into: &effects)
         return effects
     }
@@ -235,7 +259,9 @@ struct GraphRunnerState: Sendable {
             record(skip.node, .skipped(cause: nodes.ids[skip.cause]), ended: now)
         }
         var own: GraphLaunch?
+        effects.rateWaits.append(contentsOf: transition.rateWaits)
         for node in transition.launch {
+            if !rateLimiters.isEmpty { takePermits(for: node) }
             let launch = makeLaunch(node, now: now)
             if keepOne, own == nil {
                 own = launch
@@ -270,6 +296,16 @@ struct GraphRunnerState: Sendable {
             parked.removeAll()
         }
         return own
+    }
+
+    /// Takes the permit of each rate-limited resource `node` uses: the machine launched it
+    /// because each had one.
+    private func takePermits(for node: Int) {
+        for resource in machine.blueprint.resources(of: node) {
+            guard let limiter = rateLimiters[Int(resource)] else { continue }
+            let taken = limiter.tryAcquire()
+            assert(taken, "GraphRunner: the machine counted a permit its limiter did not grant")
+        }
     }
 
     private mutating func makeLaunch(_ node: Int, now: Duration) -> GraphLaunch {

@@ -21,6 +21,11 @@ public enum FailurePolicy: Sendable, Hashable {
 /// - At most `limit` nodes run at once, and at most each resource's limit use that resource. A
 ///   ready node whose resource is full is parked and never blocks other ready nodes.
 /// - A node waiting out a retry backoff holds no slot and no resource.
+/// - A node that uses a rate-limited resource starts only while that resource has a permit
+///   (``limitRate(ofResource:permits:)``); without one it is parked like a node whose resource is
+///   full, holding no slot and no resource, and the run's clock wakes it
+///   (``Transition/rateWaits``, then ``permitsAvailable(_:permits:)``). A slot, the resources
+///   and the permits are taken together, so a node starts the moment it is granted its permit.
 /// - A node that fails, is cancelled or skipped makes its ordinary dependents skipped (with the
 ///   root cause); under ``FailurePolicy/failFast`` it ends the whole run.
 ///
@@ -71,6 +76,10 @@ struct SchedulerStateMachine: Sendable {
         /// Nodes a node's end made ready, so that the runner can prefetch what starting them
         /// reads (see ``SchedulerStateMachine/nextReady``).
         var madeReady: [Int] = []
+        /// Rate-limited resources that parked a node for want of a permit: the runner calls
+        /// ``SchedulerStateMachine/permitsAvailable(_:permits:)`` once the resource's limiter
+        /// grants again. Each resource is listed once until then.
+        var rateWaits: [Int] = []
     }
 
     struct Skip: Equatable, Sendable {
@@ -88,8 +97,14 @@ struct SchedulerStateMachine: Sendable {
     private var ready = ReadyQueue()
     private var readySequence = 0
     private var resourceInUse: [Int]
-    /// Per resource, ready nodes that found it full.
+    /// Per resource, ready nodes that found it full (or out of permits).
     private var parked: [[ReadyQueue.Entry]]
+    /// Per resource, the permits its rate grants now as far as the machine knows (`Int.max`: no
+    /// rate). Each start takes one; only ``permitsAvailable(_:permits:)`` raises it, so the
+    /// count never exceeds what the limiter would grant.
+    private var ratePermits: [Int]
+    /// Per resource, whether the runner was asked to wake it (``Transition/rateWaits``).
+    private var rateWaitArmed: [Bool]
     private var stopped = false
 
     init(
@@ -103,6 +118,30 @@ struct SchedulerStateMachine: Sendable {
         self.states = (0..<blueprint.count).map { .waiting(remaining: Int32(blueprint.nodes.dependencyCount(of: $0))) }
         self.resourceInUse = Array(repeating: 0, count: blueprint.resourceNames.count)
         self.parked = Array(repeating: [], count: blueprint.resourceNames.count)
+        self.ratePermits = Array(repeating: .max, count: blueprint.resourceNames.count)
+        self.rateWaitArmed = Array(repeating: false, count: blueprint.resourceNames.count)
+    }
+
+    /// Before the run starts: a node using `resource` starts only with one of its `permits`
+    /// (a new limiter's burst), then one each time ``permitsAvailable(_:permits:)`` adds them.
+    mutating func limitRate(ofResource resource: Int, permits: Int) {
+        ratePermits[resource] = permits
+    }
+
+    /// Whether `resource` is rate-limited.
+    func isRateLimited(_ resource: Int) -> Bool { ratePermits[resource] != .max }
+
+    /// The rate-limited `resource` grants `permits` now (its limiter's count, which also holds
+    /// the time passed since the last start): the nodes parked on it compete again.
+    mutating func permitsAvailable(_ resource: Int, permits: Int) -> Transition {
+        var transition = Transition()
+        rateWaitArmed[resource] = false
+        guard !stopped, isRateLimited(resource) else { return transition }
+        ratePermits[resource] = max(permits, 0)
+        for entry in parked[resource] { ready.insert(entry) }
+        parked[resource].removeAll()
+        fillSlots(into: &transition)
+        return transition
     }
 
     var isFinished: Bool { terminalCount == blueprint.count }
@@ -253,7 +292,19 @@ struct SchedulerStateMachine: Sendable {
                 parked[Int(full)].append(entry)
                 continue
             }
-            for resource in resources { resourceInUse[Int(resource)] += 1 }
+            if let waiting = resources.first(where: { ratePermits[Int($0)] == 0 }) {
+                let resource = Int(waiting)
+                parked[resource].append(entry)
+                if !rateWaitArmed[resource] {
+                    rateWaitArmed[resource] = true
+                    transition.rateWaits.append(resource)
+                }
+                continue
+            }
+            for resource in resources {
+                resourceInUse[Int(resource)] += 1
+                if ratePermits[Int(resource)] != .max { ratePermits[Int(resource)] -= 1 }
+            }
             states[entry.node] = .running
             blueprint.prefetchDependents(of: entry.node)
             running += 1

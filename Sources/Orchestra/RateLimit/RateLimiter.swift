@@ -141,6 +141,24 @@ public final class RateLimiter: Sendable {
         return try await body()
     }
 
+    /// How many permits ``tryAcquire()`` would grant one after another now, without taking
+    /// any: 0 while somebody waits or before the next grant, at most ``burst`` (`Int.max` for a
+    /// rate too fast to measure). For a scheduler that takes its permits only with
+    /// ``tryAcquire()`` (a ``TaskGraph`` run's `rateLimits`).
+    var grantableNow: Int {
+        let now = elapsed()
+        return state.withLock { $0.grantable(now: now) }
+    }
+
+    /// Suspends until ``grantableNow`` is at least 1 unless a caller takes the permit first or
+    /// the rate changes: until the next grant is due on the limiter's clock. Takes nothing.
+    ///
+    /// - Throws: `CancellationError` if cancelled first.
+    func waitUntilGrantable() async throws {
+        let due = state.withLock { $0.nextGrant }
+        if due > elapsed() { try await sleep(due) }
+    }
+
     /// The number of tasks waiting for a permit now. For diagnostics and tests.
     public var waitingCount: Int {
         state.withLock { $0.waiterCount }

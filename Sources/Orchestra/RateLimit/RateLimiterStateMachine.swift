@@ -86,6 +86,20 @@ struct RateLimiterStateMachine<Waiter, Driver> {
         waiters.isEmpty && tat <= max(now, latest) && pausedUntil <= max(now, latest)
     }
 
+    /// How many permits ``tryAcquire(now:)`` would grant one after another at `now`: 0 while
+    /// somebody waits or before ``nextGrant``, at least 1 from then on, at most ``burst``
+    /// (`Int.max` for a rate too fast to measure, which limits nothing).
+    func grantable(now: Duration) -> Int {
+        let now = max(now, latest)
+        guard waiters.isEmpty, now >= nextGrant else { return 0 }
+        guard spacing > .zero else { return .max }
+        // Each grant moves `tat` (from at least `now`) by one spacing; one more is possible
+        // while `tat - tolerance <= now`.
+        let room = now + tolerance - max(tat, now)
+        let more = room / spacing
+        return more >= Double(burst - 1) ? burst : 1 + Int(more.rounded(.down))
+    }
+
     /// A caller arrives: granted now, refused (its task is cancelled), or given an id to wait
     /// under. A grant needs an empty queue: nobody overtakes a waiter.
     mutating func admitOrReserve(now: Duration, isCancelled: Bool) -> AdmissionFastPath {
