@@ -80,6 +80,14 @@ struct DistributedRun {
         workflow.limits.resource(scheme: request.scheme, authority: request.authority ?? "")
     }
 
+    /// The durable resource of the host a rate event names (`http://127.0.0.1:8080`), if a
+    /// `hosts:` entry gives it one.
+    static func resource(ofHost host: String, _ limits: WorkflowLimits) -> String? {
+        guard let separator = host.range(of: "://") else { return nil }
+        return limits.resource(
+            scheme: String(host[..<separator.lowerBound]), authority: String(host[separator.upperBound...]))
+    }
+
     /// Opens the store and the run, and runs `body` with the transport that hands requests to
     /// workers; then closes the run, or cancels it if `cancelled()` says the run was
     /// interrupted or if jobs of requests the workflow gave up on are left (requests not yet
@@ -89,7 +97,7 @@ struct DistributedRun {
     ///   what `body` throws.
     func run<T: Sendable>(
         announce: (String) -> Void, waitingNote: @escaping @Sendable (String) -> Void,
-        cancelled: @escaping @Sendable () -> Bool,
+        cancelled: @escaping @Sendable () -> Bool, rateEvents: RateEventRelay? = nil,
         _ body: (any HTTPTransport) async throws -> T
     ) async throws -> (T, Summary) {
         let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -140,6 +148,15 @@ struct DistributedRun {
                         + (forced ? " of another version of the workflow file, not read back (--force)" : "")
                         + (resent > 0 ? ", \(resent) that may have been sent sent again (--resend-uncertain)" : "")
             )
+            // A server's pause (429 + Retry-After) holds the jobs to its host that the store
+            // has already, not only the requests this coordinator has yet to hand out.
+            rateEvents?.forward { [runID, limits] event in
+                guard case .paused(let duration) = event.change,
+                    let resource = Self.resource(ofHost: event.host, limits)
+                else { return }
+                Task { try? await queue.pauseResource(resource, of: runID, for: duration) }
+            }
+            defer { rateEvents?.forward(nil) }
             let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in
                 let transport = DurableHTTPTransport(
                     queue: queue, runID: runID, outcomes: outcomes,

@@ -182,16 +182,24 @@ struct RunCommand: AsyncParsableCommand {
     /// The runner of `workflow` over `transport`, as the options ask: the reports kept, the
     /// `--verbose` log, the `--cookie-jar` jar.
     private func runner(
-        _ workflow: Workflow, transport: any HTTPTransport, cookieJar: CookieJar?, state: WorkflowState? = nil
+        _ workflow: Workflow, transport: any HTTPTransport, cookieJar: CookieJar?, state: WorkflowState? = nil,
+        rateEvents: RateEventRelay? = nil
     ) -> WorkflowRunner {
         let log = verbose ? VerboseLog(redactor: workflow.redactor, console: .standardError) : nil
+        var onRateEvent: (@Sendable (HTTPRateEvent) -> Void)?
+        if log != nil || rateEvents != nil {
+            onRateEvent = { event in
+                log?.rateChanged(event)
+                rateEvents?.send(event)
+            }
+        }
         return WorkflowRunner(
             workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
             keepsItemReports: keepsItemReports, observer: log.map { log in { @Sendable in log.write($0) } },
             cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
             onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } },
             bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose),
-            onRateEvent: log.map { log in { @Sendable in log.rateChanged($0) } })
+            onRateEvent: onRateEvent)
     }
 
     /// The `--state` file, opened for this run; `nil` without the option.
@@ -238,10 +246,13 @@ struct RunCommand: AsyncParsableCommand {
         // document and the trace. The text report needs only the counts. The first signal
         // cancels the run; the runner still returns a report, in which the steps that were in
         // flight are cancelled.
-        // Handed to workers, the hosts' rates are held in the store's claims, not here too.
+        // Handed to workers, the hosts' rates are held in the store's claims, not here too,
+        // and a server's pause holds the jobs the store has for its host.
         let runnerWorkflow = isDistributed ? workflow.leavingHostRatesToTheStore : workflow
+        let rateEvents = RateEventRelay()
         let run = { @Sendable (transport: any HTTPTransport) async throws -> WorkflowReport in
-            let runner = self.runner(runnerWorkflow, transport: transport, cookieJar: cookieJar, state: stateFile)
+            let runner = self.runner(
+                runnerWorkflow, transport: transport, cookieJar: cookieJar, state: stateFile, rateEvents: rateEvents)
             return try await signals.cancellingOnSignal {
                 await runner.run { event in
                     if text { progress.handle(event) }
@@ -252,7 +263,7 @@ struct RunCommand: AsyncParsableCommand {
         var distributed: DistributedRun.Summary?
         if isDistributed, let state {
             (report, distributed) = try await runDistributed(
-                workflow, state: state, console: console, signals: signals, run)
+                workflow, state: state, console: console, signals: signals, rateEvents: rateEvents, run)
         } else {
             // The transport opens as many connections to a host as the workflow may use at once.
             report = try await transportOptions.withTransport(
@@ -293,7 +304,7 @@ struct RunCommand: AsyncParsableCommand {
     /// - Throws: `ExitCode(2)` after saying why the store or the run cannot be used; `ExitCode(1)`
     ///   if the store fails once the run has started.
     private func runDistributed(
-        _ workflow: Workflow, state: String, console: Console, signals: TerminationSignals,
+        _ workflow: Workflow, state: String, console: Console, signals: TerminationSignals, rateEvents: RateEventRelay,
         _ run: @escaping @Sendable (any HTTPTransport) async throws -> WorkflowReport
     ) async throws -> (WorkflowReport, DistributedRun.Summary) {
         let runID = self.runID ?? DistributedRun.newRunID(file: options.file)
@@ -313,7 +324,7 @@ struct RunCommand: AsyncParsableCommand {
                     (text ? console : Console.standardError).line(console.paint("state: \(line)", .dim))
                 },
                 waitingNote: { Console.standardError.line("orchestra run: note: \($0)") },
-                cancelled: { signals.received != nil },
+                cancelled: { signals.received != nil }, rateEvents: rateEvents,
                 run)
         } catch {
             let opened = started.withLock { $0 }

@@ -42,4 +42,34 @@ struct DistributedRateTests {
             #expect(stats.span >= 19, "600 starts 1/30 s apart take at least 19.97 s at the server: \(stats)")
         }
     }
+
+    /// A server's 429 with `Retry-After` holds the jobs the store has for its host, for every
+    /// worker, not only the requests the coordinator has yet to hand out: 80 requests at
+    /// 200/s to a server that takes 10 a second.
+    @Test func aServersPauseHoldsTheJobsInTheStore() async throws {
+        try await DistributedRunTests.withServerAndSchema { server, schema in
+            let base = server.baseURL
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                vars: { base: "\(base.absoluteString)" }
+                limit: 64
+                hosts: { "\(base.host!):\(base.port!)": { limit: 64, rate: 200/s } }
+                steps:
+                  - { id: list, url: "{{vars.base}}/list/80", captures: { items: $.items } }
+                  - id: each
+                    for_each: "{{list.items}}"
+                    url: "{{vars.base}}/limited/held?limit=10&n={{item}}"
+                    retry: { attempts: 10 }
+                    expect: [200]
+                """)
+            let run = try await DistributedRunTests.run(file, schema: schema, runID: "held", workers: 2)
+            #expect(run.status == 0, "\(run)")
+            let stats = try await RateLimitCommandTests.stats(server, bucket: "held")
+            #expect(stats.accepted == 80, "\(stats)")
+            // Held in the store, each window's 10 go and a few more are refused before the pause
+            // is in (32 in 2 runs); claimed regardless, the workers kept sending at 200/s (114
+            // and 118 refused).
+            #expect(stats.rejected < 70, "\(stats)")
+        }
+    }
 }
