@@ -37,11 +37,14 @@ extension PostgresJobStore {
                     VALUES (\(run.runID), \(name), \(limit))
                     """, logger: logger)
             }
-            for (name, rate) in run.resourceRates.sorted(by: { $0.key < $1.key }) {
+            // Every rate in one statement: a run may have one per host, thousands.
+            let rates = run.resourceRates.sorted(by: { $0.key < $1.key })
+            if !rates.isEmpty {
                 try await connection.query(
                     """
                     INSERT INTO \(unescaped: table("run_rates")) (run_id, name, rate_count, rate_interval_ns, burst)
-                    VALUES (\(run.runID), \(name), \(rate.rate.count), \(rate.intervalNanoseconds), \(rate.burst))
+                    SELECT \(run.runID), * FROM unnest(\(rates.map(\.key))::TEXT[], \(rates.map { Int64($0.value.rate.count) })::BIGINT[],
+                        \(rates.map(\.value.intervalNanoseconds))::BIGINT[], \(rates.map { Int64($0.value.burst) })::BIGINT[])
                     """, logger: logger)
             }
             try await notifyWork(connection)

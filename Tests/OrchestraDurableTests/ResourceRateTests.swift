@@ -360,6 +360,30 @@ struct ResourceRateTests {
         }
     }
 
+    /// The bound: a run with 2,000 rated resources (a host each, say) claims as the rule says,
+    /// a pace each.
+    @Test(arguments: StoreKind.available)
+    func manyRatedResourcesEachKeepTheirPace(_ kind: StoreKind) async throws {
+        let count = 2_000
+        try await withTemporaryStore(kind) { file in
+            let store = try await file.open()
+            let queue = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
+            var graph = DurableGraph()
+            var rates: [String: DurableRate] = [:]
+            for index in 0..<count {
+                // Two jobs per resource.
+                for copy in 0..<2 {
+                    try graph.add("j\(index)-\(copy)", add, input: [index], options: .init(resources: ["h\(index)"]))
+                }
+                rates["h\(index)"] = DurableRate(.perSecond(1))
+            }
+            try await queue.submit(graph, runID: "many", limit: 10_000, resourceRates: rates)
+            #expect(try await Self.claim(store, at: 0, limit: 10_000).count == count, "one of each resource")
+            #expect(try await Self.claim(store, at: 0.5, limit: 10_000).isEmpty)
+            #expect(try await Self.claim(store, at: 1, limit: 10_000).count == count, "the second of each")
+        }
+    }
+
     @Test func aBurstBelowOneIsRefused() async throws {
         try await withTemporaryStore(.sqlite) { file in
             let queue = DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch)

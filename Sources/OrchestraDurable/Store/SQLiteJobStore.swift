@@ -300,20 +300,22 @@ public final class SQLiteJobStore: JobStore {
         while let page = planner.nextPage() {
             // The page's rows: the ready jobs in claim order (the claim index), of runs with
             // room, using no full resource.
+            // The full (or held) resources in a temporary table of the connection, not as a list
+            // in the statement: an `OR` per resource made SQLite refuse a claim with a thousand of
+            // them held ("Expression tree is too large"), which a run with a rate per host reaches.
             let full = page.fullResources
+            if !full.isEmpty { try Self.hold(full, db) }
             let skipFull =
                 full.isEmpty
                 ? ""
                 : """
-                AND NOT EXISTS (SELECT 1 FROM job_resources WHERE job_resources.run_id = jobs.run_id
-                    AND job_resources.job_id = jobs.id
-                    AND (\(Array(repeating: "(job_resources.run_id = ? AND job_resources.name = ?)", count: full.count)
-                        .joined(separator: " OR "))))
+                AND NOT EXISTS (SELECT 1 FROM job_resources JOIN temp.claim_held
+                        ON claim_held.run_id = job_resources.run_id AND claim_held.name = job_resources.name
+                    WHERE job_resources.run_id = jobs.run_id AND job_resources.job_id = jobs.id)
                 """
             var arguments: [any DatabaseValueConvertible] = [now]
             arguments += kindList
             arguments += page.runs
-            arguments += full.flatMap { [$0.runID, $0.name] }
             arguments.append(page.size)
             let rows = try Row.fetchAll(
                 db.cachedStatement(
@@ -363,6 +365,16 @@ public final class SQLiteJobStore: JobStore {
             try moved.execute(arguments: [planner.paces[resource]!.tat, resource.runID, resource.name])
         }
         return (claimed, planner.nextRelease)
+    }
+
+    /// Makes `resources` the rows of the connection's temporary table `claim_held`, which a
+    /// claim's page reads to leave out the jobs of full or held resources.
+    private static func hold(_ resources: [ClaimPlanner.Resource], _ db: Database) throws {
+        try db.execute(
+            sql: "CREATE TEMP TABLE IF NOT EXISTS claim_held (run_id TEXT, name TEXT, PRIMARY KEY (run_id, name))")
+        try db.cachedStatement(sql: "DELETE FROM temp.claim_held").execute()
+        let insert = try db.cachedStatement(sql: "INSERT INTO temp.claim_held (run_id, name) VALUES (?, ?)")
+        for resource in resources { try insert.execute(arguments: [resource.runID, resource.name]) }
     }
 
     public func pauseResource(_ resource: String, of runID: String, until: Date, now: Date) async throws {
