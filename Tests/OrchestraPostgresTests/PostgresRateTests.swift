@@ -71,6 +71,46 @@ struct PostgresRateTests {
         var workSignal: WorkSignal { base.workSignal }
     }
 
+    /// Claimers on connections of their own, claiming at the same instant: the pace is read and
+    /// moved on under the claim lock, so together they take what one would.
+    @Test func concurrentClaimsAtOneInstantShareThePace() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            var stores: [PostgresJobStore] = []
+            for _ in 0..<3 {
+                let store = try PostgresJobStore(client: file.client!, schema: file.schema, pollInterval: nil)
+                try await store.migrate()
+                stores.append(store)
+            }
+            let epoch = Date(timeIntervalSince1970: 1_800_000_000)
+            let queue = DurableQueue(store: stores[0], clock: ManualClock(), wallClockStart: epoch)
+            var graph = DurableGraph()
+            for index in 0..<30 {
+                try graph.add("j\(index)", Self.add, input: [index], options: .init(resources: ["api"]))
+            }
+            try await queue.submit(
+                graph, runID: "r", limit: 100, resourceRates: ["api": DurableRate(.perSecond(10), burst: 2)])
+            let all = stores
+            func claimTogether(at seconds: Double) async throws -> Int {
+                let now = epoch.addingTimeInterval(seconds)
+                return try await withThrowingTaskGroup(of: Int.self) { group in
+                    for (index, store) in all.enumerated() {
+                        group.addTask {
+                            try await store.claim(
+                                worker: "w\(index)", kinds: [Self.add.name], limit: 10, now: now,
+                                leaseExpiry: now.addingTimeInterval(3_600)
+                            ).count
+                        }
+                    }
+                    return try await group.reduce(0, +)
+                }
+            }
+            #expect(try await claimTogether(at: 0) == 2, "the burst, once")
+            #expect(try await claimTogether(at: 0.1) == 1)
+            #expect(try await claimTogether(at: 0.15) == 0)
+            #expect(try await claimTogether(at: 0.2) == 1)
+        }
+    }
+
     /// The most instants of `instants` within any window of `width` seconds (`[t, t + width)`).
     static func busiestWindow(_ instants: [Date], width: TimeInterval) -> Int {
         let sorted = instants.sorted()
