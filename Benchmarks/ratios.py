@@ -34,8 +34,8 @@ import sys
 from collections import OrderedDict
 
 # Operations done by one measured iteration, per group, for the "per op" column. Keep in step
-# with BatchWorkload.jobCount, SemaphoreWorkload.scalingFactor and GraphWorkload's sizes in the
-# Swift sources.
+# with BatchWorkload.jobCount, SemaphoreWorkload.scalingFactor, GraphWorkload's sizes and
+# RateLimitWorkload in the Swift sources.
 OPS_PER_ITERATION = {
     "Batch": 100_000,
     "Semaphore contended": 8_000,
@@ -53,6 +53,8 @@ OPS_PER_ITERATION = {
     "Durable 10k": 10_000,
     "Durable 100k": 100_000,
     "HTTP AHC 10k GETs": 10_000,
+    "Rate 100k": 100_000,
+    "Rate": 1_000,
 }
 
 # Groups whose memory metrics are also divided by the operations (here: bytes per graph node).

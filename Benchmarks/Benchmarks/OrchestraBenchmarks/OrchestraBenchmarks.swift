@@ -15,4 +15,5 @@ let benchmarks: @Sendable () -> Void = {
     registerHTTPBenchmarks()
     registerMallocBenchmarks()
     registerDurableBenchmarks()
+    registerRateLimitBenchmarks()
 }
