@@ -43,8 +43,10 @@ extension PostgresJobStore {
                 try await connection.query(
                     """
                     INSERT INTO \(unescaped: table("run_rates")) (run_id, name, rate_count, rate_interval_ns, burst)
-                    SELECT \(run.runID), * FROM unnest(\(rates.map(\.key))::TEXT[], \(rates.map { Int64($0.value.rate.count) })::BIGINT[],
-                        \(rates.map(\.value.intervalNanoseconds))::BIGINT[], \(rates.map { Int64($0.value.burst) })::BIGINT[])
+                    SELECT \(run.runID), * FROM unnest(\(rates.map(\.key))::TEXT[],
+                        \(rates.map { Int64($0.value.rate.count) })::BIGINT[],
+                        \(rates.map(\.value.intervalNanoseconds))::BIGINT[],
+                        \(rates.map { Int64($0.value.burst) })::BIGINT[])
                     """, logger: logger)
             }
             try await notifyWork(connection)
@@ -461,8 +463,8 @@ extension PostgresJobStore {
                 INSERT INTO \(unescaped: table("run_rates")) (run_id, name, paused_until_ns)
                 SELECT id, \(resource), \(until) FROM \(unescaped: table("runs"))
                 WHERE id = \(runID) AND state = 'running'
-                ON CONFLICT (run_id, name) DO UPDATE
-                    SET paused_until_ns = GREATEST(\(unescaped: table("run_rates")).paused_until_ns, EXCLUDED.paused_until_ns)
+                ON CONFLICT (run_id, name) DO UPDATE SET paused_until_ns = GREATEST(
+                    \(unescaped: table("run_rates")).paused_until_ns, EXCLUDED.paused_until_ns)
                 """, logger: logger)
         }
     }

@@ -23,10 +23,11 @@ import Orchestra
 ///   `RateLimiter`): its ``Pace`` keeps a theoretical arrival time `tat`, and a job that uses
 ///   it is claimed at `now` only if `now >= max(tat - (burst - 1) * spacing, pausedUntil)`;
 ///   claiming it sets `tat = max(tat, now) + spacing`, so each job of a claim moves it on (a
-///   claim takes at most `burst` jobs of the resource). A pause (``JobStore/pauseResource(_:of:until:now:)``)
-///   holds every job of the resource until its time, with or without a rate. A job held by a
-///   rate or a pause is passed over and holds no other back, as for a full resource; a job
-///   given back or retried is claimed again under the rule. The store writes the paces the
+///   claim takes at most `burst` jobs of the resource). A pause
+///   (``JobStore/pauseResource(_:of:until:now:)``) holds every job of the resource until its
+///   time, with or without a rate. A job held by a rate or a pause is passed over and holds no
+///   other back, as for a full resource; a job given back or retried is claimed again under
+///   the rule. The store writes the paces the
 ///   claim moved (``changedPaces``) in the claim's transaction, and ``nextRelease`` says when
 ///   a held resource lets its next job go (a worker waits until then).
 /// - **The claim.** At most its `limit` jobs, only of the claimer's `kinds` (a worker never
@@ -36,13 +37,13 @@ import Orchestra
 /// calls ``nextPage()``, fetches the ready jobs the ``Page`` asks for in the order of
 /// ``orderBy(_:)`` (an index walk), hands them to ``take(_:)``, marks the jobs it returns
 /// running, and asks for the next page until there is none. The jobs claimed are then those
-/// ``plan(limit:kinds:now:runs:resources:candidates:)`` picks from every ready job at once (up
+/// ``plan(limit:kinds:now:runs:resources:paces:instant:candidates:)`` picks from every ready job at once (up
 /// to the order between runs' jobs equal in every key, see ``orderBy(_:)``).
 ///
-/// The planner counts the room (and reads the paces) it is given: the store keeps claims that
-/// may run at once from counting the same room. SQLite has one writer; PostgreSQL's claims take a store-wide
-/// advisory lock before they count (and lock the rows they read, skipping those another
-/// transaction holds).
+/// The planner counts the room (and moves the paces) it is given: the store keeps claims that
+/// may run at once from counting the same room or reading the same pace. SQLite has one writer;
+/// PostgreSQL's claims take a store-wide advisory lock before they count (and lock the rows
+/// they read, skipping those another transaction holds).
 ///
 /// ```swift
 /// var planner = ClaimPlanner(limit: 8, kinds: ["fetch"], now: now, runs: rooms, resources: resourceRooms)

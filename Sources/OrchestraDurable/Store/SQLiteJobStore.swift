@@ -384,7 +384,8 @@ public final class SQLiteJobStore: JobStore {
                 sql: """
                     INSERT INTO run_rates (run_id, name, paused_until_ns)
                     SELECT id, ?2, ?3 FROM runs WHERE id = ?1 AND state = 'running'
-                    ON CONFLICT (run_id, name) DO UPDATE SET paused_until_ns = MAX(paused_until_ns, excluded.paused_until_ns)
+                    ON CONFLICT (run_id, name) DO UPDATE
+                        SET paused_until_ns = MAX(paused_until_ns, excluded.paused_until_ns)
                     """
             ).execute(arguments: [runID, resource, until])
         }
