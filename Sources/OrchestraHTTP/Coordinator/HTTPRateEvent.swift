@@ -51,16 +51,22 @@ public struct HTTPRateEvent: Sendable, Hashable, CustomStringConvertible {
         return "\(Double(milliseconds) / 1_000) s"
     }
 
+    /// `30`, `2.5`, `0.33`: at most two decimals, none when whole.
+    private static func number(_ value: Double) -> String {
+        // A server's quota saturates at Int.max: shown as a Double, never converted back.
+        guard value < 1e15 else { return "\(value)" }
+        let hundredths = (value * 100).rounded()
+        if hundredths.truncatingRemainder(dividingBy: 100) == 0 { return "\(Int(hundredths / 100))" }
+        return "\(hundredths / 100)"
+    }
+
     /// `20/s`, or `2.5/s` for a rate that is not whole per second (`5 per 2 s`).
     package static func text(_ rate: Rate) -> String {
         switch rate.interval {
         case .seconds(1), .seconds(60), .seconds(3_600): return rate.description
         default:
             let perSecond = rate.permitsPerSecond
-            if perSecond >= 1 {
-                return "\((perSecond * 100).rounded() / 100)/s"
-            }
-            return "\((perSecond * 60 * 100).rounded() / 100)/min"
+            return perSecond >= 1 ? "\(number(perSecond))/s" : "\(number(perSecond * 60))/min"
         }
     }
 }

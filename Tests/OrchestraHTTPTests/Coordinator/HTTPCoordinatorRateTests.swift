@@ -383,6 +383,15 @@ struct HTTPRateLimitHeadersTests {
         #expect(HTTPRateLimitHeaders(remaining: 0, reset: .seconds(5)).isExhausted)
     }
 
+    @Test(arguments: [
+        (Rate.perSecond(20), "20/s"), (Rate.perHour(5000), "5000/h"), (Rate.per(5, .seconds(2)), "2.5/s"),
+        (Rate.per(50, .seconds(100)), "30/min"), (Rate.per(1, .seconds(3)), "20/min"),
+        (Rate.per(Int.max, .seconds(2)), "4.611686018427388e+18/s"),
+    ])
+    func ratesAreShownInWords(rate: Rate, text: String) {
+        #expect(HTTPRateEvent.text(rate) == text)
+    }
+
     @Test func aLongValueIsShortenedInTheSource() throws {
         let long = String(repeating: "9", count: 500)
         let announced = try #require(
