@@ -216,6 +216,33 @@ struct ResourceRateTests {
         }
     }
 
+    /// An idle worker (nothing running, the next job held by its rate) sleeps until the job
+    /// may go, as the store's outlook says, and drains the run at the rate.
+    @Test(arguments: StoreKind.available)
+    func anIdleWorkerSleepsUntilTheHeldJobMayGo(_ kind: StoreKind) async throws {
+        try await withTemporaryStore(kind) { file in
+            let store = try await file.open()
+            let clock = ManualClock()
+            _ = try await Self.submitRun(store, count: 3, rates: ["api": DurableRate(.perSecond(10))])
+            let worker = DurableQueue(store: store, clock: clock, wallClockStart: epoch)
+            let started = Locked([Duration]())
+            worker.register(add) { input, _ in
+                started.withLock { $0.append(clock.now.offset) }
+                return input[0]
+            }
+            let draining = Task { try await worker.drain(limit: 4) }
+            for count in 1...2 {
+                try await waitUntil("\(count) started", guard: .seconds(10)) { started.withLock(\.count) == count }
+                // The worker alone, asleep until the next may go.
+                try await clock.waitForSleepers(1)
+                #expect(clock.pendingSleepers.map(\.offset) == [.milliseconds(100 * count)])
+                _ = clock.advance(by: .milliseconds(100))
+            }
+            try await withHangGuard(.seconds(20)) { try await draining.value }
+            #expect(started.withLock { $0 } == [.zero, .milliseconds(100), .milliseconds(200)])
+        }
+    }
+
     // MARK: - The stores
 
     /// A run "r" of `count` jobs of `add` using "api" at 10/s, burst 2, submitted at `epoch`.
