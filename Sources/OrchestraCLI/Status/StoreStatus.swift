@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import OrchestraDurable
+import OrchestraHTTP
 import OrchestraPostgres
 import OrchestraWorkflow
 
@@ -25,13 +26,21 @@ struct StoreStatus {
     func show() async throws {
         let summaries: [DurableRunSummary]
         let location: String
+        let paces: [String: [DurableResourcePace]]
         do {
-            (summaries, location) = try await PostgresJobStore.withStore(
+            (summaries, location, paces) = try await PostgresJobStore.withStore(
                 url: url, schema: schema, pollInterval: nil,
                 logger: Logger(label: "orchestra.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
                 migrating: false
             ) { store in
-                (try await store.runSummaries(id: runID, limit: last), store.location)
+                let summaries = try await store.runSummaries(id: runID, limit: last)
+                var paces: [String: [DurableResourcePace]] = [:]
+                for summary in summaries {
+                    // A store of an older schema (not migrated: status only reads) has no rates.
+                    let found = (try? await store.resourcePaces(of: summary.run.id)) ?? []
+                    if !found.isEmpty { paces[summary.run.id] = found }
+                }
+                return (summaries, store.location, paces)
             }
         } catch {
             Console.standardError.line("orchestra status: error: --state: \(TerminalText.safe("\(error)"))")
@@ -45,14 +54,17 @@ struct StoreStatus {
         }
         let console = Console.standardOutput(noColor: noColor)
         switch output {
-        case .text: console.write(text(summaries, location: location, console: console))
-        case .json: console.write(json(summaries, location: location).prettyText + "\n")
+        case .text: console.write(text(summaries, location: location, paces: paces, console: console))
+        case .json: console.write(json(summaries, location: location, paces: paces).prettyText + "\n")
         }
         if !summaries.allSatisfy({ $0.run.state == .succeeded }) { throw ExitCode(1) }
     }
 
     /// The store, then a table of the runs.
-    func text(_ summaries: [DurableRunSummary], location: String, console: Console) -> String {
+    func text(
+        _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
+        console: Console
+    ) -> String {
         var lines = [
             console.paint("PostgreSQL store \(TerminalText.quoted(schema)) at \(TerminalText.safe(location))", .bold)
         ]
@@ -79,6 +91,18 @@ struct StoreStatus {
             }
         }
         lines += StatusCommand.table(header: header, rows: rows, marks: marks, console: console)
+        // Each run's paced hosts: its rate, the requests started, a pause still ahead.
+        for summary in summaries {
+            for pace in paces[summary.run.id] ?? [] {
+                var line = "  \(TerminalText.quoted(summary.run.id)) · \(TerminalText.safe(pace.resource))"
+                if let rate = pace.rate {
+                    line += " · \(HTTPRateEvent.text(rate))" + (pace.burst > 1 ? " (burst \(pace.burst))" : "")
+                }
+                line += " · \(Format.count(pace.attempts, "request")) started"
+                if let until = pace.pausedUntil { line += " · paused until \(StatusCommand.timestamp(until))" }
+                lines.append(console.paint(line, .dim))
+            }
+        }
         let going = summaries.count { $0.run.state == .running }
         lines.append(
             console.paint(
@@ -87,9 +111,23 @@ struct StoreStatus {
         return lines.map { $0 + "\n" }.joined()
     }
 
-    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}}]}`.
-    func json(_ summaries: [DurableRunSummary], location: String) -> JSONValue {
+    /// A paced resource: `resource`, `rate` (`30/s` or `null`), `burst`, `jobs`, `requests`
+    /// (the attempts claimed), `paused_until` (or `null`).
+    static func json(of pace: DurableResourcePace) -> JSONValue {
+        let rate: JSONValue = pace.rate.map { .string(HTTPRateEvent.text($0)) } ?? .null
+        let paused: JSONValue = pace.pausedUntil.map { .string(StatusCommand.timestamp($0)) } ?? .null
+        return .object([
+            "resource": .string(pace.resource), "rate": rate, "burst": .integer(pace.burst),
+            "jobs": .integer(pace.jobs), "requests": .integer(pace.attempts), "paused_until": paused,
+        ])
+    }
+
+    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […]}]}`.
+    func json(
+        _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:]
+    ) -> JSONValue {
         let runs: [JSONValue] = summaries.map { summary in
+            let resources: [JSONValue] = (paces[summary.run.id] ?? []).map(Self.json(of:))
             let jobs = DurableJobState.allCases.map { JSONValue.Member($0.rawValue, .integer(summary.jobs[$0] ?? 0)) }
             let ended: JSONValue = summary.run.ended.map { .string(StatusCommand.timestamp($0)) } ?? .null
             return .object([
@@ -100,6 +138,7 @@ struct StoreStatus {
                 "limit": .integer(summary.run.limit),
                 "workers": .integer(summary.workers),
                 "jobs": .object(jobs),
+                "resources": .array(resources),
             ])
         }
         return .object(["store": .string(location), "schema": .string(schema), "runs": .array(runs)])

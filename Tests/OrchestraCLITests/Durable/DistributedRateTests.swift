@@ -40,6 +40,26 @@ struct DistributedRateTests {
             #expect(stats.total == 600 && stats.rejected == 0, "\(stats)")
             #expect(stats.max_in_any_second <= 31, "30/s and a burst of 1 across 3 workers: \(stats)")
             #expect(stats.span >= 19, "600 starts 1/30 s apart take at least 19.97 s at the server: \(stats)")
+            // orchestra status shows the host's rate and the requests started under it.
+            let status = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "paced", "--output", "json",
+            ])
+            #expect(status.status == 0, "\(status)")
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            let runs = try #require(document["runs"] as? [[String: Any]])
+            let resources = try #require(runs.first?["resources"] as? [[String: Any]])
+            let host = try #require(resources.first)
+            #expect(host["resource"] as? String == "host:\(base.host!):\(base.port!)")
+            #expect(host["rate"] as? String == "30/s" && host["burst"] as? Int == 1)
+            #expect(host["jobs"] as? Int == 601, "the list and 600 elements: \(host)")
+            #expect((host["requests"] as? Int ?? 0) >= 601, "\(host)")
+            let text = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "paced", "--no-color",
+            ])
+            #expect(
+                text.stdout.contains("paced · host:\(base.host!):\(base.port!) · 30/s · 601 requests started"),
+                "\(text)")
         }
     }
 
