@@ -81,7 +81,7 @@ public final class DurableHTTPTransport: HTTPTransport {
     ///
     /// - Parameters:
     ///   - queue: The producer's queue over the store the workers claim from.
-    ///   - runID: An open run (`DurableQueue.open(runID:limit:resourceLimits:failurePolicy:version:)`).
+    ///   - runID: An open run (`DurableQueue.open(runID:limit:resourceLimits:resourceRates:failurePolicy:version:)`).
     ///   - outcomes: What `DurableQueue.withOutcomes(of:_:)` gives for `runID`.
     ///   - maximumConnectionsPerHost: What the transport reports to its coordinator: the
     ///     run's limit, so the coordinator's own limits are the ones that bind.
