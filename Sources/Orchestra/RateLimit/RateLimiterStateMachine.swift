@@ -192,10 +192,16 @@ struct RateLimiterStateMachine<Waiter, Driver> {
         tat = max(tat, now) + spacing
     }
 
+    /// Grants the waiters due at `now`, oldest first. A waiter granted late (the driver woke
+    /// after its due time) is counted from its due time, up to just under one spacing back: the
+    /// schedule keeps its pace instead of losing each wake-up's delay (at 50/s, 0.3 ms a grant
+    /// made 60 s last 60.8), and no window holds more grants than on time, because a grant
+    /// stays less than one spacing after the instant it is counted at.
     private mutating func admitDue(now: Duration) -> [Waiter] {
         var admitted: [Waiter] = []
         while !waiters.isEmpty, now >= nextGrant, let waiter = waiters.popFirst() {
-            take(now)
+            let counted = spacing > .zero ? max(nextGrant, now - spacing + .nanoseconds(1)) : now
+            take(counted)
             admitted.append(waiter)
         }
         return admitted
