@@ -38,7 +38,9 @@ struct DistributedRateTests {
             #expect(run.stdout.contains("600 requests sent, 600 succeeded"), "\(run)")
             let stats = try await RateLimitCommandTests.stats(server, bucket: "spread")
             #expect(stats.total == 600 && stats.rejected == 0, "\(stats)")
-            #expect(stats.max_in_any_second <= 31, "30/s and a burst of 1 across 3 workers: \(stats)")
+            #expect(
+                stats.max_in_any_second <= 31 + RateLimitCommandTests.serverJitter,
+                "30/s and a burst of 1 across 3 workers: \(stats)")
             #expect(stats.span >= 19, "600 starts 1/30 s apart take at least 19.97 s at the server: \(stats)")
             // orchestra status shows the host's rate and the requests started under it.
             let status = try await OrchestraExecutable.run([
