@@ -250,7 +250,7 @@ struct GraphBlueprint: Sendable {
                 let known = index.isEmpty ? "none are" : index.keys.sorted().joined(separator: ", ") + " are"
                 throw TaskGraphError(
                     code: .unknownResource,
-                    message: "node \"\(id)\" uses resource \"\(name)\", which has no limit (\(known) given)",
+                    message: "node \"\(id)\" uses resource \"\(name)\", which has no limit or rate (\(known) given)",
                     path: [id]
                 )
             }

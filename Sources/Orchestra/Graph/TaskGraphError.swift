@@ -23,7 +23,7 @@ public struct TaskGraphError: Error, Sendable, CustomStringConvertible {
         public static let selfDependency = Code("selfDependency")
         /// A cost that is negative, infinite or not a number.
         public static let invalidCost = Code("invalidCost")
-        /// A node uses a resource that has no limit.
+        /// A node uses a resource that has no limit and no rate.
         public static let unknownResource = Code("unknownResource")
         /// A concurrency or resource limit below 1.
         public static let invalidLimit = Code("invalidLimit")

@@ -63,7 +63,7 @@ struct GraphValidationTests {
     @Test func aResourceWithoutALimitIsRejected() throws {
         let error = try #require(rejection([node("upload", resources: ["network"])], limits: ["db": 1]))
         #expect(error.code == .unknownResource)
-        #expect(error.message == "node \"upload\" uses resource \"network\", which has no limit (db are given)")
+        #expect(error.message == "node \"upload\" uses resource \"network\", which has no limit or rate (db are given)")
     }
 
     @Test func aResourceLimitBelowOneIsRejected() throws {
