@@ -26,9 +26,8 @@ struct TransportOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             """
-            The HTTP client that sends the requests: asynchttpclient (AsyncHTTPClient over \
-            SwiftNIO; the default on Linux, where it is the faster) or urlsession (Foundation's \
-            URLSession; the default on Apple platforms).
+            The HTTP client: asynchttpclient (SwiftNIO; the default on Linux, where it is the \
+            faster) or urlsession (Foundation's; the default on Apple platforms).
             """,
             valueName: "client"
         )

@@ -56,18 +56,15 @@ struct RunCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             """
-            The largest response body held in memory, decoded (65536, 512KB, 64MB, 1GB; 64MB by default); a \
-            step's max_body wins. A larger body fails its step. Bodies nothing reads, and save_to: files, are \
-            streamed and not limited.
+            The largest response body held in memory, decoded (512KB, 64MB, 1GB); a step's max_body wins. \
+            Bodies nothing reads and save_to: files are streamed, not limited.
             """,
             valueName: "size"))
     var maxBody = ByteSizeArgument(bytes: 64 << 20)
 
     @Option(
         help: ArgumentHelp(
-            """
-            Requests started per interval over all hosts, in place of the file's rate: (50/s, 300/min, 5000/h,             5/10s). Retries, redirects, logins and refreshes count. A host's own rate (hosts:) holds as well.
-            """,
+            "Requests started per interval over all hosts (50/s, 300/min, 5000/h), in place of the file's rate:.",
             valueName: "rate"))
     var rate: RateArgument?
 

@@ -10,33 +10,9 @@ import Testing
 struct RateLimiterLateDriverTests {
     typealias Machine = RateLimiterStateMachine<Int, String>
 
-    /// `callers` queue at zero behind one granted permit; the driver wakes `lateness` after
-    /// each deadline it asks for. Returns the grant instants.
-    static func run(rate: Rate, burst: Int = 1, callers: Int, lateness: Duration) -> [Duration] {
-        var machine = Machine(rate: rate, burst: burst)
-        var granted: [Duration] = []
-        var arm: Machine.Arm?
-        for caller in 0..<callers {
-            switch machine.admitOrReserve(now: .zero, isCancelled: false) {
-            case .admitted: granted.append(.zero)
-            case .cancelled: Issue.record("not cancelled")
-            case .mustWait(let id):
-                if case .suspended(let start) = machine.suspend(id: id, waiter: caller, isCancelled: false, now: .zero),
-                    let start
-                {
-                    arm = start
-                }
-            }
-        }
-        guard let arm else { return granted }
-        var deadline = arm.deadline
-        while true {
-            let now = deadline + lateness
-            let (admitted, next) = machine.fire(generation: arm.generation, now: now)
-            granted += admitted.map { _ in now }
-            guard let next else { return granted }
-            deadline = max(next, now)
-        }
+    static func run(rate: Rate, callers: Int, lateness: Duration) -> [Duration] {
+        var machine = Machine(rate: rate, burst: 1)
+        return RateLimiterStateMachineTests.run(&machine, callers: callers, lateness: lateness)
     }
 
     @Test func aLateWakeUpKeepsThePace() {

@@ -32,8 +32,9 @@ struct RateLimiterStateMachineTests {
         Schedule(rate: .perSecond(3), burst: 1, grants: (0..<4).map { Rate.perSecond(3).spacing * $0 }),
     ]
 
-    /// Callers 0..<n arrive at zero; the driver fires exactly at each deadline it asks for.
-    static func run(_ machine: inout Machine, callers: Int) -> [Duration] {
+    /// Callers 0..<n arrive at zero; the driver fires `lateness` after each deadline it asks
+    /// for (exactly at it by default).
+    static func run(_ machine: inout Machine, callers: Int, lateness: Duration = .zero) -> [Duration] {
         var granted: [Duration] = []
         var arm: Machine.Arm?
         for caller in 0..<callers {
@@ -52,10 +53,11 @@ struct RateLimiterStateMachineTests {
         guard let arm else { return granted }
         var deadline = arm.deadline
         while true {
-            let (admitted, next) = machine.fire(generation: arm.generation, now: deadline)
-            granted += admitted.map { _ in deadline }
+            let now = deadline + lateness
+            let (admitted, next) = machine.fire(generation: arm.generation, now: now)
+            granted += admitted.map { _ in now }
             guard let next else { return granted }
-            deadline = next
+            deadline = max(next, now)
         }
     }
 
