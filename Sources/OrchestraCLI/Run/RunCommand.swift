@@ -256,11 +256,13 @@ struct RunCommand: AsyncParsableCommand {
                 }
             }
         }
-        let report: WorkflowReport
+        var report: WorkflowReport
         var distributed: DistributedRun.Summary?
         if isDistributed, let state {
             (report, distributed) = try await runDistributed(
                 workflow, state: state, console: console, signals: signals, rateEvents: rateEvents, run)
+            // The store held the hosts' rates: the report names them as a local run's does.
+            report.hosts = workflow.limits.namingHostRates(in: report.hosts)
         } else {
             // The transport opens as many connections to a host as the workflow may use at once.
             report = try await transportOptions.withTransport(

@@ -1,4 +1,5 @@
 import OrchestraDurable
+import OrchestraHTTP
 
 extension WorkflowLimits {
     /// A durable run's rates, one per `hosts:` entry with a rate, named as
@@ -6,5 +7,23 @@ extension WorkflowLimits {
     /// together keeps to them.
     package var resourceRates: [String: DurableRate] {
         Dictionary(uniqueKeysWithValues: hostRates.map { (Self.resource($0.key), DurableRate($0.value, burst: burst)) })
+    }
+
+    /// `hosts` of a coordinator that left the hosts' rates to the store, each with the rate of
+    /// the `hosts:` entry naming it as its configured rate (and its effective one, unless the
+    /// server lowered it). A host is named `scheme://host:port` there.
+    package func namingHostRates(in hosts: [HTTPHostRate]) -> [HTTPHostRate] {
+        hosts.map { figures in
+            guard let separator = figures.host.range(of: "://"), figures.configuredRate == nil else { return figures }
+            let key = HTTPHostKey(
+                scheme: String(figures.host[..<separator.lowerBound]),
+                authority: String(figures.host[separator.upperBound...]))
+            guard let rate = key.entry(in: hostRates)?.value else { return figures }
+            var named = figures
+            named.configuredRate = rate
+            named.effectiveRate =
+                figures.effectiveRate.map { $0.permitsPerSecond < rate.permitsPerSecond ? $0 : rate } ?? rate
+            return named
+        }
     }
 }

@@ -92,6 +92,9 @@ struct DistributedRateTests {
             // is in (32 in 2 runs); claimed regardless, the workers kept sending at 200/s (114
             // and 118 refused).
             #expect(stats.rejected < 70, "\(stats)")
+            // The summary names the host's rate, which the store held, as a local run's does.
+            #expect(run.stdout.contains("requests at 200/s"), "\(run.stdout)")
+            #expect(run.stdout.contains("× 429"), "\(run.stdout)")
         }
     }
 }
