@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 5
+    static let schemaVersion = 6
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -219,6 +219,24 @@ extension PostgresJobStore {
                 )
                 """,
                 "UPDATE \(table("orchestra_store")) SET value = '5' WHERE key = 'schema'",
+            ],
+            // Each host's figures as the coordinators of a run saw them (recordHosts): requests,
+            // the rate configured and the one its server set, 429s and pauses, added up over the
+            // coordinators that ended. (IF NOT EXISTS: as above.)
+            [
+                """
+                CREATE TABLE IF NOT EXISTS \(table("run_hosts")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    host TEXT NOT NULL,
+                    requests BIGINT NOT NULL,
+                    rate TEXT,
+                    effective_rate TEXT,
+                    too_many_requests BIGINT NOT NULL,
+                    pauses BIGINT NOT NULL,
+                    PRIMARY KEY (run_id, host)
+                )
+                """,
+                "UPDATE \(table("orchestra_store")) SET value = '6' WHERE key = 'schema'",
             ],
         ]
     }

@@ -98,6 +98,7 @@ struct DistributedRun {
     func run<T: Sendable>(
         announce: (String) -> Void, waitingNote: @escaping @Sendable (String) -> Void,
         cancelled: @escaping @Sendable () -> Bool, rateEvents: RateEventRelay? = nil,
+        hostFigures: (T) -> [DurableHostFigures] = { _ in [] },
         _ body: (any HTTPTransport) async throws -> T
     ) async throws -> (T, Summary) {
         let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -168,6 +169,9 @@ struct DistributedRun {
                     return (try await body(transport), transport.counts)
                 }
             }
+            // What only this coordinator saw of each host (429s, the rate its server set), kept in
+            // the run for `orchestra status`; a failure to keep them loses no request.
+            try? await store.recordHosts(hostFigures(result), of: runID)
             var abandoned = 0
             if cancelled() {
                 try await queue.cancel(runID: runID)

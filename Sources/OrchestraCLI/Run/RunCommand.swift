@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Orchestra
 import OrchestraHTTP
+import OrchestraPostgres
 import OrchestraWorkflow
 
 /// `orchestra run FILE`: runs a workflow of HTTP requests and reports each step.
@@ -324,6 +325,15 @@ struct RunCommand: AsyncParsableCommand {
                 },
                 waitingNote: { Console.standardError.line("orchestra run: note: \($0)") },
                 cancelled: { signals.received != nil }, rateEvents: rateEvents,
+                hostFigures: { report in
+                    workflow.limits.namingHostRates(in: report.hosts).map { host in
+                        DurableHostFigures(
+                            host: host.host, requests: host.requestsSent,
+                            rate: host.configuredRate.map(HTTPRateEvent.text),
+                            effectiveRate: host.effectiveRate.map(HTTPRateEvent.text),
+                            tooManyRequests: host.tooManyRequests, pauses: host.pauses)
+                    }
+                },
                 run)
         } catch {
             let opened = started.withLock { $0 }

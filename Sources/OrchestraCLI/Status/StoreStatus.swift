@@ -27,20 +27,24 @@ struct StoreStatus {
         let summaries: [DurableRunSummary]
         let location: String
         let paces: [String: [DurableResourcePace]]
+        let hosts: [String: [DurableHostFigures]]
         do {
-            (summaries, location, paces) = try await PostgresJobStore.withStore(
+            (summaries, location, paces, hosts) = try await PostgresJobStore.withStore(
                 url: url, schema: schema, pollInterval: nil,
                 logger: Logger(label: "orchestra.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
                 migrating: false
             ) { store in
                 let summaries = try await store.runSummaries(id: runID, limit: last)
                 var paces: [String: [DurableResourcePace]] = [:]
+                var hosts: [String: [DurableHostFigures]] = [:]
                 for summary in summaries {
                     // A store of an older schema (not migrated: status only reads) has no rates.
                     let found = (try? await store.resourcePaces(of: summary.run.id)) ?? []
                     if !found.isEmpty { paces[summary.run.id] = found }
+                    let seen = (try? await store.hosts(of: summary.run.id)) ?? []
+                    if !seen.isEmpty { hosts[summary.run.id] = seen }
                 }
-                return (summaries, store.location, paces)
+                return (summaries, store.location, paces, hosts)
             }
         } catch {
             Console.standardError.line("orchestra status: error: --state: \(TerminalText.safe("\(error)"))")
@@ -54,8 +58,8 @@ struct StoreStatus {
         }
         let console = Console.standardOutput(noColor: noColor)
         switch output {
-        case .text: console.write(text(summaries, location: location, paces: paces, console: console))
-        case .json: console.write(json(summaries, location: location, paces: paces).prettyText + "\n")
+        case .text: console.write(text(summaries, location: location, paces: paces, hosts: hosts, console: console))
+        case .json: console.write(json(summaries, location: location, paces: paces, hosts: hosts).prettyText + "\n")
         }
         if !summaries.allSatisfy({ $0.run.state == .succeeded }) { throw ExitCode(1) }
     }
@@ -63,7 +67,7 @@ struct StoreStatus {
     /// The store, then a table of the runs.
     func text(
         _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
-        console: Console
+        hosts: [String: [DurableHostFigures]] = [:], console: Console
     ) -> String {
         var lines = [
             console.paint("PostgreSQL store \(TerminalText.quoted(schema)) at \(TerminalText.safe(location))", .bold)
@@ -102,6 +106,17 @@ struct StoreStatus {
                 if let until = pace.pausedUntil { line += " · paused until \(StatusCommand.timestamp(until))" }
                 lines.append(console.paint(line, .dim))
             }
+            // What its coordinators saw: the server's rate, 429s, pauses.
+            for host in hosts[summary.run.id] ?? [] {
+                var line = "  \(TerminalText.quoted(summary.run.id)) · \(TerminalText.safe(host.host))"
+                line += " · \(Format.count(host.requests, "request")) sent"
+                if let rate = host.rate { line += " at \(TerminalText.safe(rate))" }
+                if host.effectiveRate != host.rate {
+                    line += " · server: \(host.effectiveRate.map(TerminalText.safe) ?? "not limited")"
+                }
+                line += " · \(host.tooManyRequests) × 429, \(Format.count(host.pauses, "pause"))"
+                lines.append(console.paint(line, .dim))
+            }
         }
         let going = summaries.count { $0.run.state == .running }
         lines.append(
@@ -109,6 +124,18 @@ struct StoreStatus {
                 "\(Format.count(summaries.count, "run")) shown, \(going) still running",
                 going == 0 && summaries.allSatisfy { $0.run.state == .succeeded } ? .green : .yellow))
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// A host as the run's coordinators saw it: `host`, `requests`, `rate`, `effective_rate`,
+    /// `too_many_requests`, `pauses`.
+    static func json(of host: DurableHostFigures) -> JSONValue {
+        let rate: JSONValue = host.rate.map(JSONValue.string) ?? .null
+        let effective: JSONValue = host.effectiveRate.map(JSONValue.string) ?? .null
+        return .object([
+            "host": .string(host.host), "requests": .integer(host.requests), "rate": rate,
+            "effective_rate": effective, "too_many_requests": .integer(host.tooManyRequests),
+            "pauses": .integer(host.pauses),
+        ])
     }
 
     /// A paced resource: `resource`, `rate` (`30/s` or `null`), `burst`, `jobs`, `requests`
@@ -122,12 +149,14 @@ struct StoreStatus {
         ])
     }
 
-    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […]}]}`.
+    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […], "hosts": […]}]}`.
     func json(
-        _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:]
+        _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
+        hosts: [String: [DurableHostFigures]] = [:]
     ) -> JSONValue {
         let runs: [JSONValue] = summaries.map { summary in
             let resources: [JSONValue] = (paces[summary.run.id] ?? []).map(Self.json(of:))
+            let seen: [JSONValue] = (hosts[summary.run.id] ?? []).map(Self.json(of:))
             let jobs = DurableJobState.allCases.map { JSONValue.Member($0.rawValue, .integer(summary.jobs[$0] ?? 0)) }
             let ended: JSONValue = summary.run.ended.map { .string(StatusCommand.timestamp($0)) } ?? .null
             return .object([
@@ -139,6 +168,7 @@ struct StoreStatus {
                 "workers": .integer(summary.workers),
                 "jobs": .object(jobs),
                 "resources": .array(resources),
+                "hosts": .array(seen),
             ])
         }
         return .object(["store": .string(location), "schema": .string(schema), "runs": .array(runs)])

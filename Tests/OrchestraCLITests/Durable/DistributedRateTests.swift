@@ -95,6 +95,19 @@ struct DistributedRateTests {
             // The summary names the host's rate, which the store held, as a local run's does.
             #expect(run.stdout.contains("requests at 200/s"), "\(run.stdout)")
             #expect(run.stdout.contains("× 429"), "\(run.stdout)")
+            // The run keeps what its coordinator saw of the host: status shows the 429s.
+            let status = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "held", "--output", "json",
+            ])
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            let runs = try #require(document["runs"] as? [[String: Any]])
+            let hosts = try #require(runs.first?["hosts"] as? [[String: Any]])
+            let host = try #require(hosts.first)
+            #expect(host["host"] as? String == "http://\(base.host!):\(base.port!)")
+            #expect(host["rate"] as? String == "200/s")
+            #expect(host["too_many_requests"] as? Int == stats.rejected, "\(host) \(stats)")
+            #expect((host["pauses"] as? Int ?? 0) >= 1, "\(host)")
         }
     }
 }
