@@ -18,8 +18,8 @@ struct StatusCommand: AsyncParsableCommand {
             'orchestra run --state' refuses to resume from without --force.
 
             --state postgres://user:password@host:port/database: the most recent durable runs \
-            of the store in --schema, newest first: each run's state, its jobs by state and how \
-            many workers run them now. Only read; workers may be running.
+            of the store in --schema, newest first: each run's state, its jobs by state, how \
+            many workers run them now, and each host's rate, requests and 429s. Only read; workers may be running.
 
             Exit status: 0 every request (every listed run) succeeded, 1 some are still to be \
             sent or did not succeed, 2 the state cannot be read, 3 the PostgreSQL store's \
