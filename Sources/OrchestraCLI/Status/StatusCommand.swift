@@ -195,12 +195,20 @@ struct StatusCommand: AsyncParsableCommand {
     /// A host's figures over the runs: `host`, `requests`, `rate`, `effective_rate`,
     /// `too_many_requests`, `pauses`.
     static func json(of host: WorkflowStateSummary.Host) -> JSONValue {
-        let rate: JSONValue = host.rate.map(JSONValue.string) ?? .null
-        let effective: JSONValue = host.effectiveRate.map(JSONValue.string) ?? .null
+        hostJSON(
+            host.host, requests: host.requests, rate: host.rate, effectiveRate: host.effectiveRate,
+            tooManyRequests: host.tooManyRequests, pauses: host.pauses)
+    }
+
+    /// A host's figures as JSON, for a state file's runs and a store's alike.
+    static func hostJSON(
+        _ host: String, requests: Int, rate: String?, effectiveRate: String?, tooManyRequests: Int, pauses: Int
+    ) -> JSONValue {
+        let rate: JSONValue = rate.map(JSONValue.string) ?? .null
+        let effective: JSONValue = effectiveRate.map(JSONValue.string) ?? .null
         return .object([
-            "host": .string(host.host), "requests": .integer(host.requests), "rate": rate,
-            "effective_rate": effective, "too_many_requests": .integer(host.tooManyRequests),
-            "pauses": .integer(host.pauses),
+            "host": .string(host), "requests": .integer(requests), "rate": rate, "effective_rate": effective,
+            "too_many_requests": .integer(tooManyRequests), "pauses": .integer(pauses),
         ])
     }
 

@@ -129,13 +129,9 @@ struct StoreStatus {
     /// A host as the run's coordinators saw it: `host`, `requests`, `rate`, `effective_rate`,
     /// `too_many_requests`, `pauses`.
     static func json(of host: DurableHostFigures) -> JSONValue {
-        let rate: JSONValue = host.rate.map(JSONValue.string) ?? .null
-        let effective: JSONValue = host.effectiveRate.map(JSONValue.string) ?? .null
-        return .object([
-            "host": .string(host.host), "requests": .integer(host.requests), "rate": rate,
-            "effective_rate": effective, "too_many_requests": .integer(host.tooManyRequests),
-            "pauses": .integer(host.pauses),
-        ])
+        StatusCommand.hostJSON(
+            host.host, requests: host.requests, rate: host.rate, effectiveRate: host.effectiveRate,
+            tooManyRequests: host.tooManyRequests, pauses: host.pauses)
     }
 
     /// A paced resource: `resource`, `rate` (`30/s` or `null`), `burst`, `jobs`, `requests`
