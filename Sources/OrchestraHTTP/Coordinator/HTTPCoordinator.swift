@@ -368,7 +368,9 @@ public final class HTTPCoordinator: Sendable {
     private func sendOnce(_ request: HTTPRequest, body: HTTPRequestBody?, _ plan: Plan) async throws -> HTTPResult {
         let scheme = request.scheme ?? ""
         let authority = request.authority ?? ""
-        let host = admission.withLock { $0.group(scheme: scheme, authority: authority) }
+        // Parsed once for the slot's group and the rate's key.
+        let hostKey = HTTPHostKey(scheme: scheme, authority: authority)
+        let host = admission.withLock { $0.group(of: hostKey, scheme: scheme) }
         try await admission.suspendUntilAdmitted(RequestAdmission.Request(host: host, priority: plan.priority))
         defer {
             let admitted = admission.withLock { $0.release(host: host) }
@@ -376,7 +378,7 @@ public final class HTTPCoordinator: Sendable {
         }
         // Its start time, holding its slot (as a slow response would): a request that waited
         // for its slot must not then start at once with every other that did.
-        let paceKey = pacer.key(scheme: scheme, authority: authority)
+        let paceKey = pacer.key(of: hostKey, scheme: scheme)
         try await pacer.acquire(paceKey)
         if let willSend = plan.willSend {
             do {

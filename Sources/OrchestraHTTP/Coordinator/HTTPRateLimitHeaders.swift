@@ -55,6 +55,14 @@ public struct HTTPRateLimitHeaders: Sendable, Hashable, CustomStringConvertible 
     ///   - fields: A response's header fields.
     ///   - now: The time a Unix-time reset is measured from.
     public init?(_ fields: HTTPFields, now: Date = Date()) {
+        // Most responses have none of these fields: one pass over the names says so, before
+        // the look-ups of each family.
+        guard
+            fields.contains(where: {
+                let name = $0.name.canonicalName
+                return name.hasPrefix("ratelimit") || name.hasPrefix("x-ratelimit")
+            })
+        else { return nil }
         if let structured = Self.structured(fields) {
             self = structured
         } else if let legacy = Self.legacy(fields, prefix: "RateLimit-", now: now) {
@@ -238,5 +246,12 @@ extension Rate {
     package var permitsPerSecond: Double {
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) * 1e-18
         return Double(count) / seconds
+    }
+
+    /// The slower of two rates (`nil`: not limited); `a` when they are as fast.
+    package static func slower(_ a: Rate?, _ b: Rate?) -> Rate? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return a.permitsPerSecond <= b.permitsPerSecond ? a : b
     }
 }

@@ -52,7 +52,7 @@ final class HostPacer: Sendable {
         overall = configuration.rate.map { RateLimiter(rate: $0, burst: burst, clock: clock) }
         ratesByHost = Dictionary(
             configuration.hostRates.compactMap { pattern, rate in HTTPHostKey(pattern: pattern).map { ($0, rate) } },
-            uniquingKeysWith: { $0.permitsPerSecond <= $1.permitsPerSecond ? $0 : $1 })
+            uniquingKeysWith: { Rate.slower($0, $1)! })
         perHostRate = configuration.perHostRate
         onEvent = configuration.onRateEvent
         makeLimiter = { rate in RateLimiter(rate: rate, burst: burst, clock: clock) }
@@ -63,7 +63,11 @@ final class HostPacer: Sendable {
     /// The key of a request's host: the ``HTTPCoordinator/Configuration/hostRates`` pattern
     /// that names it (`host:port` first, then `host`), else `scheme://host:port`.
     func key(scheme: String, authority: String) -> String {
-        let host = HTTPHostKey(scheme: scheme, authority: authority)
+        key(of: HTTPHostKey(scheme: scheme, authority: authority), scheme: scheme)
+    }
+
+    /// The key of a request to `host` over `scheme`, as ``key(scheme:authority:)``.
+    func key(of host: HTTPHostKey, scheme: String) -> String {
         if !ratesByHost.isEmpty, let entry = host.entry(in: ratesByHost) { return entry.key.description }
         return "\(scheme.lowercased())://\(host)"
     }
@@ -77,12 +81,22 @@ final class HostPacer: Sendable {
     ///
     /// - Throws: `CancellationError`, having taken no permit it did not use.
     func acquire(_ key: String) async throws {
-        let (limiter, turn) = state.withLock { state -> (RateLimiter?, AsyncSemaphore?) in
-            guard var entry = entry(key, in: &state) else { return (nil, nil) }
-            defer { state.entries[key] = entry }
+        let overall = self.overall
+        // A request that waits for nothing (the usual one: no rate, no pause) is counted in the
+        // same lock; one that waits is counted once granted, so a cancelled wait counts nothing.
+        let (limiter, turn, countLater) = state.withLock { state -> (RateLimiter?, AsyncSemaphore?, Bool) in
+            guard var entry = entry(key, in: &state) else { return (nil, nil, false) }
             if entry.limiter == nil, let rate = entry.configured { entry.limiter = makeLimiter(rate) }
             if entry.limiter != nil, overall != nil, entry.turn == nil { entry.turn = AsyncSemaphore(value: 1) }
-            return (entry.limiter, entry.turn)
+            let waits = entry.limiter != nil || overall != nil
+            if !waits { entry.sent += 1 }
+            state.entries[key] = entry
+            return (entry.limiter, entry.turn, waits)
+        }
+        guard countLater else {
+            // Nothing to wait for but the overall rate of a host with no entry (past the cap).
+            try await overall?.acquire()
+            return
         }
         if let turn {
             try await turn.withPermit {
@@ -144,7 +158,7 @@ final class HostPacer: Sendable {
                 }
                 entry.pausedUntil = max(entry.pausedUntil, until)
             }
-            if let announced, let target = Self.slower(entry.configured, announced.sustainableRate),
+            if let announced, let target = Rate.slower(entry.configured, announced.sustainableRate),
                 Self.differs(target, entry.effective)
             {
                 let limiter = limiter(of: &entry)
@@ -182,13 +196,6 @@ final class HostPacer: Sendable {
         return limiter
     }
 
-    /// The slower of two rates (`nil`: not limited).
-    static func slower(_ a: Rate?, _ b: Rate?) -> Rate? {
-        guard let a else { return b }
-        guard let b else { return a }
-        return a.permitsPerSecond <= b.permitsPerSecond ? a : b
-    }
-
     /// Whether `rate` differs from `current` by more than a tenth: smaller changes (a quota's
     /// remaining count going down by one with each response) are not worth an adjustment.
     static func differs(_ rate: Rate, _ current: Rate?) -> Bool {
@@ -200,5 +207,14 @@ final class HostPacer: Sendable {
     private static func shown(_ value: String?) -> String {
         guard let value else { return "" }
         return value.count > 200 ? String(value.prefix(200)) + "…" : value
+    }
+}
+
+extension HTTPHostKey {
+    /// The host a pacer's key names (`https://api.test:443`, the `host` of an ``HTTPRateEvent``
+    /// or an ``HTTPHostRate``); `nil` for a ``HTTPCoordinator/Configuration/hostRates`` key.
+    package init?(pacedHost host: String) {
+        guard let separator = host.range(of: "://") else { return nil }
+        self.init(scheme: String(host[..<separator.lowerBound]), authority: String(host[separator.upperBound...]))
     }
 }

@@ -58,7 +58,11 @@ struct RequestAdmission: AdmissionStateMachine {
     /// `host:port`, else the one naming its host, else its own host and port
     /// (``HTTPHostKey/init(scheme:authority:)``: `https://HOST` and `https://host:443` are one).
     func group(scheme: String, authority: String) -> String {
-        let key = HTTPHostKey(scheme: scheme, authority: authority)
+        group(of: HTTPHostKey(scheme: scheme, authority: authority), scheme: scheme)
+    }
+
+    /// The group of a request to `key` over `scheme`, as ``group(scheme:authority:)``.
+    func group(of key: HTTPHostKey, scheme: String) -> String {
         if !groupLimits.isEmpty, let entry = key.entry(in: groupLimits) { return Self.groupKey(of: entry.key) }
         return "\(scheme.lowercased())://\(key)"
     }
