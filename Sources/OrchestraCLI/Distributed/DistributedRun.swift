@@ -80,14 +80,6 @@ struct DistributedRun {
         workflow.limits.resource(scheme: request.scheme, authority: request.authority ?? "")
     }
 
-    /// The durable resource of the host a rate event names (`http://127.0.0.1:8080`), if a
-    /// `hosts:` entry gives it one.
-    static func resource(ofHost host: String, _ limits: WorkflowLimits) -> String? {
-        guard let separator = host.range(of: "://") else { return nil }
-        return limits.resource(
-            scheme: String(host[..<separator.lowerBound]), authority: String(host[separator.upperBound...]))
-    }
-
     /// Opens the store and the run, and runs `body` with the transport that hands requests to
     /// workers; then closes the run, or cancels it if `cancelled()` says the run was
     /// interrupted or if jobs of requests the workflow gave up on are left (requests not yet
@@ -152,8 +144,8 @@ struct DistributedRun {
             // A server's pause (429 + Retry-After) holds the jobs to its host that the store
             // has already, not only the requests this coordinator has yet to hand out.
             rateEvents?.forward { [runID, limits] event in
-                guard case .paused(let duration) = event.change,
-                    let resource = Self.resource(ofHost: event.host, limits)
+                guard case .paused(let duration) = event.change, let host = HTTPHostKey(pacedHost: event.host),
+                    let resource = limits.resource(of: host)
                 else { return }
                 Task { try? await queue.pauseResource(resource, of: runID, for: duration) }
             }

@@ -12,6 +12,20 @@ extension Duration {
 
 /// Small text helpers for aligned, Foundation-free output.
 enum Format {
+    /// `api.test:443 · 600 requests at 20/s · server: 10/s · 3 × 429, 1 pause`: a host's pace,
+    /// for `run`'s summary and `status` alike. The rates are in words (`nil`: not limited); the
+    /// server's rate shows only when it differs, 429s and pauses only when there were some.
+    static func hostPace(
+        _ host: String, requests: Int, rate: String?, effectiveRate: String?, tooManyRequests: Int, pauses: Int
+    ) -> String {
+        var line = "\(TerminalText.safe(host)) · \(count(requests, "request"))"
+        if let rate { line += " at \(TerminalText.safe(rate))" }
+        if effectiveRate != rate { line += " · server: \(effectiveRate.map(TerminalText.safe) ?? "not limited")" }
+        if tooManyRequests > 0 { line += " · \(tooManyRequests) × 429" }
+        if pauses > 0 { line += ", \(count(pauses, "pause"))" }
+        return line
+    }
+
     /// `412 ms`.
     static func milliseconds(_ duration: Duration) -> String {
         "\(Int(duration.inMilliseconds.rounded())) ms"

@@ -197,14 +197,11 @@ struct RunPrinter: Sendable {
         where host.configuredRate != nil || host.effectiveRate != host.configuredRate || host.tooManyRequests > 0
             || host.pauses > 0
         {
-            var line = "rate: \(TerminalText.safe(host.host)) · \(Format.count(host.requestsSent, "request"))"
-            if let rate = host.configuredRate { line += " at \(HTTPRateEvent.text(rate))" }
-            if host.effectiveRate != host.configuredRate {
-                line += " · server: \(host.effectiveRate.map(HTTPRateEvent.text) ?? "not limited")"
-            }
-            if host.tooManyRequests > 0 { line += " · \(host.tooManyRequests) × 429" }
-            if host.pauses > 0 { line += ", \(Format.count(host.pauses, "pause"))" }
-            console.line(console.paint(line, .dim))
+            let line = Format.hostPace(
+                host.host, requests: host.requestsSent, rate: host.configuredRate.map(HTTPRateEvent.text),
+                effectiveRate: host.effectiveRate.map(HTTPRateEvent.text), tooManyRequests: host.tooManyRequests,
+                pauses: host.pauses)
+            console.line(console.paint("rate: " + line, .dim))
         }
     }
 
@@ -272,16 +269,10 @@ struct RunPrinter: Sendable {
     /// A host's figures: `host`, `requests`, `rate` and `effective_rate` (`20/s`, or `null`: not
     /// limited), `too_many_requests` (429s) and `pauses`.
     private static func json(of host: HTTPHostRate) -> JSONValue {
-        let configured: JSONValue = host.configuredRate.map { .string(HTTPRateEvent.text($0)) } ?? .null
-        let effective: JSONValue = host.effectiveRate.map { .string(HTTPRateEvent.text($0)) } ?? .null
-        return .object([
-            "host": .string(host.host),
-            "requests": .integer(host.requestsSent),
-            "rate": configured,
-            "effective_rate": effective,
-            "too_many_requests": .integer(host.tooManyRequests),
-            "pauses": .integer(host.pauses),
-        ])
+        StatusCommand.hostJSON(
+            host.host, requests: host.requestsSent, rate: host.configuredRate.map(HTTPRateEvent.text),
+            effectiveRate: host.effectiveRate.map(HTTPRateEvent.text), tooManyRequests: host.tooManyRequests,
+            pauses: host.pauses)
     }
 
     /// A step (or an element of a `for_each` step, under its `items`) as JSON; a `for_each`

@@ -108,14 +108,10 @@ struct StoreStatus {
             }
             // What its coordinators saw: the server's rate, 429s, pauses.
             for host in hosts[summary.run.id] ?? [] {
-                var line = "  \(TerminalText.quoted(summary.run.id)) · \(TerminalText.safe(host.host))"
-                line += " · \(Format.count(host.requests, "request")) sent"
-                if let rate = host.rate { line += " at \(TerminalText.safe(rate))" }
-                if host.effectiveRate != host.rate {
-                    line += " · server: \(host.effectiveRate.map(TerminalText.safe) ?? "not limited")"
-                }
-                line += " · \(host.tooManyRequests) × 429, \(Format.count(host.pauses, "pause"))"
-                lines.append(console.paint(line, .dim))
+                let line = Format.hostPace(
+                    host.host, requests: host.requests, rate: host.rate, effectiveRate: host.effectiveRate,
+                    tooManyRequests: host.tooManyRequests, pauses: host.pauses)
+                lines.append(console.paint("  \(TerminalText.quoted(summary.run.id)) · " + line, .dim))
             }
         }
         let going = summaries.count { $0.run.state == .running }

@@ -1,3 +1,4 @@
+import Orchestra
 import OrchestraDurable
 import OrchestraHTTP
 
@@ -14,15 +15,12 @@ extension WorkflowLimits {
     /// server lowered it). A host is named `scheme://host:port` there.
     package func namingHostRates(in hosts: [HTTPHostRate]) -> [HTTPHostRate] {
         hosts.map { figures in
-            guard let separator = figures.host.range(of: "://"), figures.configuredRate == nil else { return figures }
-            let key = HTTPHostKey(
-                scheme: String(figures.host[..<separator.lowerBound]),
-                authority: String(figures.host[separator.upperBound...]))
-            guard let rate = key.entry(in: hostRates)?.value else { return figures }
+            guard figures.configuredRate == nil, let key = HTTPHostKey(pacedHost: figures.host),
+                let rate = key.entry(in: hostRates)?.value
+            else { return figures }
             var named = figures
             named.configuredRate = rate
-            named.effectiveRate =
-                figures.effectiveRate.map { $0.permitsPerSecond < rate.permitsPerSecond ? $0 : rate } ?? rate
+            named.effectiveRate = Rate.slower(rate, figures.effectiveRate)
             return named
         }
     }

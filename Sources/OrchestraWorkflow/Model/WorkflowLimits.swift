@@ -57,7 +57,7 @@ package struct WorkflowLimits: Sendable, Equatable {
         var rates: [HTTPHostKey: Rate] = [:]
         for entry in hosts {
             guard let rate = entry.rate, let key = HTTPHostKey(pattern: entry.host) else { continue }
-            rates[key] = rates[key].map { $0.permitsPerSecond <= rate.permitsPerSecond ? $0 : rate } ?? rate
+            rates[key] = Rate.slower(rates[key], rate)
         }
         self.hostRates = rates
         self.rate = rate
@@ -103,8 +103,12 @@ package struct WorkflowLimits: Sendable, Equatable {
     /// naming its `host:port`, else its host, as the coordinator chooses (a limit's entry
     /// first, then a rate's); `nil` if none does.
     package func resource(scheme: String?, authority: String) -> String? {
-        let key = HTTPHostKey(scheme: scheme, authority: authority)
-        return (key.entry(in: hosts)?.key ?? key.entry(in: hostRates)?.key).map(Self.resource)
+        resource(of: HTTPHostKey(scheme: scheme, authority: authority))
+    }
+
+    /// The durable resource of requests to `key`, as ``resource(scheme:authority:)``.
+    package func resource(of key: HTTPHostKey) -> String? {
+        (key.entry(in: hosts)?.key ?? key.entry(in: hostRates)?.key).map(Self.resource)
     }
 
     /// Four times `limit`, and at least `limit` + 16, saturating.
