@@ -28,9 +28,10 @@ struct RateLimitCommandTests {
     /// What the server's clock may add to rate + burst in a one-second window: it stamps a
     /// request once its handler runs, so one held up in the server (or the kernel) by more than
     /// a spacing shares a window with one more request than the client started in it. Measured:
-    /// 51 at 50/s over 60 s, 202 at 200/s over 30 s (BENCHMARKS.md#rate-limits); without a
+    /// 51 at 50/s over 60 s, 202 at 200/s over 30 s (BENCHMARKS.md#rate-limits), and 33 at 30/s
+    /// once with 15 other suites running beside it (the same test alone: 31, 3 runs); without a
     /// rate, the same runs see many times the rate.
-    static let serverJitter = 1
+    static let serverJitter = 2
 
     static func stats(_ server: DemoServer, bucket: String) async throws -> Stats {
         let url = server.baseURL.appendingPathComponent("limited/\(bucket)/stats")
