@@ -54,7 +54,11 @@ struct PostgresConnectionBudgetTests {
                     for: "fewer than 3 connections free", limit: .seconds(60))
                 #expect(narrowed, "\(coordinator.child.standardError.text)")
 
-                // The server is full now: a third worker waits for a connection, and says why.
+                // The server is full once the coordinator has opened both: a third worker then
+                // waits for a connection, and says why. (Asked before the coordinator's pool had
+                // opened its second, in a full parallel run, the third found room and said nothing.)
+                let notFull = try await cluster.waitUntilFull()
+                try #require(notFull == nil, "the server never became full: \(notFull ?? "")")
                 let third = try OrchestraExecutable.start([
                     "worker", "--state", cluster.url, "--schema", "budget", "--limit", "4",
                 ])
@@ -72,6 +76,8 @@ struct PostgresConnectionBudgetTests {
                 #expect(started, "the third worker never started: \(third.child.standardError.text)")
 
                 // Full again (three workers): a fourth waits, and SIGTERM ends the wait at once.
+                let notFullAgain = try await cluster.waitUntilFull()
+                try #require(notFullAgain == nil, "the server never became full again: \(notFullAgain ?? "")")
                 let fourth = try OrchestraExecutable.start([
                     "worker", "--state", cluster.url, "--schema", "budget", "--limit", "4",
                 ])

@@ -79,6 +79,36 @@ struct PostgresCluster: Sendable {
         return (status, errors)
     }
 
+    /// Waits, up to `limit` of real time, until the server takes no more connections: a
+    /// `psql` that connects (and leaves at once) says it does not yet, one the server refuses
+    /// with "too many clients" says it is full. Returns `nil` once it is full, otherwise what
+    /// the last try saw (the connections in use, by application).
+    ///
+    /// A process's pool opens its connections as it needs them: a coordinator that was told
+    /// it may open 2 holds 2 only once it has worked a little, later on a loaded machine.
+    func waitUntilFull(limit: Duration = .seconds(60)) async throws -> String? {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: limit)
+        var seen = ""
+        while clock.now < deadline {
+            let child = try ChildProcess(
+                executable: URL(fileURLWithPath: "/bin/sh"),
+                arguments: [
+                    "-c", "exec psql \"$0\" -Atc \"$1\"", url,
+                    "select coalesce(nullif(application_name, ''), backend_type) || ' ' || count(*) from pg_stat_activity group by 1 order by 1",
+                ],
+                environment: ProcessInfo.processInfo.environment)
+            let status = await child.exitStatus(within: .seconds(30))
+            let output = await child.standardOutput.all()
+            let errors = await child.standardError.all()
+            if errors.contains("too many clients") { return nil }
+            seen = "psql: status \(status.map(String.init) ?? "none"): \(output)\(errors)"
+            // Not a wait for the tested code: a poll of the server, bounded by `limit`.
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return seen
+    }
+
     struct ClusterError: Error, CustomStringConvertible {
         let description: String
     }
