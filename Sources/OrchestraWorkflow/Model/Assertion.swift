@@ -89,6 +89,8 @@ package struct Assertion: Sendable, Hashable {
         case type(ValueType)
         /// The subject equals one of the values.
         case oneOf([JSONTemplate])
+        /// The subject matches a JSON Schema (`schema: user.schema.json`, or inline).
+        case schema(JSONSchema)
 
         /// The check's operator as written in the file: `==`, `count`, `matches`…
         package var operatorName: String {
@@ -102,6 +104,7 @@ package struct Assertion: Sendable, Hashable {
             case .exists: "exists"
             case .type: "type"
             case .oneOf: "one_of"
+            case .schema: "schema"
             }
         }
 
@@ -111,14 +114,16 @@ package struct Assertion: Sendable, Hashable {
             case .equals(let value), .notEquals(let value), .compare(_, let value), .contains(let value):
                 value.templates
             case .oneOf(let values): values.flatMap(\.templates)
-            case .duration, .count, .matches, .exists, .type: []
+            case .duration, .count, .matches, .exists, .type, .schema: []
             }
         }
     }
 
     /// The operator names a mapping may use, in the order messages list them.
     package static let operatorNames =
-        Comparison.allCases.map(\.rawValue) + ["equals", "count", "matches", "contains", "exists", "type", "one_of"]
+        Comparison.allCases.map(\.rawValue) + [
+            "equals", "count", "matches", "contains", "exists", "type", "one_of", "schema",
+        ]
 
     package var subject: Subject
     package var checks: [Check]

@@ -138,6 +138,15 @@ extension WorkflowParser {
             return value(node, step: step, field: field).map(Assertion.Check.contains)
         case "exists":
             return reader.bool(node, step: step, field: field).map(Assertion.Check.exists)
+        case "schema":
+            guard case .path = subject else {
+                reader.fail(
+                    .invalidValue,
+                    "a schema checks the JSON body: write it on $ or a $.path, as in $: { schema: user.schema.json }",
+                    at: node, step: step, field: field)
+                return nil
+            }
+            return schema(node, step: step, field: field).map(Assertion.Check.schema)
         case "type":
             let names = Assertion.ValueType.allCases.map(\.rawValue)
             guard let text = reader.string(node, step: step, field: field) else { return nil }

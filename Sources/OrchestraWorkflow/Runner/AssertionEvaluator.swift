@@ -5,7 +5,7 @@ import HTTPTypes
 /// report lists all that failed.
 struct AssertionEvaluator {
     /// The subject's value, or why it is not there.
-    private enum Actual {
+    enum Actual {
         case value(JSONValue)
         case missing(String)
     }
@@ -73,6 +73,7 @@ struct AssertionEvaluator {
     private func evaluate(
         _ check: Assertion.Check, on actual: Actual, subject: Assertion.Subject, reader: ResponseReader
     ) -> AssertionResult {
+        if case .schema(let schema) = check { return result(of: schema, on: actual, subject: subject, reader: reader) }
         var result = AssertionResult(
             subject: subject.description, operatorName: check.operatorName, expected: "", actual: nil, passed: false)
         if case .exists(let expected) = check {
@@ -124,6 +125,7 @@ struct AssertionEvaluator {
         case .type(let type): return type.rawValue
         case .exists(let expected): return "\(expected)"
         case .duration(_, let limit): return StepErrors.format(limit)
+        case .schema(let schema): return schema.name
         }
     }
 
@@ -185,7 +187,7 @@ struct AssertionEvaluator {
         case .oneOf(let candidates):
             for candidate in candidates where Self.equal(value, try render(candidate)) { return true }
             return false
-        case .exists, .duration:
+        case .exists, .duration, .schema:
             return false  // evaluated before
         }
     }
@@ -260,22 +262,25 @@ struct AssertionEvaluator {
     }
 
     /// JSON equality, numbers by value (`1` equals `1.0`), objects by their members whatever
-    /// their order.
-    static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {
+    /// their order. Strings are equal when Swift says so (canonically equivalent: `é` written
+    /// as one code point or two), or with `byCodePoints` only when their code points are, as
+    /// JSON Schema compares them.
+    static func equal(_ a: JSONValue, _ b: JSONValue, byCodePoints: Bool = false) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case (.bool(let x), .bool(let y)): return x == y
-        case (.string(let x), .string(let y)): return x == y
+        case (.string(let x), .string(let y)):
+            return byCodePoints ? x.unicodeScalars.elementsEqual(y.unicodeScalars) : x == y
         case (.integer, _), (.number, _):
             guard let x = number(a, fromText: false), let y = number(b, fromText: false) else { return false }
             return x.compared(to: y, by: .equal)
         case (.array(let x), .array(let y)):
-            return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
+            return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1, byCodePoints: byCodePoints) }
         case (.object(let x), .object(let y)):
             guard x.count == y.count else { return false }
             return x.allSatisfy { member in
                 guard let other = y.first(where: { $0.key == member.key }) else { return false }
-                return equal(member.value, other.value)
+                return equal(member.value, other.value, byCodePoints: byCodePoints)
             }
         default: return false
         }

@@ -1,0 +1,95 @@
+import Foundation
+
+extension WorkflowParser {
+    /// `schema:` of an assertion: the path of a JSON Schema file (relative to the workflow
+    /// file's folder), or the schema written inline (a mapping, or `true`/`false`). The schema
+    /// is read and checked here, so `validate` reports a wrong keyword with its place: the
+    /// line and column of an inline keyword, the file, line, column and JSON pointer of one in
+    /// a schema file.
+    mutating func schema(_ node: Node, step: String, field: String) -> JSONSchema? {
+        switch node {
+        case .scalar where node.tagName == .bool:
+            return inlineSchema(node, step: step, field: field)
+        case .scalar:
+            return schemaFile(node, step: step, field: field)
+        case .mapping, .sequence:
+            return inlineSchema(node, step: step, field: field)
+        }
+    }
+
+    private mutating func inlineSchema(_ node: Node, step: String, field: String) -> JSONSchema? {
+        guard let template = json(node, step: step, field: field, variablesOnly: true) else { return nil }
+        guard template.templates.allSatisfy(\.references.isEmpty),
+            let value = try? template.render(with: TemplateValues(variables: [:], environment: [:]))
+        else {
+            reader.fail(
+                .invalidValue, "a schema is read as written: it holds no templates ({{…}})", at: node, step: step,
+                field: field)
+            return nil
+        }
+        do {
+            return try JSONSchema(value, name: "inline schema")
+        } catch {
+            let place = Self.node(at: error.tokens, in: node) ?? node
+            reader.fail(.invalidValue, "schema: \(error)", at: place, step: step, field: field)
+            return nil
+        }
+    }
+
+    private mutating func schemaFile(_ node: Node, step: String, field: String) -> JSONSchema? {
+        guard let file = bodyFile(node, step: step, field: field) else { return nil }
+        let data: Data
+        do {
+            data = try Workflow.readInputFile(
+                at: file.url.path, file: file.path, kind: "schema file", limit: JSONSchema.maximumFileSize)
+        } catch {
+            var reason = error.errors.first?.message ?? "cannot be read"
+            if reason.hasPrefix("larger than") {
+                reason =
+                    "is larger than \(Workflow.describeSize(JSONSchema.maximumFileSize)) (the limit for a schema file)"
+            }
+            reader.fail(
+                .invalidValue, "schema file '\(short: file.path)': \(reason)", at: node, step: step, field: field)
+            return nil
+        }
+        do {
+            return try JSONSchema(data: data, name: file.path)
+        } catch {
+            // The keyword's line and column in the file, when the file reads as YAML (JSON does).
+            var place = ""
+            if !error.tokens.isEmpty,
+                case .document(let document?) = YAMLComposer.compose(String(decoding: data, as: UTF8.self)),
+                let mark = Self.node(at: error.tokens, in: document)?.mark
+            {
+                place = ", line \(mark.line), column \(mark.column)"
+            }
+            reader.fail(
+                .invalidValue, "schema file '\(short: file.path)'\(place): \(error)", at: node, step: step,
+                field: field)
+            return nil
+        }
+    }
+
+    /// The node at the JSON pointer `tokens` in `root`: a mapping's value by its key, a
+    /// list's element by its index.
+    static func node(at tokens: [String], in root: Node) -> Node? {
+        var node = root
+        for token in tokens {
+            switch node {
+            case .mapping(let mapping):
+                guard
+                    let pair = mapping.first(where: { pair in
+                        if case .scalar(let key) = pair.key { key.string == token } else { false }
+                    })
+                else { return nil }
+                node = pair.value
+            case .sequence(let sequence):
+                guard let index = Int(token), sequence.indices.contains(index) else { return nil }
+                node = sequence[index]
+            case .scalar:
+                return nil
+            }
+        }
+        return node
+    }
+}

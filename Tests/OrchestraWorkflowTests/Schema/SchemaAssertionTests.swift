@@ -1,0 +1,185 @@
+import Foundation
+import OrchestraDemoServer
+import OrchestraTestKit
+import TestSupport
+import Testing
+
+@testable import OrchestraWorkflow
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `- $: { schema: user.schema.json }` and inline schemas: read and checked with the workflow
+/// (so `validate` reports a schema's mistakes with their place), evaluated on the response.
+@Suite("assert: schema", .timeLimit(.minutes(1)), .takesTurns)
+struct SchemaAssertionTests {
+    /// A folder holding `files`, for a workflow whose schema paths are relative to it.
+    static func folder(_ files: [String: String]) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-schema-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, text) in files {
+            let url = folder.appendingPathComponent(name)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+        return folder
+    }
+
+    /// The errors of loading `flow.yaml` from `folder`.
+    static func loadErrors(_ folder: URL) -> [String] {
+        do {
+            _ = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"), name: "flow.yaml")
+            return []
+        } catch {
+            return error.errors.map(\.description)
+        }
+    }
+
+    static func step(_ check: String) -> String {
+        """
+        steps:
+          - id: user
+            url: "http://x.test/users/7"
+            assert:
+              - \(check)
+        """
+    }
+
+    @Test(
+        "the demo server's schema, saved as a file beside the workflow, passes /users/7 and lists what /broken-users/7 breaks"
+    )
+    func againstTheDemoServer() async throws {
+        try await withDemoServer { server in
+            let (schema, response) = try await URLSession.shared.data(
+                from: server.baseURL.appendingPathComponent("schemas/user"))
+            #expect(
+                (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type") == "application/schema+json")
+            let folder = try Self.folder([
+                "schemas/user.schema.json": String(decoding: schema, as: UTF8.self),
+                "flow.yaml": """
+                vars: { base: "\(server.baseURL.absoluteString)" }
+                steps:
+                  - id: good
+                    url: "{{vars.base}}/users/7"
+                    assert:
+                      - $: { schema: schemas/user.schema.json }
+                      - $.orders: { schema: { type: array, minItems: 2, items: { required: [id] } } }
+                  - id: broken
+                    url: "{{vars.base}}/broken-users/7"
+                    assert:
+                      - $: { schema: schemas/user.schema.json }
+                      - $.orders: { schema: { type: array, maxItems: 1 } }
+                """,
+            ])
+            let workflow = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"))
+            let report = await WorkflowRunner(workflow: workflow).run()
+            #expect(report["good"]?.state == .succeeded, "\(report["good"]?.error ?? "")")
+            let broken = try #require(report["broken"])
+            #expect(broken.state == .failed)
+            #expect(
+                broken.assertions.map(\.description) == [
+                    "$ schema schemas/user.schema.json: /id: expected integer, got string; /name: expected at least 1 characters (minLength), got 0; /orders/0/id: expected integer, got string; /orders/1: required property 'id' is missing; (root): property 'admin' is not allowed (additionalProperties) (the first 5)",
+                    "$.orders schema inline schema: (root): expected at most 1 elements (maxItems), got 2",
+                ])
+            #expect(
+                broken.error?.hasPrefix("2 of 2 assertions failed: $ schema schemas/user.schema.json: /id:") == true)
+        }
+    }
+
+    @Test("a body that is not JSON, or a path that is not there, fails the check saying so")
+    func notJSON() async throws {
+        let workflow = try Workflow.parse(
+            Self.step("$.user: { schema: { type: object } }"), file: "flow.yaml", environment: [:])
+        let transport = ScriptedHTTPTransport { _, _ in respond(200, "not json") }
+        let report = await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        #expect(
+            report["user"]?.assertions.first?.description
+                == "$.user schema inline schema: the response is not JSON: not json")
+    }
+
+    @Test(
+        "validate reports a schema's mistakes with the file, line and column",
+        arguments: [
+            (
+                "$: { schema: { type: object, properties: { id: { type: integr } } } }",
+                #"flow.yaml:5:64: error: step 'user', field 'assert[0].$.schema': schema: /properties/id/type: unknown type 'integr'; did you mean 'integer'?"#
+            ),
+            (
+                "$: { schema: { required: id } }",
+                #"flow.yaml:5:34: error: step 'user', field 'assert[0].$.schema': schema: /required: must be a list of property names, got "id""#
+            ),
+            (
+                "$: { schema: { minLength: \"{{vars.n}}\" } }",
+                "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': a schema is read as written: it holds no templates ({{…}})"
+            ),
+            (
+                "body: { schema: { type: string } }",
+                "flow.yaml:5:25: error: step 'user', field 'assert[0].body.schema': a schema checks the JSON body: write it on $ or a $.path, as in $: { schema: user.schema.json }"
+            ),
+            (
+                "$: { schema: missing.json }",
+                "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': no such file 'missing.json'"
+            ),
+            (
+                "$: { schema: bad.json }",
+                "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': schema file 'bad.json', line 4, column 24: /properties/id/minimum: must be a number, got \"1\""
+            ),
+            (
+                "$: { schema: broken.json }",
+                "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': schema file 'broken.json': is not JSON: line 2, column 1: "
+            ),
+            (
+                "$: { schema: remote.json }",
+                "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': schema file 'remote.json', line 1, column 10: /$ref: 'https://example.com/user.json' is not supported"
+            ),
+        ])
+    func validateMessages(_ check: String, _ message: String) throws {
+        let folder = try Self.folder([
+            "flow.yaml": Self.step(check),
+            "bad.json": """
+            {
+              "type": "object",
+              "properties": {
+                "id": { "minimum": "1" }
+              }
+            }
+            """,
+            "broken.json": "{\n",
+            "remote.json": #"{"$ref": "https://example.com/user.json"}"#,
+        ])
+        let errors = Self.loadErrors(folder)
+        // (A template in a schema is also checked as one: `vars.n` is unknown here too.)
+        #expect(errors.first?.hasPrefix(message) == true, "\(errors)")
+        #expect(errors.count == (message.contains("templates") ? 2 : 1), "\(errors)")
+    }
+
+    @Test("a schema file larger than 1 MiB is refused, naming the limit")
+    func largeFile() throws {
+        let folder = try Self.folder([
+            "flow.yaml": Self.step("$: { schema: big.json }"),
+            "big.json": "[" + String(repeating: " ", count: JSONSchema.maximumFileSize) + "]",
+        ])
+        let errors = Self.loadErrors(folder)
+        #expect(
+            errors == [
+                "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': schema file 'big.json': is larger than 1 MB (the limit for a schema file)"
+            ])
+    }
+
+    @Test("boolean and inline schemas, and the file's path relative to the workflow's folder")
+    func forms() throws {
+        let folder = try Self.folder([
+            "flow.yaml": Self.step("$: { schema: true, type: object }")
+                + "\n      - $.id: { schema: schemas/id.json }\n",
+            "schemas/id.json": #"{"type": "integer"}"#,
+        ])
+        let workflow = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"))
+        let assertions = try #require(workflow.step("user")?.assertions)
+        let checks = assertions.flatMap(\.checks)
+        #expect(checks.map(\.operatorName) == ["schema", "type", "schema"])
+        guard case .schema(let schema) = checks[2] else { return }
+        #expect(schema.name == "schemas/id.json")
+    }
+}
