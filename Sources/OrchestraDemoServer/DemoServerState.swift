@@ -21,6 +21,8 @@ final class DemoServerState: Sendable {
     let counters = Locked(Counters())
     /// The buckets of `/limited`.
     let rateBuckets = Locked(DemoRateBuckets())
+    /// The jobs of `/jobs`.
+    let jobs = Locked(DemoJobs())
     let gate = AsyncGate(isOpen: true)
     let shutdown = AsyncEvent()
     let configuration: DemoServer.Configuration

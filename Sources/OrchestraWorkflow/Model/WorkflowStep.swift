@@ -39,6 +39,11 @@ package struct WorkflowStep: Sendable, Hashable {
     package var forEach: Template.Reference?
     /// Where the `for_each` field is, for messages.
     package var forEachLocation: SourceLocation?
+    /// `until:`: the request is sent again until its checks hold (``StepPoll``); `nil` sends
+    /// it once.
+    package var until: StepPoll?
+    /// `when:`: the condition under which the step runs; a false one skips it (``StepWhen``).
+    package var when: StepWhen?
     /// Where the step begins.
     package var location: SourceLocation?
 

@@ -8,6 +8,8 @@ struct TemplateSite {
     var location: SourceLocation?
     /// The auth block's requests run before any step: they may use only variables.
     var variablesOnly: Bool
+    /// `when: { exists: … }`: a variable or environment variable it names may be undefined.
+    var mayBeUndefined = false
 }
 
 /// Where a `needs` entry was written.
@@ -34,6 +36,7 @@ struct WorkflowChecker {
         checkReferences()
         checkCycles()
         checkURLs()
+        checkPolls()
     }
 
     private var ids: [String] { workflow.steps.map(\.id) }
@@ -208,14 +211,14 @@ struct WorkflowChecker {
         for site in sites {
             for reference in site.template.references {
                 if reference.isEnvironment {
-                    guard workflow.environment[reference.name] == nil else { continue }
+                    guard workflow.environment[reference.name] == nil, !site.mayBeUndefined else { continue }
                     reader.fail(
                         .unknownVariable,
                         "the environment variable '\(short: reference.name)' in \(short: reference) is not set; set it before running (export \(short: reference.name)=…)",
                         at: site.location, step: site.step, field: site.field
                     )
                 } else if reference.isVariable {
-                    guard workflow.variables[reference.name] == nil else { continue }
+                    guard workflow.variables[reference.name] == nil, !site.mayBeUndefined else { continue }
                     let known = workflow.variables.keys.sorted()
                     reader.fail(
                         .unknownVariable,

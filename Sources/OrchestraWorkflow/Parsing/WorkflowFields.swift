@@ -255,6 +255,21 @@ extension WorkflowStep {
                     return true
                 }),
             WorkflowField(
+                "until", references: nil,
+                read: { parser, node, step, _ in
+                    step.until = parser.until(node, step: step.id)
+                    return true
+                }),
+            WorkflowField(
+                "when",
+                references: { step, body in
+                    for template in step.when?.condition.templates ?? [] { visit(template, body) }
+                },
+                read: { parser, node, step, _ in
+                    step.when = parser.when(node, step: step.id)
+                    return true
+                }),
+            WorkflowField(
                 "resend_on_resume", references: nil,
                 read: { parser, node, step, _ in
                     step.resendOnResume = parser.reader.bool(node, step: step.id, field: "resend_on_resume")

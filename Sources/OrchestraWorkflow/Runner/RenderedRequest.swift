@@ -270,6 +270,9 @@ struct StepFailure: Error, Sendable, CustomStringConvertible {
     var message: String
     /// The URL, if the request got that far.
     var url: String?
+    /// Whether the response came and did not pass the step's checks (its status, `assert:` or
+    /// captures), rather than the request failing: an `until:` poll tries again.
+    var isCheck = false
 
     init(_ message: String, url: String? = nil) {
         self.message = message
@@ -277,4 +280,11 @@ struct StepFailure: Error, Sendable, CustomStringConvertible {
     }
 
     var description: String { message }
+
+    /// A failed check of a response (``isCheck``).
+    static func check(_ message: String) -> StepFailure {
+        var failure = StepFailure(message)
+        failure.isCheck = true
+        return failure
+    }
 }

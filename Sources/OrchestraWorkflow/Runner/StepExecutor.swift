@@ -42,6 +42,10 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// The files `save_to:` wrote in this run, with the step or element that wrote each: a
     /// second write of one path is refused rather than losing the first.
     let savedPaths = Locked<[String: String]>([:])
+    /// The steps skipped by a `when:` (theirs or a dependency's): their dependents are skipped too.
+    let conditionSkips = Locked<Set<String>>([])
+    /// Told of each attempt of an `until:` poll, with the wait before the next (`nil`: none).
+    var onPoll: (@Sendable (_ label: String, PollAttempt, _ next: Duration?) -> Void)? = nil
 
     func elapsed() -> Duration {
         start.duration(to: clock.now)
@@ -53,6 +57,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// - Throws: ``StepFailure`` saying why the step failed; `CancellationError` when the run
     ///   is cancelled (or stops at another step's failure).
     func run(_ step: WorkflowStep, inputs: NodeInputs) async throws -> [String: JSONValue] {
+        if step.when != nil || !conditionSkips.withLock(\.isEmpty), try await skipsByCondition(step, inputs: inputs) {
+            return [:]
+        }
         emit(.started(step: step.id))
         return try await tracked(step, id: step.id, item: step.forEach == nil ? -1 : nil) {
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
@@ -134,6 +141,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     func perform(
         _ step: WorkflowStep, id: String, item: Int, values: TemplateValues
     ) async throws -> [String: JSONValue] {
+        if let until = step.until { return try await poll(step, until, id: id, item: item, values: values) }
         var rendered = try RenderedRequest(step.request, values: values, basicAuth: workflow.basicAuth)
         if let userAgent, rendered.request.headerFields[.userAgent] == nil {
             rendered.request.headerFields[.userAgent] = userAgent
@@ -204,7 +212,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             )
         }
         guard step.accepts(status: status) else {
-            throw StepFailure("expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
+            throw StepFailure.check(
+                "expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
         }
         guard !step.assertions.isEmpty || !step.captures.isEmpty else { return [:] }
         guard step.usesRegex else { return try checkAndCapture(step, id: id, reader: &reader, values: values) }
@@ -228,7 +237,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         // One message for every capture a body that is not JSON defeats.
         if step.captures.contains(where: \.readsBody), reader.document() == nil {
             let names = step.captures.filter(\.readsBody).map(\.name).joined(separator: ", ")
-            throw StepFailure(
+            throw StepFailure.check(
                 "the response\(reader.typeNote) \(reader.notJSON), so the captures \(short: names) cannot be read: \(reader.snippet)"
             )
         }
@@ -238,7 +247,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 captures[capture.name] = try reader.value(of: capture.source)
             } catch {
                 if error.isCancellation { throw CancellationError() }
-                throw StepFailure("capture '\(short: capture.name)': \(error.reason)")
+                throw StepFailure.check("capture '\(short: capture.name)': \(error.reason)")
             }
         }
         return captures
@@ -262,7 +271,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         let failed = results.filter { !$0.passed }
         guard failed.isEmpty else {
             let list = failed.map(\.description).joined(separator: "; ")
-            throw StepFailure("\(failed.count) of \(results.count) assertions failed: \(list)")
+            throw StepFailure.check("\(failed.count) of \(results.count) assertions failed: \(list)")
         }
     }
 

@@ -91,6 +91,12 @@ package struct StepReport: Sendable, Hashable {
     package var saved: SavedBody?
     /// The size of a body that was counted and dropped, not held (nothing read it).
     package var bodyBytes: Int?
+    /// `until:`: the last attempts of its poll (at most ``StepPoll/reportedAttempts``), and
+    /// how many there were.
+    package var polls: [PollAttempt] = []
+    package var pollCount = 0
+    /// Whether it was skipped by a `when:` (its own or a dependency's): not a failure.
+    package var skippedByCondition = false
     /// Whether its "sending" record was committed to the `--state` file before it was sent.
     var intentRecorded = false
 
@@ -189,9 +195,9 @@ package struct WorkflowReport: Sendable {
         steps.count { $0.state == state }
     }
 
-    /// Whether every step succeeded (the command's exit status 0).
+    /// Whether every step succeeded or was skipped by a `when:` (the command's exit status 0).
     package var allSucceeded: Bool {
-        steps.allSatisfy { $0.state == .succeeded }
+        steps.allSatisfy { $0.state == .succeeded || $0.skippedByCondition }
     }
 
     /// The report of step `id`.

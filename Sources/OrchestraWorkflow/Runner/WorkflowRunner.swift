@@ -346,7 +346,8 @@ package struct WorkflowRunner: Sendable {
             )
         switch event.kind {
         case .succeeded:
-            report.state = .succeeded
+            // A step skipped by a `when:` ends as a success of the graph's.
+            if !report.skippedByCondition { report.state = .succeeded }
         case .failed(is CancellationError), .cancelled:
             // Cancelled by `failure: stop` after a failure, or with the run.
             report.markCancelled(stoppedBy: workflow.failurePolicy == .stop ? firstFailure : nil)

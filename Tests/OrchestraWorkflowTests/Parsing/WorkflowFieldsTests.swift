@@ -17,6 +17,7 @@ struct WorkflowFieldsTests {
         ("multipart", "url: \"http://x.test/\"\n    multipart: [ { name: n, value: \"{{a.x}}\" } ]"),
         ("assert", "url: \"http://x.test/\"\n    assert: [ { $.id: { one_of: [1, \"{{a.x}}\"] } } ]"),
         ("save_to", "url: \"http://x.test/\"\n    save_to: \"out/{{a.x}}.bin\""),
+        ("when", "url: \"http://x.test/\"\n    when: \"{{a.x}} == 'yes'\""),
     ]
 
     @Test(arguments: uses)
@@ -42,7 +43,7 @@ struct WorkflowFieldsTests {
     @Test func everyFieldThatHoldsTemplatesListsItsReferences() {
         // The fields whose values are templates; a new one must declare its references.
         let templateFields: Set = [
-            "url", "headers", "body", "basic_auth", "for_each", "assert", "form", "multipart", "save_to",
+            "url", "headers", "body", "basic_auth", "for_each", "assert", "form", "multipart", "save_to", "when",
         ]
         let declared = Set(WorkflowStep.fields.filter { $0.references != nil }.map(\.name))
         #expect(declared == templateFields)

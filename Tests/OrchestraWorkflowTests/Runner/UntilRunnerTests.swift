@@ -1,0 +1,207 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraHTTP
+import OrchestraTestKit
+import OrchestraWorkflow
+import TestSupport
+import Testing
+
+/// `until:`: a step sent again until its checks hold, waiting on the run's clock between
+/// attempts (a `ManualClock` here: nothing sleeps for real), within `max_attempts` and the
+/// step's timeout over the whole poll.
+@Suite("WorkflowRunner: until", .timeLimit(.minutes(1)), .takesTurns)
+struct UntilRunnerTests {
+    /// A transport whose `/jobs/NAME` answers running until its `done`th call for that name.
+    static func jobs(done: Int) -> ScriptedHTTPTransport {
+        let calls = Locked([String: Int]())
+        return ScriptedHTTPTransport { request, _ in
+            let path = request.path ?? ""
+            guard path.hasPrefix("/jobs/") else { return respond(200, #"{"ok":true}"#) }
+            let call = calls.withLock {
+                $0[path, default: 0] += 1
+                return $0[path]!
+            }
+            return call >= done
+                ? respond(200, #"{"status":"done","polls":\#(call),"result":"r-\#(path.dropFirst(6))"}"#)
+                : respond(200, #"{"status":"running","polls":\#(call)}"#)
+        }
+    }
+
+    static let poll = """
+        steps:
+          - id: job
+            url: "http://x.test/jobs/a"
+            until: { interval: 1s, max_attempts: 5 }
+            timeout: 60s
+            assert:
+              - $.status: done
+            captures: { result: $.result, polls: $.polls }
+        """
+
+    /// Advances `clock` by `interval` each time a poll is asleep for it, `times` times.
+    static func drive(
+        _ clock: ManualClock, _ transport: ScriptedHTTPTransport, waits: [Duration]
+    ) async throws {
+        for (index, wait) in waits.enumerated() {
+            try await waitUntil("poll asleep before attempt \(index + 2)") {
+                transport.requests.count == index + 1
+                    && clock.pendingSleepers.contains(clock.now.advanced(by: wait))
+            }
+            clock.advance(by: wait)
+        }
+    }
+
+    @Test func aStepIsSentAgainUntilItsAssertionsHoldAndCapturesFromTheLastResponse() async throws {
+        let clock = ManualClock()
+        let transport = Self.jobs(done: 3)
+        let workflow = try parse(Self.poll)
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1), .seconds(1)])
+            let report = await run
+            let job = try #require(report["job"])
+            #expect(job.state == .succeeded, "\(job.error ?? "")")
+            #expect(transport.requests.count == 3 && job.attempts == 3 && job.pollCount == 3)
+            #expect(job.captures.map(\.value) == [.string("r-a"), .integer(3)], "captures from the last response")
+            #expect(job.polls.map(\.number) == [1, 2, 3])
+            #expect(job.polls.map(\.passed) == [false, false, true])
+            #expect(job.polls.map(\.status) == [200, 200, 200])
+            #expect(job.polls[0].failure?.contains(#"got "running""#) == true, "\(job.polls[0])")
+            #expect(job.polls.map(\.sent) == [.zero, .seconds(1), .seconds(2)])
+            let allPassed = job.assertions.allSatisfy { $0.passed }
+            #expect(allPassed, "the last attempt's checks")
+            #expect(clock.pendingSleepers.isEmpty)
+        }
+    }
+
+    @Test func aPollThatNeverSucceedsNamesTheLastFailedCheckAndTheAttempts() async throws {
+        let clock = ManualClock()
+        let transport = Self.jobs(done: 100)
+        let workflow = try parse(Self.poll.replacingOccurrences(of: "max_attempts: 5", with: "max_attempts: 3"))
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1), .seconds(1)])
+            let job = try #require(await run["job"])
+            #expect(job.state == .failed)
+            let error = job.error ?? ""
+            #expect(
+                error.hasPrefix("until: the checks still failed after 3 attempts (max_attempts: 3); last: "), "\(error)"
+            )
+            #expect(error.contains(#"$.status == "done": got "running""#), "\(error)")
+            #expect(transport.requests.count == 3 && job.pollCount == 3)
+        }
+    }
+
+    @Test func theStepsTimeoutBoundsTheWholePoll() async throws {
+        let clock = ManualClock()
+        let transport = Self.jobs(done: 100)
+        let workflow = try parse(
+            Self.poll.replacingOccurrences(
+                of: "until: { interval: 1s, max_attempts: 5 }", with: "until: { interval: 1s }"
+            )
+            .replacingOccurrences(of: "timeout: 60s", with: "timeout: 2500ms"))
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1), .seconds(1)])
+            let job = try #require(await run["job"])
+            #expect(job.state == .failed)
+            #expect(
+                job.error?.hasPrefix(
+                    "until: the checks still failed after 3 attempts; the next would start after the step's timeout (2.5 s over the whole poll)"
+                ) == true, "\(job.error ?? "")")
+            #expect(transport.requests.count == 3)
+        }
+    }
+
+    @Test func anIntervalWithAMultiplierBacksOffUpToItsMax() async throws {
+        let clock = ManualClock()
+        let transport = Self.jobs(done: 5)
+        let workflow = try parse(
+            Self.poll.replacingOccurrences(
+                of: "until: { interval: 1s, max_attempts: 5 }",
+                with: "until: { interval: { initial: 1s, multiplier: 2, max: 3s } }"))
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1), .seconds(2), .seconds(3), .seconds(3)])
+            let job = try #require(await run["job"])
+            #expect(job.state == .succeeded)
+            #expect(job.polls.map(\.sent) == [0, 1, 3, 6, 9].map { Duration.seconds($0) })
+        }
+    }
+
+    /// With `limit: 1`, two polls can both be asleep after their first attempt only if a
+    /// waiting poll holds no slot: the second poll's first request is sent during the first
+    /// one's wait.
+    @Test func aWaitingPollHoldsNoSlotOfTheLimit() async throws {
+        let clock = ManualClock()
+        let transport = Self.jobs(done: 3)
+        let workflow = try parse(
+            """
+            limit: 1
+            steps:
+              - { id: a, url: "http://x.test/jobs/a", until: { interval: 1s }, assert: [ { $.status: done } ] }
+              - { id: b, url: "http://x.test/jobs/b", until: { interval: 1s }, assert: [ { $.status: done } ] }
+            """)
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            for round in 1...2 {
+                try await waitUntil("both polls asleep after round \(round)") {
+                    transport.requests.count == 2 * round
+                        && clock.pendingSleepers.filter { $0 == clock.now.advanced(by: .seconds(1)) }.count == 2
+                }
+                clock.advance(by: .seconds(1))
+            }
+            let report = await run
+            #expect(report.allSucceeded)
+            #expect(report["a"]?.pollCount == 3 && report["b"]?.pollCount == 3)
+        }
+    }
+
+    @Test func aForEachStepPollsEachElement() async throws {
+        let clock = ManualClock()
+        let transport = Self.jobs(done: 2)
+        let workflow = try parse(
+            """
+            steps:
+              - { id: list, url: "http://x.test/list", captures: { ids: $.ids } }
+              - id: job
+                for_each: "{{list.ids}}"
+                url: "http://x.test/jobs/{{item}}"
+                until: { interval: 1s, max_attempts: 3 }
+                assert: [ { $.status: done } ]
+                captures: { result: $.result }
+            """)
+        let listing = ScriptedHTTPTransport { request, body in
+            if request.path == "/list" { return respond(200, #"{"ids":["x","y"]}"#) }
+            return try await transport.send(request, body: body)
+        }
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: listing).run(clock: clock)
+            try await waitUntil("both elements asleep") {
+                listing.requests.count == 3
+                    && clock.pendingSleepers.filter { $0 == clock.now.advanced(by: .seconds(1)) }.count == 2
+            }
+            clock.advance(by: .seconds(1))
+            let job = try #require(await run["job"])
+            #expect(job.state == .succeeded, "\(job.error ?? "")")
+            #expect(job.items?.map(\.pollCount) == [2, 2])
+            #expect(job.captures.first?.value == .array([.string("r-x"), .string("r-y")]))
+        }
+    }
+
+    /// A failed connection after the step's retries is not a check: the poll ends at once.
+    @Test func aRequestThatFailsEndsThePollAtOnce() async throws {
+        let transport = ScriptedHTTPTransport { _, _ in
+            throw HTTPTransportError(code: .connectionRefused, message: "refused")
+        }
+        let workflow = try parse(Self.poll)
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        let job = try #require(report["job"])
+        #expect(job.state == .failed)
+        #expect(transport.requests.count == 1 && job.pollCount == 0, "\(job.error ?? "")")
+        #expect(job.error?.hasPrefix("until:") == false, "\(job.error ?? "")")
+    }
+}
