@@ -3,10 +3,14 @@
 package struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
     package var line: Int
     package var column: Int
+    /// The file, for a place in a file another one includes (`include:`); `nil` in the file
+    /// that was loaded. A message at this place names this file.
+    package var file: String?
 
-    package init(line: Int, column: Int) {
+    package init(line: Int, column: Int, file: String? = nil) {
         self.line = line
         self.column = column
+        self.file = file
     }
 
     package var description: String { "\(line):\(column)" }
@@ -98,9 +102,16 @@ package struct WorkflowErrors: Error, Sendable, CustomStringConvertible {
     package var errors: [WorkflowError]
 
     package init(_ errors: [WorkflowError]) {
-        self.errors = errors.sorted { lhs, rhs in
-            (lhs.location?.line ?? 0, lhs.location?.column ?? 0) < (rhs.location?.line ?? 0, rhs.location?.column ?? 0)
+        // By place in each file: the loaded file's first, then each included one's (a place
+        // that names its file, `include:`) in the order their first problem came.
+        var files: [String: Int] = [:]
+        for error in errors {
+            if let file = error.location?.file, files[file] == nil { files[file] = files.count + 1 }
         }
+        func key(_ error: WorkflowError) -> (Int, Int, Int) {
+            (error.location?.file.flatMap { files[$0] } ?? 0, error.location?.line ?? 0, error.location?.column ?? 0)
+        }
+        self.errors = errors.sorted { key($0) < key($1) }
     }
 
     /// One problem per line.

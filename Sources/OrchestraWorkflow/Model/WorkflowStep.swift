@@ -39,6 +39,9 @@ package struct WorkflowStep: Sendable, Hashable {
     package var forEach: Template.Reference?
     /// Where the `for_each` field is, for messages.
     package var forEachLocation: SourceLocation?
+    /// `paginate:`: the request is sent once per page, following the next page; `nil` for a
+    /// single request.
+    package var paginate: Pagination?
     /// `until:`: the request is sent again until its checks hold (``StepPoll``); `nil` sends
     /// it once.
     package var until: StepPoll?

@@ -26,7 +26,12 @@ struct NodeReader {
 
     /// Where `node` starts.
     static func location(_ node: Node?) -> SourceLocation? {
-        node?.mark.map { SourceLocation(line: $0.line, column: $0.column) }
+        node?.mark
+    }
+
+    /// Takes the problems another reader found (an included file's).
+    mutating func adopt(_ errors: [WorkflowError]) {
+        self.errors += errors
     }
 
     mutating func fail(
@@ -48,7 +53,8 @@ struct NodeReader {
         // A step that is not a valid id is named escaped (`\u{430}dmin`): see WorkflowChecker.shownID.
         errors.append(
             WorkflowError(
-                code, message, file: file, location: location, step: step.map(WorkflowChecker.shownID), field: field))
+                code, message, file: location?.file ?? file, location: location,
+                step: step.map(WorkflowChecker.shownID), field: field))
     }
 
     // MARK: - Mappings

@@ -75,7 +75,12 @@ struct WorkflowChecker {
                     at: location, step: id, field: "id")
             }
             if let first = workflow.position(of: id), first != position {
-                let where_ = steps[first].location.map { " (first at line \($0.line))" } ?? ""
+                let where_ =
+                    steps[first].location.map { first in
+                        // A step of another file (`include:`) is named with its file.
+                        let file = first.file != location?.file ? "in \(short: first.file ?? reader.file ?? "") " : ""
+                        return " (first \(file)at line \(first.line))"
+                    } ?? ""
                 reader.fail(
                     .duplicateStep, "duplicate step id '\(short: id)'\(where_)", at: location, step: id, field: "id")
             }

@@ -270,6 +270,12 @@ extension WorkflowStep {
                     return true
                 }),
             WorkflowField(
+                "paginate", references: nil,
+                read: { parser, node, step, _ in
+                    step.paginate = parser.pagination(node, step: step.id)
+                    return step.paginate != nil
+                }),
+            WorkflowField(
                 "resend_on_resume", references: nil,
                 read: { parser, node, step, _ in
                     step.resendOnResume = parser.reader.bool(node, step: step.id, field: "resend_on_resume")

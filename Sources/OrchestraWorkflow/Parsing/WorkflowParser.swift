@@ -87,7 +87,7 @@ extension Workflow {
                     return error
                 })
         }
-        workflow.digest = text.sha256Hex
+        workflow.digest = parser.inclusion.digest(of: text)
         return workflow
     }
 }
@@ -97,7 +97,7 @@ struct WorkflowParser {
     static let topLevelFields = [
         "name", "vars", "secrets", "limit", "rate", "burst", "hosts", "failure", "follow_redirects", "cookies", "auth",
         "basic_auth",
-        "tls", "steps",
+        "tls", "steps", "include",
     ]
     static let authFields = ["login", "refresh", "header", "scheme", "failure"]
     /// The fields of the auth block's login and refresh: a request's, and where the token is.
@@ -121,6 +121,8 @@ struct WorkflowParser {
     var secretValues: [String] = []
     /// The columns of the run's data file, if it has one.
     var dataColumns: [String]?
+    /// `include:`: where this file is in the tree of includes, and what its includes brought.
+    var inclusion = WorkflowInclusion()
     /// Where the paths of `body_file:` and `multipart:` files are relative to: the workflow
     /// file's folder.
     let directory: URL
@@ -161,10 +163,11 @@ struct WorkflowParser {
 
     mutating func parse(_ text: String) -> Workflow? {
         guard let document = compose(text) else { return nil }
-        guard let root = document else {
+        guard let written = document else {
             reader.fail(.missingField, "the file is empty; a workflow needs at least 'steps'", at: SourceLocation?.none)
             return nil
         }
+        let root = inclusion.isIncluded ? inclusion.prepared(written, file: reader.file ?? "") : written
         guard let fields = reader.entries(root, allowed: Self.topLevelFields, step: nil, field: nil) else { return nil }
         var workflow = Workflow(
             file: reader.file, name: nil, variables: [:], limit: Workflow.defaultLimit, hostLimits: [],
@@ -199,6 +202,7 @@ struct WorkflowParser {
             }
         }
         for (key, value) in overrides { workflow.variables[key] = value }
+        includeFiles(fields, into: &workflow)
         // Host limits and auth use variables: read them once every variable is known.
         for (key, node) in fields {
             switch key {
@@ -212,12 +216,15 @@ struct WorkflowParser {
             default: break
             }
         }
-        guard let stepsNode else {
+        guard stepsNode != nil || inclusion.includesFiles else {
             reader.fail(.missingField, "a workflow needs 'steps', a list of requests", at: root)
             return nil
         }
         workflow.dataColumns = dataColumns
-        workflow.steps = steps(stepsNode)
+        workflow.steps = stepsNode.map { steps($0) } ?? []
+        mergeIncluded(into: &workflow)
+        // An included file is checked with the whole tree, by the file that includes it.
+        if inclusion.isIncluded { return workflow }
         workflow.usedVariables = Set(sites.flatMap { $0.template.references.filter(\.isVariable).map(\.name) })
         workflow.usedDataColumns = Set(sites.flatMap { $0.template.references.filter(\.isData).map(\.name) })
         // Only the environment variables the templates use are kept (and checked).

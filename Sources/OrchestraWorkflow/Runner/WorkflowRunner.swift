@@ -270,15 +270,21 @@ package struct WorkflowRunner: Sendable {
         async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
         let redactor = shared.redactor
-        let executor = StepExecutor(
+        var configured = StepExecutor(
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
             emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry, bodies: bodies
         )
+        // A paginate step's items go to the for_each step that takes them as pages arrive: that
+        // step starts with its pages' step, not after it.
+        let streams = PageStreams.plan(
+            for: workflow, streaming: state == nil, capacity: 2 * workflow.limits.forEachWindow)
+        configured.pageStreams = streams
+        let executor = configured
         let graph = TaskGraph()
         for step in workflow.steps {
-            graph.add(id: step.id, dependsOn: step.dependencies) { inputs in
+            graph.add(id: step.id, dependsOn: streams.dependencies(of: step, in: workflow)) { inputs in
                 // Messages built while the step runs mask the secrets before they cut a value.
                 try await Redactor.$current.withValue(redactor) { try await executor.run(step, inputs: inputs) }
             }
@@ -289,8 +295,11 @@ package struct WorkflowRunner: Sendable {
             // The coordinator limits the requests in flight; the graph only keeps every ready
             // step from starting at once (each started step is a task, whose suspended frames
             // are kept while it waits: BENCHMARKS.md#workflow-files-at-scale).
+            // A pages' step waiting for its for_each step to take items holds a slot: one more
+            // slot per such pair, so the for_each step always finds one.
+            let window = workflow.limits.graphWindow
             try await graph.withRun(
-                limit: workflow.limits.graphWindow,
+                limit: window == .max ? window : window + streams.byProducer.count,
                 failurePolicy: workflow.failurePolicy == .stop ? .failFast : .cancelDependents,
                 eventBuffer: workflow.steps.count * 4 + 64, clock: clock
             ) { run in
@@ -298,6 +307,11 @@ package struct WorkflowRunner: Sendable {
                     guard let report = report(of: event, executor: executor, firstFailure: &firstFailure) else {
                         continue
                     }
+                    // A pages' step that ended without sending them all (it failed, was skipped
+                    // or cancelled) tells the step taking its items; after all were sent, this
+                    // changes nothing.
+                    streams.byProducer[report.id]?.finish(
+                        failure: report.state == .succeeded ? nil : "\(report.state == .skipped ? "was skipped" : "ended \(report.state)")")
                     // Redacted once: the event and the final report share it.
                     let shown = redactor.redact(report)
                     finished[report.id] = shown
@@ -309,6 +323,7 @@ package struct WorkflowRunner: Sendable {
             // The workflow was checked when it was loaded: the graph is valid.
             assertionFailure("WorkflowRunner: the graph of a checked workflow was refused: \(error)")
         }
+        for channel in streams.byProducer.values { channel.finish(failure: "never ran") }
         let ended = executor.elapsed()
         eventSink.finish()
         await delivered

@@ -57,7 +57,10 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         package var isData: Bool { namespace == Template.dataNamespace }
 
         /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
-        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie && !isData }
+        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie && !isData && !isPage }
+
+        /// Whether it is `{{page.number}}` or `{{page.cursor}}`: the page of a `paginate:` step.
+        package var isPage: Bool { namespace == Template.pageNamespace }
 
         package var description: String {
             let path = isElement ? namespace + name : "\(namespace).\(name)"
@@ -90,6 +93,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     package static let itemNamespace = "item"
     /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
     package static let indexNamespace = "index"
+    /// The page of a `paginate:` step: `{{page.number}}` (from 1), `{{page.cursor}}`.
+    package static let pageNamespace = "page"
 
     /// The text as written, with the user information of a URL in it masked
     /// (`http://***@host/`, ``URLCheck/maskingUserInfo(_:)``): what reports and messages show
@@ -338,6 +343,9 @@ package struct TemplateValues: Sendable {
     package var cookieJar: CookieJar?
     /// In a `for_each` step: the current element's 0-based position (`{{index}}`).
     package var index: Int?
+    /// In a `paginate:` step: the page's number (from 1) and the cursor the previous page gave
+    /// (empty on the first page).
+    package var page: (number: Int, cursor: String)?
     /// For checking a URL before the run: every capture and element reference stands for
     /// `x` (`/x` when raw).
     var placeholders = false
@@ -403,6 +411,14 @@ package struct TemplateValues: Sendable {
                     reason: "no cookie '\(short: reference.name)' in the run's jar (\(short: holds))")
             }
             return .string(value)
+        }
+        if reference.isPage {
+            guard let page else { throw Missing(reference: reference) }
+            switch reference.name {
+            case "number": return .integer(page.number)
+            case "cursor": return .string(page.cursor)
+            default: throw Missing(reference: reference, reason: "a page has only {{page.number}} and {{page.cursor}}")
+            }
         }
         if reference.namespace == Template.indexNamespace {
             guard let index else { throw Missing(reference: reference) }

@@ -1,0 +1,314 @@
+import Foundation
+import HTTPTypes
+import Orchestra
+import OrchestraTestKit
+import TestSupport
+import Testing
+
+@testable import OrchestraWorkflow
+
+@Suite("include:", .timeLimit(.minutes(1)), .takesTurns)
+struct WorkflowIncludeTests {
+    /// A folder holding `files` (paths relative to it, folders made as needed), removed by
+    /// the caller.
+    static func folder(_ files: [String: String]) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-include-\(UUID())")
+        for (path, text) in files {
+            let url = folder.appendingPathComponent(path)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+        return folder
+    }
+
+    /// Loads `flow.yaml` of a folder of `files`, named as `orchestra validate flow.yaml` names it.
+    static func load(_ files: [String: String], variables: [String: String] = [:]) throws -> Workflow {
+        let folder = try folder(files)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try Workflow.load(
+            contentsOf: folder.appendingPathComponent("flow.yaml"), name: "flow.yaml", variables: variables,
+            environment: [:])
+    }
+
+    /// The problems of loading `flow.yaml`, one per line as `orchestra validate` prints them.
+    static func problems(_ files: [String: String]) -> [String] {
+        do {
+            _ = try load(files)
+            return []
+        } catch let errors as WorkflowErrors {
+            return errors.errors.map(\.description)
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    static let login = """
+        vars:
+          base: http://api.test
+          user: ada
+        steps:
+          - id: login
+            method: POST
+            url: "{{vars.base}}/login"
+            body: { user: "{{vars.user}}" }
+            captures: { token: $.token }
+          - id: me
+            url: "{{vars.base}}/me"
+            headers: { Authorization: "Bearer {{login.token}}" }
+            needs: [login]
+        """
+
+    /// Runs `workflow` against a server that answers every request with `{"token":"t"}`;
+    /// returns each request's URL and body in the order sent.
+    static func run(_ workflow: Workflow) async throws -> (WorkflowReport, [(url: String, body: String)]) {
+        let received = Locked<[(url: String, body: String)]>([])
+        let transport = ScriptedHTTPTransport { request, body in
+            received.withLock {
+                $0.append((request.url?.absoluteString ?? "", body.map { String(decoding: $0, as: UTF8.self) } ?? ""))
+            }
+            return respond(200, #"{"token":"t-\#(request.path ?? "")"}"#)
+        }
+        let report = try await withHangGuard { () async -> WorkflowReport in
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        return (report, received.withLock { $0 })
+    }
+
+    @Test func includedStepsRunBeforeTheFilesOwnAndItsVarsAreDefaults() async throws {
+        let workflow = try Self.load(
+            [
+                "flow.yaml": """
+                include: [auth/login.yaml]
+                vars: { user: grace }
+                steps:
+                  - id: orders
+                    url: "{{vars.base}}/orders"
+                    headers: { Authorization: "Bearer {{login.token}}" }
+                """,
+                "auth/login.yaml": Self.login,
+            ], variables: ["base": "http://other.test"])
+        #expect(workflow.steps.map(\.id) == ["login", "me", "orders"])
+        #expect(workflow.variables["user"] == "grace")
+        #expect(workflow.variables["base"] == "http://other.test")
+        #expect(workflow.step("orders")?.dependencies == ["login"])
+        #expect(workflow.step("login")?.location?.file == "auth/login.yaml")
+        #expect(workflow.step("orders")?.location?.file == nil)
+        let (report, received) = try await Self.run(workflow)
+        #expect(report.allSucceeded)
+        #expect(received.first?.url == "http://other.test/login")
+        #expect(received.first?.body == #"{"user":"grace"}"#)
+    }
+
+    @Test func aPrefixIncludesOneFileTwiceWithItsOwnStepsAndVariables() async throws {
+        let workflow = try Self.load([
+            "flow.yaml": """
+            include:
+              - { file: login.yaml, prefix: admin_, vars: { user: root } }
+              - { file: login.yaml, prefix: guest_ }
+            steps:
+              - id: audit
+                url: "{{vars.admin_base}}/audit"
+                headers: { X-Admin: "{{admin_login.token}}", X-Guest: "{{guest_login.token}}" }
+            """,
+            "login.yaml": Self.login,
+        ])
+        #expect(
+            workflow.steps.map(\.id) == ["admin_login", "admin_me", "guest_login", "guest_me", "audit"])
+        #expect(workflow.step("admin_me")?.needs == ["admin_login"])
+        #expect(workflow.step("admin_me")?.dependencies == ["admin_login"])
+        #expect(workflow.variables["admin_user"] == "root")
+        #expect(workflow.variables["guest_user"] == "ada")
+        // `base` is declared by the file too: each copy has its own.
+        #expect(workflow.variables["admin_base"] == "http://api.test")
+        let (report, received) = try await Self.run(workflow)
+        #expect(report.allSucceeded)
+        let bodies = received.filter { $0.url.hasSuffix("/login") }.map(\.body).sorted()
+        #expect(bodies == [#"{"user":"ada"}"#, #"{"user":"root"}"#])
+    }
+
+    @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
+        let workflow = try Self.load(
+            [
+                "flow.yaml": "include: [{ file: login.yaml, prefix: a_, vars: { user: root } }]",
+                "login.yaml": Self.login,
+            ], variables: ["a_user": "eve"])
+        #expect(workflow.variables["a_user"] == "eve")
+    }
+
+    @Test func aFileIncludedByTwoOthersIsReadOnce() throws {
+        let workflow = try Self.load([
+            "flow.yaml": "include: [b.yaml, c.yaml]",
+            "b.yaml": "include: [login.yaml]\nsteps: [{ id: b, url: \"{{vars.base}}/b\", needs: [login] }]",
+            "c.yaml": "include: [login.yaml]\nsteps: [{ id: c, url: \"{{vars.base}}/c\", needs: [login] }]",
+            "login.yaml": Self.login,
+        ])
+        #expect(workflow.steps.map(\.id) == ["login", "me", "b", "c"])
+    }
+
+    @Test func pathsInAnIncludedFileAreRelativeToIt() async throws {
+        let workflow = try Self.load([
+            "flow.yaml": "include: [sub/upload.yaml]",
+            "sub/upload.yaml": """
+            steps:
+              - { id: upload, method: PUT, url: "http://api.test/up", body_file: data/note.txt }
+            """,
+            "sub/data/note.txt": "from the included folder",
+        ])
+        guard case .file(let file)? = workflow.step("upload")?.request.body else {
+            Issue.record("no body_file")
+            return
+        }
+        #expect(file.url.path.hasSuffix("/sub/data/note.txt"))
+    }
+
+    @Test func eachProblemNamesItsOwnFileLineAndColumn() {
+        let problems = Self.problems([
+            "flow.yaml": """
+            include: [login.yaml]
+            steps:
+              - id: orders
+                url: "{{vars.base}}/orders/{{login.tokn}}"
+            """,
+            "login.yaml": """
+            steps:
+              - id: login
+                url: "{{vars.bse}}/login"
+                captures: { token: $.token }
+                colour: red
+            """,
+        ])
+        #expect(problems.count == 4, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("login.yaml:3:10:") && $0.contains("'bse'") })
+        #expect(problems.contains { $0.hasPrefix("login.yaml:5:5:") && $0.contains("colour") })
+        #expect(problems.contains { $0.hasPrefix("flow.yaml:4:10:") && $0.contains("tokn") })
+        #expect(problems.first?.hasPrefix("flow.yaml") == true)
+    }
+
+    @Test func aDuplicateStepIdNamesBothFiles() {
+        let problems = Self.problems([
+            "flow.yaml": "include: [login.yaml]\nsteps: [{ id: me, url: \"http://api.test/me\" }]",
+            "login.yaml": Self.login,
+        ])
+        #expect(problems.count == 1, "\(problems)")
+        #expect(
+            problems.first?.hasPrefix(
+                "flow.yaml:2:9: error: step 'me', field 'id': duplicate step id 'me' (first in login.yaml at line 10)")
+                == true, "\(problems)")
+        #expect(problems.first?.contains("login.yaml") == true, "\(problems)")
+    }
+
+    @Test func aCycleOfIncludesIsAnErrorWithTheChain() {
+        let problems = Self.problems([
+            "flow.yaml": "include: [b.yaml]\nsteps: [{ id: a, url: \"http://api.test/a\" }]",
+            "b.yaml": "include: [c.yaml]\nsteps: [{ id: b, url: \"http://api.test/b\" }]",
+            "c.yaml": "include: [flow.yaml]\nsteps: [{ id: c, url: \"http://api.test/c\" }]",
+        ])
+        #expect(
+            problems == [
+                "c.yaml:1:11: error: field 'include': the files include each other in a cycle: flow.yaml → b.yaml → c.yaml → flow.yaml"
+            ])
+    }
+
+    @Test func aMissingFileIsAnErrorWithTheChain() {
+        let problems = Self.problems([
+            "flow.yaml": "include: [b.yaml]\nsteps: [{ id: a, url: \"http://api.test/a\" }]",
+            "b.yaml": "include:\n  - nowhere.yaml\nsteps: [{ id: b, url: \"http://api.test/b\" }]",
+        ])
+        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.first?.hasPrefix("b.yaml:2:5: error: field 'include': cannot include nowhere.yaml: ") == true)
+        #expect(problems.first?.hasSuffix("(flow.yaml → b.yaml → nowhere.yaml)") == true, "\(problems)")
+    }
+
+    @Test func includesNestedTooDeepAreRefused() {
+        // 40 files in a chain: the 17th level is refused, with the chain.
+        var files = ["flow.yaml": "include: [f1.yaml]\nsteps: [{ id: s0, url: \"http://api.test/\" }]"]
+        for level in 1...40 {
+            files["f\(level).yaml"] =
+                "include: [f\(level + 1).yaml]\nsteps: [{ id: s\(level), url: \"http://api.test/\" }]"
+        }
+        let problems = Self.problems(files)
+        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.first?.contains("nested more than 16 files deep") == true, "\(problems)")
+        #expect(problems.first?.hasPrefix("f15.yaml:1:11:") == true, "\(problems)")
+    }
+
+    @Test func aWorkflowIncludesAtMostSoManyFiles() {
+        // 2,000 files, 8 times the bound.
+        let count = 2_000
+        var files = ["flow.yaml": "include: [" + (1...count).map { "f\($0).yaml" }.joined(separator: ", ") + "]"]
+        for index in 1...count { files["f\(index).yaml"] = "steps: [{ id: s\(index), url: \"http://api.test/\" }]" }
+        let problems = Self.problems(files)
+        #expect(problems.count == count - WorkflowInclusion.maximumFiles, "\(problems.prefix(3))")
+        #expect(problems.first?.contains("at most 256 files") == true, "\(problems.prefix(1))")
+    }
+
+    @Test func twoAuthBlocksAreAnErrorAndSecretsAddUp() throws {
+        let auth = """
+            vars: { password: hunter2 }
+            secrets: [password]
+            auth:
+              login:
+                method: POST
+                url: "http://api.test/token"
+                body: { password: "{{vars.password}}" }
+                token: $.token
+            steps: [{ id: %@, url: "http://api.test/%@" }]
+            """
+        let problems = Self.problems([
+            "flow.yaml": "include: [a.yaml, b.yaml]",
+            "a.yaml": auth.replacingOccurrences(of: "%@", with: "a"),
+            "b.yaml": auth.replacingOccurrences(of: "%@", with: "b"),
+        ])
+        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.first?.contains("auth: is given in a.yaml (line 4) and in b.yaml (line 4)") == true)
+        let workflow = try Self.load([
+            "flow.yaml": "include: [a.yaml]\nvars: { key: k-123 }\nsecrets: [key]",
+            "a.yaml": auth.replacingOccurrences(of: "%@", with: "a"),
+        ])
+        #expect(Set(workflow.secretValues) == ["hunter2", "k-123"])
+        #expect(workflow.auth != nil)
+    }
+
+    @Test func twoDifferentDefaultsOfOneVariableAreAnErrorUnlessTheFileSetsIt() throws {
+        let files = [
+            "flow.yaml": "include: [a.yaml, b.yaml]",
+            "a.yaml": "vars: { base: http://a.test }\nsteps: [{ id: a, url: \"{{vars.base}}/\" }]",
+            "b.yaml": "vars: { base: http://b.test }\nsteps: [{ id: b, url: \"{{vars.base}}/\" }]",
+        ]
+        let problems = Self.problems(files)
+        #expect(problems.count == 1, "\(problems)")
+        #expect(
+            problems.first?.contains("'base' has the default 'http://b.test' in b.yaml and 'http://a.test' in a.yaml")
+                == true)
+        let workflow = try Self.load(
+            files.merging(["flow.yaml": "include: [a.yaml, b.yaml]\nvars: { base: http://c.test }"]) { $1 })
+        #expect(workflow.variables["base"] == "http://c.test")
+    }
+
+    @Test func theDigestCoversTheIncludedFiles() throws {
+        let one = try Self.load(["flow.yaml": "include: [login.yaml]", "login.yaml": Self.login])
+        let two = try Self.load([
+            "flow.yaml": "include: [login.yaml]", "login.yaml": Self.login.replacingOccurrences(of: "ada", with: "bob"),
+        ])
+        #expect(one.digest != two.digest)
+        #expect(one.digest == (try Self.load(["flow.yaml": "include: [login.yaml]", "login.yaml": Self.login])).digest)
+    }
+
+    @Test(arguments: [
+        ("include: login.yaml", "login.yaml"),  // a single path is a list of one
+        ("include: [{ prefix: a_ }]", "missing 'file'"),
+        ("include: [{ file: login.yaml, prefix: 'a b' }]", "the prefix 'a b' must be"),
+        ("include: [{ file: login.yaml, vars: { user: x } }]", "vars: of an include needs a prefix"),
+        ("include: [\"{{vars.f}}\"]", "without templates"),
+        ("include: [{ file: login.yaml, as: x }]", "unknown field 'as'"),
+    ])
+    func badEntries(entry: String, expected: String) {
+        let problems = Self.problems(["flow.yaml": entry, "login.yaml": Self.login])
+        if expected == "login.yaml" {
+            #expect(problems.isEmpty, "\(problems)")
+        } else {
+            #expect(problems.count == 1 && problems[0].contains(expected), "\(problems)")
+        }
+    }
+}
