@@ -144,6 +144,7 @@ enum DemoRoutes {
         addCharsetRoutes(to: router)
         addEncodingRoutes(to: router)
         addRateLimitRoutes(to: router, state: state)
+        addPageRoutes(to: router, state: state)
         addJobRoutes(to: router, state: state)
         return router
     }

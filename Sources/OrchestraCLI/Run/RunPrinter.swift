@@ -32,7 +32,8 @@ struct RunPrinter: Sendable {
             let captures =
                 step.captures.isEmpty
                 ? "" : console.paint(" · captured " + step.captures.map(\.key).joined(separator: ", "), .dim)
-            lines = ["\(console.paint("✓", .green)) \(id)  \(request)\(status)\(duration)\(attempts)\(captures)"]
+            let note = step.note.map { console.paint(" · " + TerminalText.safe($0), .yellow) } ?? ""
+            lines = ["\(console.paint("✓", .green)) \(id)  \(request)\(status)\(duration)\(attempts)\(captures)\(note)"]
         case .failed:
             let status = step.status.map { " → \($0)" } ?? ""
             let failedChecks = step.assertions.filter { !$0.passed }
@@ -310,6 +311,7 @@ struct RunPrinter: Sendable {
                     ])))
         }
         if let bytes = step.bodyBytes { members.append(JSONValue.Member("body_bytes", .integer(bytes))) }
+        if let note = step.note { members.append(JSONValue.Member("note", .string(note))) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
         // Every element, listed or not (those a Ctrl-C kept from starting are counted, not listed).
         if let counts = step.itemCounts {

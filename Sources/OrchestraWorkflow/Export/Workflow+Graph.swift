@@ -36,7 +36,20 @@ extension Workflow {
     /// The lines of a step's label: its id, `for each album.images` for a fan-out, its request.
     func labelLines(_ step: WorkflowStep) -> [String] {
         let fanOut = step.forEach.map { ["for each \($0.namespace).\($0.name)"] } ?? []
-        return [step.id] + fanOut + [shortRequest(step)]
+        return [step.id] + fanOut + [shortRequest(step)] + (step.paginate.map { [Self.pagesLine($0)] } ?? [])
+    }
+
+    /// `pages by $.links.next → items $.data (≤ 1000)`: how a `paginate:` step finds its pages.
+    static func pagesLine(_ pagination: Pagination) -> String {
+        let by =
+            switch pagination.next {
+            case .url(.header(let name)) where name.canonicalName == "link": "pages by Link rel=next"
+            case .url(let source): "pages by \(source)"
+            case .cursor(let source): "pages by cursor \(source)"
+            case .number: "pages by {{page.number}}"
+            }
+        let items = pagination.items.map { " → items \($0)" } ?? ""
+        return "\(by)\(items) (≤ \(pagination.maxPages))"
     }
 
     /// The edges: (from, to, capture names when the dependency comes from templates).

@@ -37,6 +37,7 @@ struct WorkflowChecker {
         checkCycles()
         checkURLs()
         checkPolls()
+        checkPagination()
     }
 
     private var ids: [String] { workflow.steps.map(\.id) }
@@ -67,6 +68,11 @@ struct WorkflowChecker {
             } else if id == Template.cookiesNamespace {
                 reader.fail(
                     .invalidValue, "'cookies' is reserved for the cookie jar ({{cookies.NAME}}); choose another id",
+                    at: location, step: id, field: "id")
+            } else if id == Template.pageNamespace {
+                reader.fail(
+                    .invalidValue,
+                    "'page' is reserved for the page of a paginate step ({{page.number}}, {{page.cursor}}); choose another id",
                     at: location, step: id, field: "id")
             } else if id == Template.itemNamespace || id == Template.indexNamespace {
                 reader.fail(
@@ -256,6 +262,8 @@ struct WorkflowChecker {
                         "\(short: reference): the cookie jar belongs to the steps; this field can use only {{vars.NAME}} and {{env.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
+                } else if reference.isPage {
+                    checkPageReference(reference, at: site)
                 } else if reference.isElement, site.variablesOnly {
                     reader.fail(
                         .invalidTemplate,
@@ -281,6 +289,7 @@ struct WorkflowChecker {
                         field: site.field)
                 } else if let target = workflow.step(reference.namespace) {
                     guard !target.captures.contains(where: { $0.name == reference.name }) else { continue }
+                    guard !target.gathersItems(named: reference.name) else { continue }
                     let names = target.captures.map(\.name)
                     let defines =
                         names.isEmpty ? "it captures nothing" : "it captures \(short: names.joined(separator: ", "))"

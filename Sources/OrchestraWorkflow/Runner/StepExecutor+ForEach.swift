@@ -162,6 +162,13 @@ struct FanOutOutcome {
         captured = keeping.isEmpty ? [] : Array(repeating: [:], count: count)
     }
 
+    /// Makes room for the captures of elements up to `count` (a list that grows as its pages
+    /// arrive).
+    mutating func grow(to count: Int) {
+        guard !keeping.isEmpty, captured.count < count else { return }
+        captured.append(contentsOf: repeatElement([:], count: count - captured.count))
+    }
+
     mutating func record(_ index: Int, _ result: Result<[String: JSONValue], any Error>, _ report: StepReport?) {
         if let report {
             counts.add(report)

@@ -42,6 +42,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// The files `save_to:` wrote in this run, with the step or element that wrote each: a
     /// second write of one path is refused rather than losing the first.
     let savedPaths = Locked<[String: String]>([:])
+    /// The `paginate:` steps whose items go straight to a `for_each` step as pages arrive.
+    var pageStreams = PageStreams()
     /// The steps skipped by a `when:` (theirs or a dependency's): their dependents are skipped too.
     let conditionSkips = Locked<Set<String>>([])
     /// Told of each attempt of an `until:` poll, with the wait before the next (`nil`: none).
@@ -61,13 +63,16 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             return [:]
         }
         emit(.started(step: step.id))
-        return try await tracked(step, id: step.id, item: step.forEach == nil ? -1 : nil) {
+        return try await tracked(step, id: step.id, item: step.forEach == nil && step.paginate == nil ? -1 : nil) {
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             values.cookieJar = step.usesCookies ?? workflow.usesCookies ? cookies : nil
             values.data = row
-            for dependency in step.dependencies {
+            let streamed = pageStreams.byConsumer[step.id]
+            for dependency in step.dependencies where dependency != streamed?.producer {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
             }
+            if let streamed { return try await fanOut(step, streamedFrom: streamed, values: values) }
+            if let pagination = step.paginate { return try await paginate(step, pagination, values: values) }
             if let reference = step.forEach { return try await fanOut(step, over: reference, values: values) }
             if let state {
                 let record: StateRecord?
@@ -89,7 +94,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     func tracked(
         _ step: WorkflowStep, id: String, item: Int?, _ body: () async throws -> [String: JSONValue]
     ) async throws -> [String: JSONValue] {
-        let isFanOut = id == step.id && step.forEach != nil
+        let isFanOut = id == step.id && (step.forEach != nil || step.paginate != nil)
         // A for_each step has no single URL: its report shows the template, variables filled in.
         let url =
             isFanOut ? step.request.url.substitutingVariables(workflow.variables, for: .url) : step.request.url.source
@@ -139,7 +144,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// file, a request that is not safe to send twice is recorded as being sent once it has
     /// its slot, before it goes out.
     func perform(
-        _ step: WorkflowStep, id: String, item: Int, values: TemplateValues
+        _ step: WorkflowStep, id: String, item: Int, values: TemplateValues,
+        readingPage: ((inout ResponseReader, _ sent: HTTPRequest) throws -> Void)? = nil
     ) async throws -> [String: JSONValue] {
         if let until = step.until { return try await poll(step, until, id: id, item: item, values: values) }
         var rendered = try RenderedRequest(step.request, values: values, basicAuth: workflow.basicAuth)
@@ -215,6 +221,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             throw StepFailure.check(
                 "expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
         }
+        // A page of a paginate step: its items and where the next page is.
+        if let readingPage { try readingPage(&reader, rendered.request) }
         guard !step.assertions.isEmpty || !step.captures.isEmpty else { return [:] }
         guard step.usesRegex else { return try checkAndCapture(step, id: id, reader: &reader, values: values) }
         // A regular expression works on a thread of the concurrency pool for up to its bound:
@@ -397,7 +405,7 @@ extension WorkflowStep {
     /// Whether something reads the response's body: a capture, an assertion, or the auth
     /// block's failure rule.
     func readsResponseBody(auth: WorkflowAuth?) -> Bool {
-        !captures.isEmpty || !assertions.isEmpty || (usesAuth && auth != nil)
+        !captures.isEmpty || !assertions.isEmpty || (usesAuth && auth != nil) || paginate != nil
     }
 
     /// Whether the step runs a regular expression on its response: a `regex:` capture or a

@@ -91,6 +91,9 @@ package struct StepReport: Sendable, Hashable {
     package var saved: SavedBody?
     /// The size of a body that was counted and dropped, not held (nothing read it).
     package var bodyBytes: Int?
+    /// A remark on how the step ended that is not an error: a `paginate:` step that stopped at
+    /// its `max_pages` with pages left.
+    package var note: String?
     /// `until:`: the last attempts of its poll (at most ``StepPoll/reportedAttempts``), and
     /// how many there were.
     package var polls: [PollAttempt] = []
