@@ -144,8 +144,9 @@ enum DemoRoutes {
         addCharsetRoutes(to: router)
         addEncodingRoutes(to: router)
         addRateLimitRoutes(to: router, state: state)
-        addPageRoutes(to: router, state: state)
         addJobRoutes(to: router, state: state)
+        addPageRoutes(to: router, state: state)
+        addSchemaRoutes(to: router)
         return router
     }
 

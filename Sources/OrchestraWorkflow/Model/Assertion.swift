@@ -154,6 +154,10 @@ package struct AssertionResult: Sendable, Hashable, CustomStringConvertible {
     /// Why the check could not be made, when it could not (a subject that is not JSON, a
     /// value that is not a number).
     package var reason: String?
+    /// What a `schema:` check found wrong, each value by its JSON pointer (`/orders/0/id:
+    /// expected integer, got string`), at most ``JSONSchema/maximumFailures`` then `… and
+    /// more` if there were more; ``reason`` lists them too, on one line.
+    package var failures: [String] = []
 
     package init(
         subject: String, operatorName: String, expected: String, actual: String?, passed: Bool, reason: String? = nil

@@ -17,10 +17,9 @@ extension AssertionEvaluator {
         do {
             let failures = try validator.validate(value)
             result.passed = failures.isEmpty
-            if !failures.isEmpty {
-                let more = failures.count >= JSONSchema.maximumFailures ? " (the first \(failures.count))" : ""
-                result.reason = failures.map(\.description).joined(separator: "; ") + more
-            }
+            result.failures = failures.prefix(JSONSchema.maximumFailures).map(\.description)
+            if failures.count > JSONSchema.maximumFailures { result.failures.append("… and more") }
+            if !failures.isEmpty { result.reason = result.failures.joined(separator: "; ") }
         } catch {
             result.reason = error.isCancellation ? "cancelled" : error.description
         }

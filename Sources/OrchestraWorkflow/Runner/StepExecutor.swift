@@ -42,12 +42,12 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// The files `save_to:` wrote in this run, with the step or element that wrote each: a
     /// second write of one path is refused rather than losing the first.
     let savedPaths = Locked<[String: String]>([:])
-    /// The `paginate:` steps whose items go straight to a `for_each` step as pages arrive.
-    var pageStreams = PageStreams()
     /// The steps skipped by a `when:` (theirs or a dependency's): their dependents are skipped too.
     let conditionSkips = Locked<Set<String>>([])
     /// Told of each attempt of an `until:` poll, with the wait before the next (`nil`: none).
     var onPoll: (@Sendable (_ label: String, PollAttempt, _ next: Duration?) -> Void)? = nil
+    /// The `paginate:` steps whose items go straight to a `for_each` step as pages arrive.
+    var pageStreams = PageStreams()
 
     func elapsed() -> Duration {
         start.duration(to: clock.now)
@@ -271,8 +271,8 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             return ended - sent
         }
         let results = AssertionEvaluator(values: values, duration: duration).evaluate(assertions, reader: &reader)
-        // A `matches:` check stopped by a cancellation was not made: the step is cancelled.
-        if results.contains(where: { $0.operatorName == "matches" && $0.reason == "cancelled" }) {
+        // A `matches:` or `schema:` check stopped by a cancellation was not made: the step is cancelled.
+        if results.contains(where: { ["matches", "schema"].contains($0.operatorName) && $0.reason == "cancelled" }) {
             throw CancellationError()
         }
         update(id) { $0.assertions = results }
@@ -408,11 +408,11 @@ extension WorkflowStep {
         !captures.isEmpty || !assertions.isEmpty || (usesAuth && auth != nil) || paginate != nil
     }
 
-    /// Whether the step runs a regular expression on its response: a `regex:` capture or a
-    /// `matches:` check.
+    /// Whether the step runs a regular expression on its response: a `regex:` capture, a
+    /// `matches:` check or a `schema:` check (its patterns, and work that may take as long).
     var usesRegex: Bool {
         captures.contains { if case .regex = $0.source { true } else { false } }
-            || assertions.contains { $0.checks.contains { if case .matches = $0 { true } else { false } } }
+            || assertions.contains { $0.checks.contains(where: \.usesRegex) }
     }
 }
 

@@ -27,6 +27,11 @@ extension JSONSchemaEvaluation {
         return false
     }
 
+    /// `1 element`, `2 elements`.
+    static func counted(_ count: Int, _ one: String, _ many: String) -> String {
+        "\(count) \(count == 1 ? one : many)"
+    }
+
     /// Whether `value` is a whole multiple of `divisor`: exact in decimal for numbers written
     /// with up to 38 digits, else by `Double` (a quotient that overflows is not a multiple).
     static func isMultiple(_ value: JSONValue, of divisor: JSONValue) -> Bool {
@@ -67,7 +72,7 @@ extension JSONSchemaEvaluation {
             let isMinimum = key == "minLength"
             if isMinimum ? length >= bound : length <= bound { return true }
             fail(
-                "expected \(isMinimum ? "at least" : "at most") \(bound) characters (\(key)), got \(length)",
+                "expected \(isMinimum ? "at least" : "at most") \(Self.counted(bound, "character", "characters")) (\(key)), got \(length)",
                 collect: collect)
             return false
         case "pattern":
@@ -149,7 +154,7 @@ extension JSONSchemaEvaluation {
             let isMinimum = key == "minItems"
             if isMinimum ? elements.count >= bound : elements.count <= bound { return true }
             fail(
-                "expected \(isMinimum ? "at least" : "at most") \(bound) elements (\(key)), got \(elements.count)",
+                "expected \(isMinimum ? "at least" : "at most") \(Self.counted(bound, "element", "elements")) (\(key)), got \(elements.count)",
                 collect: collect)
             return false
         case "uniqueItems":
@@ -249,7 +254,7 @@ extension JSONSchemaEvaluation {
             let isMinimum = key == "minProperties"
             if isMinimum ? members.count >= bound : members.count <= bound { return true }
             fail(
-                "expected \(isMinimum ? "at least" : "at most") \(bound) properties (\(key)), got \(members.count)",
+                "expected \(isMinimum ? "at least" : "at most") \(Self.counted(bound, "property", "properties")) (\(key)), got \(members.count)",
                 collect: collect)
             return false
         default:

@@ -46,7 +46,8 @@ struct JSONSchemaValidator {
     }
 
     /// The ways `value` does not match the schema: empty when it matches; at most
-    /// ``JSONSchema/maximumFailures`` of them (the evaluation stops at the next one).
+    /// ``JSONSchema/maximumFailures`` + 1 of them (the evaluation stops there): one more than
+    /// a message lists says that there are more.
     ///
     /// - Throws: ``Stopped`` when the evaluation goes too deep, passes its deadline or is
     ///   cancelled (then `isCancellation`).
@@ -78,9 +79,9 @@ struct JSONSchemaEvaluation {
         self.limit = limit
     }
 
-    /// Whether failures are still listed: once the list is full, a listing check stops at
-    /// its first failure.
-    var isFull: Bool { failures.count >= JSONSchema.maximumFailures }
+    /// Whether the list is full (one more than a message lists): a listing check then stops
+    /// at its first failure.
+    var isFull: Bool { failures.count > JSONSchema.maximumFailures }
 
     /// Counts `amount` of work, checking the deadline and cancellation every 256 units.
     mutating func tick(_ amount: Int = 1) throws(Stopped) {

@@ -80,8 +80,8 @@ struct SchemaAssertionTests {
             #expect(broken.state == .failed)
             #expect(
                 broken.assertions.map(\.description) == [
-                    "$ schema schemas/user.schema.json: /id: expected integer, got string; /name: expected at least 1 characters (minLength), got 0; /orders/0/id: expected integer, got string; /orders/1: required property 'id' is missing; (root): property 'admin' is not allowed (additionalProperties) (the first 5)",
-                    "$.orders schema inline schema: (root): expected at most 1 elements (maxItems), got 2",
+                    "$ schema schemas/user.schema.json: /id: expected integer, got string; /name: expected at least 1 character (minLength), got 0; /orders/0/id: expected integer, got string; /orders/1: required property 'id' is missing; (root): property 'admin' is not allowed (additionalProperties)",
+                    "$.orders schema inline schema: (root): expected at most 1 element (maxItems), got 2",
                 ])
             #expect(
                 broken.error?.hasPrefix("2 of 2 assertions failed: $ schema schemas/user.schema.json: /id:") == true)
