@@ -90,9 +90,11 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(
         name: [.short, .long],
         help:
-            "Print every request sent and its response on stderr (headers, text bodies up to 2 KB, times); secrets redacted."
+            "Print each request and response on stderr (headers, text bodies up to 2 KB, times), secrets redacted."
     )
     var verbose = false
+
+    @OptionGroup var curlOptions: CurlOptions
 
     @Option(
         help: ArgumentHelp(
@@ -193,7 +195,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         return WorkflowRunner(
             workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
-            keepsItemReports: keepsItemReports, observer: log.map { log in { @Sendable in log.write($0) } },
+            keepsItemReports: keepsItemReports,
+            observer: CurlLog.observer(
+                log.map { log in { @Sendable in log.write($0) } }, curlOptions.log(redactor: workflow.redactor)),
             cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
             onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } },
             bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose),
