@@ -100,7 +100,7 @@ struct JSONSchemaEvaluation {
     /// Records a failure at the current value (`collect` only).
     mutating func fail(_ message: @autoclosure () -> String, collect: Bool) {
         guard collect, !isFull else { return }
-        failures.append(Failure(pointer: JSONSchema.pointer(path), message: message()))
+        failures.append(Failure(pointer: MessageValue.shortened(JSONSchema.pointer(path)), message: message()))
     }
 
     /// Whether `value` matches `schema`; with `collect`, its failures are listed.
@@ -109,7 +109,7 @@ struct JSONSchemaEvaluation {
         guard depth < JSONSchemaValidator.maximumDepth else {
             throw Stopped(
                 description:
-                    "\(path.isEmpty ? "(root)" : JSONSchema.pointer(path)): the schema applies more than \(JSONSchemaValidator.maximumDepth) schemas inside each other here (a $ref that refers to itself without end?)"
+                    "\(path.isEmpty ? "(root)" : MessageValue.shortened(JSONSchema.pointer(path))): the schema applies more than \(JSONSchemaValidator.maximumDepth) schemas inside each other here (a $ref that refers to itself without end?)"
             )
         }
         let members: JSONObject

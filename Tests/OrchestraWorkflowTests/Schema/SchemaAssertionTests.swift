@@ -99,6 +99,30 @@ struct SchemaAssertionTests {
                 == "$.user schema inline schema: the response is not JSON: not json")
     }
 
+    @Test("a secret in the response is masked in the failures, in the value and in the pointer")
+    func secrets() async throws {
+        let workflow = try Workflow.parse(
+            """
+            vars: { pass: "hunter2" }
+            secrets: [pass]
+            steps:
+              - id: user
+                url: "http://x.test/u"
+                assert:
+                  - $: { schema: { additionalProperties: { const: 1 }, required: [id] } }
+            """, file: "flow.yaml", environment: [:])
+        let transport = ScriptedHTTPTransport { _, _ in respond(200, #"{"hunter2":2,"name":"hunter2"}"#) }
+        let report = await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        let check = try #require(report["user"]?.assertions.first)
+        #expect(
+            check.failures == [
+                "/***: expected 1 (const), got 2", #"/name: expected 1 (const), got "***""#,
+                "(root): required property 'id' is missing",
+            ])
+        let everything = "\(check) \(check.actual ?? "") \(report["user"]?.error ?? "")"
+        #expect(!everything.contains("hunter2"), "\(everything)")
+    }
+
     @Test(
         "validate reports a schema's mistakes with the file, line and column",
         arguments: [
