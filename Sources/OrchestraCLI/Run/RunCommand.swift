@@ -201,7 +201,7 @@ struct RunCommand: AsyncParsableCommand {
             cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
             onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } },
             bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose),
-            onRateEvent: onRateEvent)
+            onRateEvent: onRateEvent, onPoll: log.map { log in { @Sendable in log.polled($0, $1, next: $2) } })
     }
 
     /// The `--state` file, opened for this run; `nil` without the option.

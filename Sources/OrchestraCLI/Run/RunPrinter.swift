@@ -20,6 +20,7 @@ struct RunPrinter: Sendable {
         let request = "\(step.method) \(TerminalText.quoted(step.url))"
         let duration = step.duration.map { " · " + Format.milliseconds($0) } ?? ""
         var attempts = step.attempts > 1 && step.items == nil ? " · \(step.attempts) attempts" : ""
+        if step.pollCount > 0, step.items == nil { attempts = Self.pollNote(step) }
         if step.recorded { attempts = console.paint(" · recorded by an earlier run, not sent", .dim) }
         if let counts = step.itemCounts {
             attempts = " · \(Format.count(counts.sent, "request")) sent, \(counts.succeeded) succeeded"
@@ -39,7 +40,8 @@ struct RunPrinter: Sendable {
             let failedChecks = step.assertions.filter { !$0.passed }
             let error =
                 failedChecks.isEmpty
-                ? step.error ?? "failed" : "\(failedChecks.count) of \(step.assertions.count) assertions failed:"
+                ? step.error ?? "failed"
+                : Self.pollPrefix(of: step) + "\(failedChecks.count) of \(step.assertions.count) assertions failed:"
             lines = [
                 "\(console.paint("✗", .red)) \(id)  \(request)\(status)\(duration)\(attempts)",
                 "  \(String(repeating: " ", count: width))  \(console.paint(TerminalText.safe(error), .red))",
@@ -311,6 +313,8 @@ struct RunPrinter: Sendable {
                     ])))
         }
         if let bytes = step.bodyBytes { members.append(JSONValue.Member("body_bytes", .integer(bytes))) }
+        if step.pollCount > 0 { members += pollMembers(of: step) }
+        if step.skippedByCondition { members.append(JSONValue.Member("skipped_by_condition", .bool(true))) }
         if let note = step.note { members.append(JSONValue.Member("note", .string(note))) }
         if let items = step.items { members.append(JSONValue.Member("items", .array(items.map(json(of:))))) }
         // Every element, listed or not (those a Ctrl-C kept from starting are counted, not listed).

@@ -35,7 +35,7 @@ extension Workflow {
 
     /// The lines of a step's label: its id, `for each album.images` for a fan-out, its request.
     func labelLines(_ step: WorkflowStep) -> [String] {
-        let fanOut = step.forEach.map { ["for each \($0.namespace).\($0.name)"] } ?? []
+        let fanOut = (step.forEach.map { ["for each \($0.namespace).\($0.name)"] } ?? []) + Self.conditionLines(step)
         return [step.id] + fanOut + [shortRequest(step)] + (step.paginate.map { [Self.pagesLine($0)] } ?? [])
     }
 

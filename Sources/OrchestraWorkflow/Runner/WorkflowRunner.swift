@@ -41,6 +41,7 @@ package struct WorkflowRunner: Sendable {
     private let regexTimeLimit: Duration
     private let onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)?
     private let onRateEvent: (@Sendable (HTTPRateEvent) -> Void)?
+    private let onPoll: (@Sendable (_ label: String, PollAttempt, _ next: Duration?) -> Void)?
     private let bodies: ResponseBodyOptions
 
     /// - Parameters:
@@ -74,6 +75,8 @@ package struct WorkflowRunner: Sendable {
     ///     backoff, or the server's `Retry-After`), with the step's or element's label.
     ///   - bodies: The most bytes of a body held in memory (`--max-body`), and whether a body
     ///     nothing reads is held all the same (`--verbose`) rather than counted and dropped.
+    ///   - onPoll: Called after each attempt of an `until:` poll, with the step's or element's
+    ///     label and the wait before the next attempt (`nil` when the poll ends).
     ///   - onRateEvent: Called as a server changes its host's pace (a pause for `Retry-After`,
     ///     a rate from its `RateLimit` fields); the report lists them too.
     package init(
@@ -83,8 +86,10 @@ package struct WorkflowRunner: Sendable {
         regexTimeLimit: Duration = BoundedRegex.defaultTimeLimit,
         onRetry: (@Sendable (_ label: String, HTTPRetryEvent) -> Void)? = nil,
         bodies: ResponseBodyOptions = ResponseBodyOptions(),
-        onRateEvent: (@Sendable (HTTPRateEvent) -> Void)? = nil
+        onRateEvent: (@Sendable (HTTPRateEvent) -> Void)? = nil,
+        onPoll: (@Sendable (_ label: String, PollAttempt, _ next: Duration?) -> Void)? = nil
     ) {
+        self.onPoll = onPoll
         self.onRateEvent = onRateEvent
         self.bodies = bodies
         self.onRetry = onRetry
@@ -274,7 +279,8 @@ package struct WorkflowRunner: Sendable {
             workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
             cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
             start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry, bodies: bodies
+            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry, bodies: bodies,
+            onPoll: onPoll
         )
         // A paginate step's items go to the for_each step that takes them as pages arrive: that
         // step starts with its pages' step, not after it.

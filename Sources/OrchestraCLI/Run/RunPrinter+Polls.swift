@@ -1,0 +1,35 @@
+import OrchestraWorkflow
+
+extension RunPrinter {
+    /// ` · 4 polls` (` · 4 polls, 6 attempts` when retries added sends) for a step with `until:`.
+    static func pollNote(_ step: StepReport) -> String {
+        let polls = " · \(Format.count(step.pollCount, "poll"))"
+        return step.attempts > step.pollCount ? polls + ", \(step.attempts) attempts" : polls
+    }
+
+    /// `poll_count` and `polls` (the last attempts kept: `attempt`, `sent_ms`, `status`,
+    /// `passed`, `failure`) of a step with `until:`.
+    static func pollMembers(of step: StepReport) -> [JSONValue.Member] {
+        let polls = step.polls.map { poll -> JSONValue in
+            .object([
+                "attempt": .integer(poll.number),
+                "sent_ms": .integer(Int(poll.sent / .milliseconds(1))),
+                "status": poll.status.map(JSONValue.integer) ?? .null,
+                "passed": .bool(poll.passed),
+                "failure": poll.failure.map(JSONValue.string) ?? .null,
+            ])
+        }
+        return [JSONValue.Member("poll_count", .integer(step.pollCount)), JSONValue.Member("polls", .array(polls))]
+    }
+}
+
+extension RunPrinter {
+    /// `until: the checks still failed after 4 attempts (max_attempts: 4); last: ` before the
+    /// failed checks of a poll that gave up; empty for other steps.
+    static func pollPrefix(of step: StepReport) -> String {
+        guard step.pollCount > 0, let error = step.error, error.hasPrefix("until: "),
+            let last = error.range(of: "; last: ")
+        else { return "" }
+        return String(error[..<last.upperBound])
+    }
+}
