@@ -192,6 +192,22 @@ struct SchemaAssertionTests {
             ])
     }
 
+    @Test("an included file's schema path is relative to the included file")
+    func included() throws {
+        let folder = try Self.folder([
+            "flow.yaml": "include: [parts/user.yaml]\nsteps:\n  - { id: other, url: \"http://x.test/\" }\n",
+            "parts/user.yaml": Self.step("$: { schema: user.schema.json }"),
+            "parts/user.schema.json": #"{"type": "object"}"#,
+        ])
+        let workflow = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"))
+        let step = try #require(workflow.steps.first { $0.assertions.count == 1 })
+        guard case .schema(let schema) = step.assertions.first?.checks.first else {
+            Issue.record("no schema check: \(step.assertions)")
+            return
+        }
+        #expect(schema.name == "user.schema.json" && schema.root == .object([.init("type", .string("object"))]))
+    }
+
     @Test("boolean and inline schemas, and the file's path relative to the workflow's folder")
     func forms() throws {
         let folder = try Self.folder([
