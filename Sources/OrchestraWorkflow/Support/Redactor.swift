@@ -212,6 +212,11 @@ package final class Redactor: Sendable {
         }
         report.redirects = report.redirects.map { HTTPRedirect(status: $0.status, location: redact($0.location)) }
         report.items = report.items?.map(redact)
+        report.polls = report.polls.map { poll in
+            var poll = poll
+            poll.failure = poll.failure.map(redact)
+            return poll
+        }
         return report
     }
 }

@@ -204,4 +204,30 @@ struct UntilRunnerTests {
         #expect(transport.requests.count == 1 && job.pollCount == 0, "\(job.error ?? "")")
         #expect(job.error?.hasPrefix("until:") == false, "\(job.error ?? "")")
     }
+
+    /// A server that echoes a secret in the responses that fail the checks: every attempt's
+    /// reason in the report is masked.
+    @Test func aSecretInAFailedAttemptIsMasked() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedHTTPTransport { _, _ in respond(200, #"{"status":"running","echo":"s3cr3t-value"}"#) }
+        let workflow = try parse(
+            """
+            vars: { key: "s3cr3t-value" }
+            secrets: [key]
+            steps:
+              - id: job
+                url: "http://x.test/jobs/a?key={{vars.key}}"
+                until: { interval: 1s, max_attempts: 2 }
+                assert: [ { $.echo: other } ]
+            """)
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1)])
+            let job = try #require(await run["job"])
+            #expect(job.polls.count == 2)
+            for text in job.polls.compactMap(\.failure) + [job.error ?? "", job.url] {
+                #expect(!text.contains("s3cr3t-value") && text.contains("***"), "\(text)")
+            }
+        }
+    }
 }
