@@ -48,7 +48,15 @@ struct RunPrinter: Sendable {
             ]
             // One line per failed check: `✗ $.user.name == "Ada": got "Bob"`.
             let indent = String(repeating: " ", count: width + 4)
-            lines += failedChecks.map { "\(indent)\(console.paint("✗ " + TerminalText.safe($0.description), .red))" }
+            // A schema check's failures under it, one a line.
+            lines += failedChecks.flatMap { check in
+                guard !check.failures.isEmpty else {
+                    return ["\(indent)\(console.paint("✗ " + TerminalText.safe(check.description), .red))"]
+                }
+                let title = "✗ \(check.subject) schema \(check.expected):"
+                return ["\(indent)\(console.paint(TerminalText.safe(title), .red))"]
+                    + check.failures.map { "\(indent)    \(console.paint(TerminalText.safe($0), .red))" }
+            }
             lines += failedItems(of: step)
         case .skipped:
             lines = [
@@ -332,16 +340,21 @@ struct RunPrinter: Sendable {
     }
 
     /// One check of an assertion as JSON: `{"subject", "operator", "expected", "actual",
-    /// "passed", "reason"}` (values as the messages quote them: JSON text).
+    /// "passed", "reason"}` (values as the messages quote them: JSON text), and a `schema`
+    /// check's `failures` (`["/orders/0/id: expected integer, got string"]`).
     private static func json(of result: AssertionResult) -> JSONValue {
-        .object([
-            "subject": .string(result.subject),
-            "operator": .string(result.operatorName),
-            "expected": .string(result.expected),
-            "actual": result.actual.map(JSONValue.string) ?? .null,
-            "passed": .bool(result.passed),
-            "reason": result.reason.map(JSONValue.string) ?? .null,
-        ])
+        var members: [JSONValue.Member] = [
+            JSONValue.Member("subject", .string(result.subject)),
+            JSONValue.Member("operator", .string(result.operatorName)),
+            JSONValue.Member("expected", .string(result.expected)),
+            JSONValue.Member("actual", result.actual.map(JSONValue.string) ?? .null),
+            JSONValue.Member("passed", .bool(result.passed)),
+            JSONValue.Member("reason", result.reason.map(JSONValue.string) ?? .null),
+        ]
+        if result.operatorName == "schema" {
+            members.append(JSONValue.Member("failures", .array(result.failures.map(JSONValue.string))))
+        }
+        return .object(members)
     }
 
     private static func milliseconds(_ duration: Duration?) -> JSONValue {
