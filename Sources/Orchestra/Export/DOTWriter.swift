@@ -31,6 +31,15 @@ package struct DOTWriter: DiagramWriter, Sendable {
         lines.append("  \(Self.quoted(from)) -> \(Self.quoted(to))\(list);")
     }
 
+    /// Draws `members` (nodes declared already) in a cluster labelled `label`.
+    package mutating func group(_ label: String, members: [String]) {
+        let number = lines.count { $0.hasPrefix("  subgraph ") }
+        lines.append("  subgraph \(Self.quoted("cluster_\(number)")) {")
+        lines.append("    label=\(Self.quoted(label)); style=dashed;")
+        for member in members { lines.append("    \(Self.quoted(member));") }
+        lines.append("  }")
+    }
+
     /// The finished file, ending with a newline. Render with `dot -Tsvg`.
     package func render() -> String {
         (lines + ["}"]).joined(separator: "\n") + "\n"

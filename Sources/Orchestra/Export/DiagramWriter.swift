@@ -9,6 +9,14 @@ package protocol DiagramWriter {
     /// dependency, with `label` beside it when given.
     mutating func edge(from: String, to: String, dashed: Bool, label: String?)
 
+    /// Draws the nodes `members` (declared already) inside a box labelled `label`: a DOT
+    /// cluster, a Mermaid subgraph. Nothing by default.
+    mutating func group(_ label: String, members: [String])
+
     /// The finished text, ending with a newline.
     func render() -> String
+}
+
+extension DiagramWriter {
+    package mutating func group(_ label: String, members: [String]) {}
 }

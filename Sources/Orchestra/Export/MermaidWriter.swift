@@ -31,6 +31,14 @@ package struct MermaidWriter: DiagramWriter, Sendable {
         lines.append("  \(source) \(arrow) \(target)")
     }
 
+    /// Draws `members` (nodes declared already) in a subgraph titled `label`.
+    package mutating func group(_ label: String, members: [String]) {
+        let number = lines.count { $0.hasPrefix("  subgraph ") }
+        lines.append("  subgraph g\(number) [\"\(Self.escaped(label))\"]")
+        for member in members { lines.append("    \(key(for: member))") }
+        lines.append("  end")
+    }
+
     /// The finished chart, ending with a newline.
     package func render() -> String {
         lines.joined(separator: "\n") + "\n"

@@ -71,6 +71,7 @@ extension Workflow {
         for step in steps {
             writer.node(step.id, label: labelLines(step))
         }
+        drawIncludedFiles(on: &writer)
         for edge in edges {
             let captures = edge.captures.isEmpty ? nil : edge.captures.joined(separator: ", ")
             writer.edge(from: edge.from, to: edge.to, dashed: captures != nil, label: captures)

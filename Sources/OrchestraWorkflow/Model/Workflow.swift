@@ -73,6 +73,9 @@ package struct Workflow: Sendable {
     /// The data columns the file's templates use (`{{data.COLUMN}}`): every row of a `--data`
     /// run must have them.
     package internal(set) var usedDataColumns: Set<String> = []
+    /// The files `include:` read, each copy (a file included twice with two prefixes is two)
+    /// with the ids of its own steps, in the order read: what `orchestra graph` draws in boxes.
+    package internal(set) var includedFiles: [(name: String, steps: [String])] = []
 
     /// The workflow with its hosts' rates left to another engine: a durable store holds them
     /// in its claims across all workers (``WorkflowLimits/resourceRates``), so the coordinator

@@ -17,6 +17,11 @@ extension WorkflowInclusion {
                 for index in variables.pairs.indices {
                     guard case .scalar(var key) = variables.pairs[index].key else { continue }
                     declared.insert(key.string)
+                    if let value = inherited[key.string], case .scalar(var scalar) = variables.pairs[index].value {
+                        scalar.string = value
+                        scalar.tag = .str
+                        variables.pairs[index].value = .scalar(scalar)
+                    }
                     key.string = prefix + key.string
                     variables.pairs[index].key = .scalar(key)
                 }

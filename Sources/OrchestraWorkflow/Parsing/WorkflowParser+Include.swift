@@ -17,8 +17,9 @@ import Foundation
 ///   including file sets it.
 /// - `prefix:` renames the file's steps (and those of the files it includes) and the
 ///   variables its `vars:` declares: `admin_login`, `{{vars.admin_user}}`; every step id it
-///   names, in `needs:` and in templates, is one of its own. `vars:` of the entry sets those
-///   variables. A file included twice needs a prefix at least once; the same file included
+///   names, in `needs:` and in templates, is one of its own. Such a variable takes, in order:
+///   `admin_user` from the entry's `vars:`, the including file or `--var`; else `user` from
+///   the including file or `--var`; else the file's default. A file included twice needs a prefix at least once; the same file included
 ///   again with the same prefix (`b.yaml` and `c.yaml` both include `login.yaml`) is read once.
 /// - `secrets:` add up over all files; `auth:` and `basic_auth:` may be given in one file
 ///   only; `name`, `limit`, `rate`, `burst`, `hosts`, `failure`, `follow_redirects`,
@@ -42,11 +43,18 @@ struct WorkflowInclusion {
     var isIncluded = false
     /// Files read so far in the whole tree (shared down and back up): `path` + prefix.
     var seen: Set<String> = []
+    /// The including file's variables (its `vars:` and what overrides them): with a prefix,
+    /// a variable of the same name gives its value to this file's `admin_NAME` (which the
+    /// entry's `vars:` or `admin_NAME` itself still overrides), so that `--var base=…` reaches
+    /// every copy.
+    var inherited: [String: String] = [:]
     /// What the included files brought, merged into the workflow after its own steps are read.
     var steps: [WorkflowStep] = []
     var secretValues: [String] = []
     var auth: WorkflowAuth?
     var basicAuth: (value: BasicAuth, file: String)?
+    /// Each copy of a file read, with its own steps' ids (``Workflow/includedFiles``).
+    var copies: [(name: String, steps: [String])] = []
     /// The SHA-256 of every included file's text, in the order read (for `--state`).
     var digests: [String] = []
     /// Whether the file has an `include:` field.
@@ -101,6 +109,7 @@ extension WorkflowParser {
     mutating func mergeIncluded(into workflow: inout Workflow) {
         guard inclusion.includesFiles else { return }
         workflow.steps = inclusion.steps + workflow.steps
+        workflow.includedFiles = inclusion.copies
         workflow.secretValues += inclusion.secretValues
         secretValues = workflow.secretValues
         let file = reader.file ?? "the including file"
@@ -257,7 +266,8 @@ extension WorkflowParser {
             directory: entry.url.deletingLastPathComponent())
         child.dataColumns = dataColumns
         child.inclusion = WorkflowInclusion(
-            chain: inclusion.chain + [(path, entry.name)], prefix: prefix, isIncluded: true, seen: inclusion.seen)
+            chain: inclusion.chain + [(path, entry.name)], prefix: prefix, isIncluded: true, seen: inclusion.seen,
+            inherited: own)
         let workflow = child.parse(text)
         inclusion.seen = child.inclusion.seen
         reader.adopt(child.reader.errors)
@@ -267,6 +277,13 @@ extension WorkflowParser {
         forEachSteps.formUnion(child.forEachSteps)
         inclusion.digests += [text.sha256Hex] + child.inclusion.digests
         guard let workflow else { return nil }
+        inclusion.copies +=
+            child.inclusion.copies + [
+                (
+                    prefix.isEmpty ? entry.name : "\(entry.name) as \(prefix)",
+                    workflow.steps.dropFirst(child.inclusion.steps.count).map(\.id)
+                )
+            ]
         inclusion.steps += workflow.steps
         inclusion.secretValues += workflow.secretValues
         if let auth = workflow.auth {

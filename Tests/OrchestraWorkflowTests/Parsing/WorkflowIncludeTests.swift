@@ -127,6 +127,38 @@ struct WorkflowIncludeTests {
         #expect(bodies == [#"{"user":"ada"}"#, #"{"user":"root"}"#])
     }
 
+    @Test func aPrefixedCopyTakesTheIncludersValueOfItsVariable() throws {
+        let workflow = try Self.load(
+            [
+                "flow.yaml": "include: [{ file: login.yaml, prefix: a_ }, { file: login.yaml, prefix: b_ }]",
+                "login.yaml": Self.login,
+            ], variables: ["base": "http://other.test", "b_base": "http://b.test"])
+        #expect(workflow.variables["a_base"] == "http://other.test")
+        #expect(workflow.variables["b_base"] == "http://b.test")
+        #expect(workflow.variables["a_user"] == "ada")
+    }
+
+    @Test func theGraphDrawsEachCopyOfAnIncludedFileInABox() throws {
+        let workflow = try Self.load([
+            "flow.yaml": """
+            include: [login.yaml, { file: login.yaml, prefix: b_ }]
+            steps: [{ id: orders, url: "{{vars.base}}/o", needs: [me, b_me] }]
+            """,
+            "login.yaml": Self.login,
+        ])
+        #expect(workflow.includedFiles.map(\.name) == ["login.yaml", "login.yaml as b_"])
+        let dot = workflow.graph(format: .dot)
+        #expect(
+            dot.contains(
+                "  subgraph \"cluster_0\" {\n    label=\"login.yaml\"; style=dashed;\n    \"login\";\n    \"me\";\n  }\n"
+            ), "\(dot)")
+        #expect(
+            dot.contains("label=\"login.yaml as b_\"; style=dashed;\n    \"b_login\";\n    \"b_me\";\n  }"), "\(dot)")
+        let mermaid = workflow.graph(format: .mermaid)
+        #expect(mermaid.contains("  subgraph g0 [\"login.yaml\"]\n    n0\n    n1\n  end\n"), "\(mermaid)")
+        #expect(mermaid.contains("  subgraph g1 [\"login.yaml as b_\"]\n    n2\n    n3\n  end\n"), "\(mermaid)")
+    }
+
     @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
         let workflow = try Self.load(
             [
