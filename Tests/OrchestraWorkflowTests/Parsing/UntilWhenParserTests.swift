@@ -93,6 +93,9 @@ struct UntilWhenParserTests {
         Case(
             fields: "until: {}\n    save_to: out.bin", code: .invalidValue, field: "until",
             message: "save_to: would write each attempt's body"),
+        Case(
+            fields: "until: {}\n    paginate: { next: $.next }", code: .invalidValue, field: "until",
+            message: "use one or the other"),
         Case(fields: "when: \"{{a.role}} = 'x'\"", code: .invalidValue, field: "when", message: "use == to compare"),
         Case(
             fields: "when: \"{{a.role}} == 'x' == 'y'\"", code: .invalidValue, field: "when",
