@@ -11,6 +11,7 @@
 #   Benchmarks/workflow-benchmarks.sh data       # --data: 1,000 rows x 3 steps, --parallel 32 vs --parallel 1
 #   Benchmarks/workflow-benchmarks.sh hey        # 10,000 GETs, 32 at once: orchestra run vs hey (Debian's `hey`)
 #   Benchmarks/workflow-benchmarks.sh state      # 10,000 GETs / POSTs, 32 at once: with --state vs in memory
+#   Benchmarks/workflow-benchmarks.sh paginate   # paginate: streamed into for_each, 1,000,000 vs 100,000 items
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which farm-bench > /dev/null || { echo "needs farm-bench (the machine's benchmark timer)" >&2; exit 1; }
@@ -96,6 +97,12 @@ if [[ $what == all || $what == memory ]]; then
     farm-bench -n 3 --timeout 1800 \
         --vs "$bin run $workflows/for-each-limit-64.yaml --var base=$base --var n=20000" \
         -- "$bin" run "$workflows/for-each-limit-64.yaml" --var "base=$base" --var n=200000
+fi
+if [[ $what == all || $what == paginate ]]; then
+    echo "== paginate: 1,000,000 items (A) vs 100,000 (B), 1,000 a page, each streamed into a for_each GET, limit 64"
+    farm-bench -n 3 --timeout 3600 \
+        --vs "$bin run $workflows/paginate-stream.yaml --var base=$base --var n=100000" \
+        -- "$bin" run "$workflows/paginate-stream.yaml" --var "base=$base" --var n=1000000
 fi
 if [[ $what == all || $what == throughput ]]; then
     echo "== for_each over 10,000 elements, limit 32: AsyncHTTPClient (A) vs URLSession (B)"

@@ -10,7 +10,7 @@ import Testing
 struct WorkflowCommandTests {
     static let examples = [
         "album.yaml", "login-profile.yaml", "users-orders.json", "flaky-retry.yaml", "api-test.yaml",
-        "form-login-cookies.yaml", "resumable.yaml", "distributed.yaml",
+        "form-login-cookies.yaml", "resumable.yaml", "distributed.yaml", "api-tour.yaml",
     ]
 
     static func example(_ name: String) -> String {
@@ -58,6 +58,12 @@ struct WorkflowCommandTests {
             if name == "login-profile.yaml" {
                 #expect(server.loginCalls == 1)
                 #expect(output.stdout.contains("/users/42"), "the user step used profile's capture: \(output)")
+            }
+            if name == "api-tour.yaml" {
+                // include:, until:, paginate: streamed into for_each, schema: and when: together.
+                #expect(output.stdout.contains("export_done") && output.stdout.contains("3 polls"), "\(output)")
+                #expect(output.stdout.contains("45 requests sent, 45 succeeded"), "\(output)")
+                #expect(output.stdout.contains("– notify  ") && output.stdout.contains("was false"), "\(output)")
             }
             if name == "flaky-retry.yaml" {
                 #expect(output.stdout.contains("3 attempts"), "\(output)")

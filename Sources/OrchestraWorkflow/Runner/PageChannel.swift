@@ -134,6 +134,11 @@ final class PageChannel: Sendable {
         }
     }
 
+    /// Whether the producer waits for room (for tests).
+    var isProducerWaiting: Bool { state.withLock { $0.producerWaiting != nil } }
+    /// Whether the consumer waits for an item (for tests).
+    var isConsumerWaiting: Bool { state.withLock { $0.consumerWaiting != nil } }
+
     /// Says the consumer takes no more: a producer waiting for room stops with
     /// `CancellationError`, and the items waiting are dropped.
     func leave() {
