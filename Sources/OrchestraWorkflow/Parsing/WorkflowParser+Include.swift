@@ -24,8 +24,9 @@ import Foundation
 /// - `secrets:` add up over all files; `auth:` and `basic_auth:` may be given in one file
 ///   only; `name`, `limit`, `rate`, `burst`, `hosts`, `failure`, `follow_redirects`,
 ///   `cookies` and `tls` are the top file's (an included file's apply when it runs alone).
-/// - Bounds: ``maximumDepth`` files deep, ``maximumFiles`` files in all; a cycle or a missing
-///   file is an error naming the chain of includes (`a.yaml → b.yaml → a.yaml`).
+/// - Bounds: ``maximumDepth`` files deep, ``maximumFiles`` files in all, their bytes together
+///   at most ``Workflow/inputFileLimit`` (as one file); a cycle or a missing file is an error
+///   naming the chain of includes (`a.yaml → b.yaml → a.yaml`).
 struct WorkflowInclusion {
     /// The deepest chain of includes: the top file includes one that includes one… 16 deep.
     static let maximumDepth = 16
@@ -48,6 +49,9 @@ struct WorkflowInclusion {
     /// entry's `vars:` or `admin_NAME` itself still overrides), so that `--var base=…` reaches
     /// every copy.
     var inherited: [String: String] = [:]
+    /// The bytes of the included files read so far in the whole tree (shared down and back
+    /// up): at most ``Workflow/inputFileLimit`` in all, as for one file.
+    var bytesRead = 0
     /// What the included files brought, merged into the workflow after its own steps are read.
     var steps: [WorkflowStep] = []
     var secretValues: [String] = []
@@ -256,6 +260,14 @@ extension WorkflowParser {
                 at: node, field: "include")
             return nil
         }
+        inclusion.bytesRead += text.utf8.count
+        guard inclusion.bytesRead <= Workflow.inputFileLimit else {
+            reader.fail(
+                .unreadable,
+                "cannot include \(short: entry.name): the included files add up to more than \(Workflow.inputFileLimit) bytes (the limit of an input file)",
+                at: node, field: "include")
+            return nil
+        }
         var overrides = own
         // The entry's vars: are written in this file: what overrides it (--var) beats them.
         for (name, value) in entry.variables where self.overrides[prefix + name] == nil {
@@ -267,9 +279,10 @@ extension WorkflowParser {
         child.dataColumns = dataColumns
         child.inclusion = WorkflowInclusion(
             chain: inclusion.chain + [(path, entry.name)], prefix: prefix, isIncluded: true, seen: inclusion.seen,
-            inherited: own)
+            inherited: own, bytesRead: inclusion.bytesRead)
         let workflow = child.parse(text)
         inclusion.seen = child.inclusion.seen
+        inclusion.bytesRead = child.inclusion.bytesRead
         reader.adopt(child.reader.errors)
         sites += child.sites
         needSites += child.needSites

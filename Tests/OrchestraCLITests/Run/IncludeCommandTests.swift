@@ -47,6 +47,22 @@ struct IncludeCommandTests {
         #expect(lines.contains { $0.hasPrefix(included) && $0.contains("'bse'") }, "\(output)")
     }
 
+    @Test func theIncludedFilesTogetherKeepToTheInputFileLimit() async throws {
+        // Each file is under the limit (1,000 bytes here); three of them are not.
+        let padding = "# " + String(repeating: "x", count: 400) + "\n"
+        let file = try WorkflowCommandTests.workflowFile("include: [a.yaml, b.yaml, c.yaml]")
+        let folder = URL(fileURLWithPath: file).deletingLastPathComponent()
+        for name in ["a", "b", "c"] {
+            try Data((padding + "steps: [{ id: \(name), url: \"http://127.0.0.1:1/\" }]\n").utf8).write(
+                to: folder.appendingPathComponent("\(name).yaml"))
+        }
+        let output = try await OrchestraExecutable.run(
+            ["validate", file], environment: ["ORCHESTRA_INPUT_FILE_LIMIT": "1000"])
+        #expect(output.status == 2, "\(output)")
+        #expect(output.stderr.contains("/c.yaml: the included files add up to more than 1000 bytes"), "\(output)")
+        #expect(output.stderr.split(separator: "\n").count == 2, "one problem and the count: \(output)")
+    }
+
     @Test func graphDrawsEachIncludedFileInABox() async throws {
         let output = try await OrchestraExecutable.run([
             "graph", WorkflowCommandTests.example("include.yaml"), "--format", "mermaid",
