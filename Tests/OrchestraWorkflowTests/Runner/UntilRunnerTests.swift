@@ -230,4 +230,54 @@ struct UntilRunnerTests {
             }
         }
     }
+
+    /// 1,000 attempts (10× a long poll): the report keeps the last 100 and counts them all.
+    @Test func aLongPollKeepsTheLastAttemptsAndCountsThemAll() async throws {
+        let transport = Self.jobs(done: .max)
+        let workflow = try parse(
+            Self.poll.replacingOccurrences(
+                of: "until: { interval: 1s, max_attempts: 5 }", with: "until: { interval: 0s, max_attempts: 1000 }"))
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        let job = try #require(report["job"])
+        #expect(job.state == .failed && job.pollCount == 1_000 && transport.requests.count == 1_000)
+        #expect(job.polls.count == StepPoll.reportedAttempts)
+        #expect(job.polls.first?.number == 901 && job.polls.last?.number == 1_000)
+    }
+
+    /// An attempt that never answers is cut where the whole poll's timeout ends, not a whole
+    /// `timeout` after it started.
+    @Test func anAttemptGetsWhatIsLeftOfTheTimeout() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            if call == 2 { try await AsyncEvent().wait() }  // never answers; cancelled by the timeout
+            return respond(200, #"{"status":"running"}"#)
+        }
+        let workflow = try parse(
+            Self.poll.replacingOccurrences(
+                of: "until: { interval: 1s, max_attempts: 5 }", with: "until: { interval: 1s }"
+            )
+            .replacingOccurrences(of: "timeout: 60s", with: "timeout: 3s"))
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1)])
+            try await waitUntil("attempt 2 timed by what is left: 2 s") {
+                transport.requests.count == 2 && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(2)))
+            }
+            clock.advance(by: .seconds(2))
+            let job = try #require(await run["job"])
+            #expect(job.state == .failed)
+            #expect(
+                job.error?.hasPrefix(
+                    "until: the step's timeout (3 s over the whole poll) ended during attempt 2: timed out after 2 s")
+                    == true,
+                "\(job.error ?? "")")
+        }
+    }
 }
