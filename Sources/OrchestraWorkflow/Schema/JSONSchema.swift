@@ -62,6 +62,7 @@ package struct JSONSchema: Sendable, Hashable {
     ///
     /// Complexity: linear in the size of the schema; iterative, whatever its nesting.
     package init(_ root: JSONValue, name: String) throws(JSONSchemaProblem) {
+        let root = Self.materialized(root)
         var checker = JSONSchemaChecker(root: root)
         try checker.check()
         self.root = root
@@ -89,6 +90,52 @@ package struct JSONSchema: Sendable, Hashable {
                 [], "is not JSON: line \(location.line), column \(location.column): \(error.reason)")
         }
         try self.init(value, name: name)
+    }
+
+    /// `value` with its arrays and objects as lists of values, not views of a parsed document:
+    /// a schema is read once per value it checks, and a view decodes each key and value every
+    /// time it is read. Iterative (an explicit stack), whatever the nesting.
+    static func materialized(_ root: JSONValue) -> JSONValue {
+        /// An array or object being copied: its keys and children, and the values copied so far.
+        struct Container {
+            var keys: [String]?
+            var children: [JSONValue]
+            var values: [JSONValue] = []
+        }
+        var stack: [Container] = []
+        var node = root
+        while true {
+            var value: JSONValue
+            switch node {
+            case .array(let elements) where !elements.isEmpty:
+                stack.append(Container(keys: nil, children: Array(elements)))
+                node = stack[stack.count - 1].children[0]
+                continue
+            case .object(let members) where !members.isEmpty:
+                stack.append(Container(keys: members.map(\.key), children: members.map(\.value)))
+                node = stack[stack.count - 1].children[0]
+                continue
+            case .array: value = .array([JSONValue]())
+            case .object: value = .object([JSONValue.Member]())
+            default: value = node
+            }
+            // Put the value into its container; close every container it completes.
+            while let top = stack.indices.last {
+                stack[top].values.append(value)
+                let next = stack[top].values.count
+                if next < stack[top].children.count {
+                    node = stack[top].children[next]
+                    break
+                }
+                let done = stack.removeLast()
+                if let keys = done.keys {
+                    value = .object(zip(keys, done.values).map { JSONValue.Member($0, $1) })
+                } else {
+                    value = .array(done.values)
+                }
+            }
+            if stack.isEmpty { return value }
+        }
     }
 
     package static func == (lhs: JSONSchema, rhs: JSONSchema) -> Bool {

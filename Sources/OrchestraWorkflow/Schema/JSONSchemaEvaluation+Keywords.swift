@@ -182,7 +182,8 @@ extension JSONSchemaEvaluation {
             case array(Int)
             case object(Int)
         }
-        var buckets: [Bucket: [Int]] = [:]
+        var buckets: [Bucket: Int] = [:]
+        var more: [Bucket: [Int]] = [:]
         for (index, element) in elements.enumerated() {
             let bucket: Bucket =
                 switch element {
@@ -193,13 +194,20 @@ extension JSONSchemaEvaluation {
                 case .array(let list): .array(list.count)
                 case .object(let members): .object(members.count)
                 }
-            let earlier = buckets[bucket, default: []]
-            try tick(1 + earlier.count)
-            if let match = earlier.first(where: { AssertionEvaluator.equal(elements[$0], element, byCodePoints: true) })
-            {
+            // Most buckets hold one element: its index, without a list; the rare others in `more`.
+            try tick()
+            guard let first = buckets[bucket] else {
+                buckets[bucket] = index
+                continue
+            }
+            let earlier = [first] + (more[bucket] ?? [])
+            try tick(earlier.count)
+            if let match = earlier.first(where: {
+                AssertionEvaluator.equal(elements[$0], element, byCodePoints: true)
+            }) {
                 return (match, index)
             }
-            buckets[bucket, default: []].append(index)
+            more[bucket, default: []].append(index)
         }
         return nil
     }

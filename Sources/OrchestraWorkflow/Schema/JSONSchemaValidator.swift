@@ -135,17 +135,22 @@ struct JSONSchemaEvaluation {
     ) throws(Stopped) -> Bool {
         switch key {
         case "type":
-            let names: [String]
-            if case .array(let list) = operand {
-                names = list.compactMap { if case .string(let name) = $0 { name } else { nil } }
-            } else if case .string(let name) = operand {
-                names = [name]
-            } else {
+            switch operand {
+            case .string(let name):
+                if Self.has(value, type: name) { return true }
+                fail("expected \(name), got \(Self.typeName(of: value))", collect: collect)
+            case .array(let list):
+                if list.contains(where: {
+                    if case .string(let name) = $0 { Self.has(value, type: name) } else { false }
+                }) {
+                    return true
+                }
+                let names = list.compactMap { if case .string(let name) = $0 { name } else { nil } }
+                let expected = names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
+                fail("expected \(expected), got \(Self.typeName(of: value))", collect: collect)
+            default:
                 return true
             }
-            if names.contains(where: { Self.has(value, type: $0) }) { return true }
-            let expected = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + names.last!
-            fail("expected \(expected), got \(Self.typeName(of: value))", collect: collect)
             return false
         case "enum":
             guard case .array(let allowed) = operand else { return true }

@@ -74,6 +74,9 @@ struct JSONSchemaTests {
             try Self.failures(#"{"uniqueItems":true}"#, #"[1,{"a":2},1.0]"#)
                 == ["(root): elements 0 and 2 are equal (uniqueItems): 1.0"])
         #expect(
+            try Self.failures(#"{"uniqueItems":true}"#, #"[[1],[2],[3],[2]]"#)
+                == ["(root): elements 1 and 3 are equal (uniqueItems): [2]"])
+        #expect(
             try Self.failures(#"{"if":{"minimum":10},"then":{"multipleOf":10},"else":{"const":1}}"#, "15")
                 == ["(root): expected a multiple of 10 (multipleOf), got 15"])
         #expect(
@@ -191,6 +194,17 @@ struct JSONSchemaTests {
     @Test("unknown keywords and annotations are ignored; format is not checked")
     func unknownKeywords() throws {
         #expect(try Self.failures(#"{"x-internal":{"type":7},"title":"T","format":"email"}"#, #""not an email""#) == [])
+    }
+
+    @Test("a schema file's document is copied into plain lists, not read through views each time")
+    func materialized() throws {
+        let schema = try Self.schema(#"{"properties":{"a":{"enum":[1,[2]]}},"required":["a"]}"#)
+        guard case .object(let members) = schema.root, case .object(let properties) = members["properties"] else {
+            Issue.record("\(schema.root)")
+            return
+        }
+        #expect(members.parsed == nil && properties.parsed == nil)
+        #expect(schema.root.text == #"{"properties":{"a":{"enum":[1,[2]]}},"required":["a"]}"#)
     }
 
     @Test("a schema file larger than 1 MiB is refused")
