@@ -25,7 +25,11 @@ extension StepExecutor {
             let sent = elapsed()
             update(id) { $0.assertions = [] }
             do {
-                let captures = try await perform(attempt, id: id, item: item, values: values)
+                // On a durable transport each attempt is a job of its own (`job~poll2#1`): under
+                // one name a later attempt would read the first one's stored response back.
+                let captures = try await PollNaming.$suffix.withValue(number == 1 ? "" : "~poll\(number)") {
+                    try await perform(attempt, id: id, item: item, values: values)
+                }
                 let record = recordPoll(id, number: number, at: sent, failure: nil)
                 onPoll?(id, record, nil)
                 return captures
@@ -72,6 +76,13 @@ extension StepExecutor {
         }
         return record
     }
+}
+
+/// The job name of a poll's attempt on a durable transport, after its step's or element's:
+/// empty for the first attempt (the name a step without `until:` has), `~poll2`, `~poll3`…
+/// after. A coordinator started again replays the stored attempts in order, then sends on.
+enum PollNaming {
+    @TaskLocal static var suffix = ""
 }
 
 /// One attempt of an `until:` poll, in a step's report.

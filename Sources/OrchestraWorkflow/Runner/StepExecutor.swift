@@ -182,7 +182,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         var result: HTTPResult
         do {
             result = try await ExchangeContext.$current.withValue(context) {
-                try await DurableHTTPTransport.withJobName(id, atMostOnce: !step.resendsOnResume) {
+                try await DurableHTTPTransport.withJobName(
+                    id + PollNaming.suffix, atMostOnce: !step.resendsOnResume
+                ) {
                     try await send(rendered, for: step, id: id, item: item, body: handling)
                 }
             }
