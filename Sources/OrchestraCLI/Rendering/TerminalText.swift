@@ -34,7 +34,8 @@ enum TerminalText {
         safe(MessageValue.shortened(text))
     }
 
-    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    /// Whether ``safe(_:)`` escapes `scalar`: a control character or a bidirectional control.
+    static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: true
         case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true

@@ -104,7 +104,7 @@ struct CurlLog: Sendable {
                 note = "the body (\(data.count) bytes) is not shown: save it as ./body"
             } else if let text = String(validating: data, as: UTF8.self) {
                 let text = masked(text)
-                if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                if text.unicodeScalars.contains(where: TerminalText.needsEscape) {
                     input = Self.printf(text)
                     words += ["--data-binary", "@-"]
                 } else {
@@ -136,27 +136,36 @@ struct CurlLog: Sendable {
         return plain ? text : quoted(text)
     }
 
-    /// `text` in single quotes for a POSIX shell: `'` as `'\''`.
+    /// `text` as one word for a POSIX shell: in single quotes (`'` as `'\''`); or, when it
+    /// holds a character the terminal would act on (a control or a bidirectional control,
+    /// ``TerminalText/needsEscape(_:)``), as `"$(printf '…')"`, so that the line shows as
+    /// written and still sends it.
     static func quoted(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        guard !text.unicodeScalars.contains(where: TerminalText.needsEscape) else {
+            return "\"$(" + printf(text) + ")\""
+        }
+        return "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }
 
-    /// `printf '…'` writing `text` exactly: `\`, `%`, `'` and control characters escaped
-    /// (these as three octal digits, so that a digit after one is not read into it).
+    /// `printf '…'` writing `text` exactly: `\`, `%` and `'` escaped, and the bytes of every
+    /// control or bidirectional control character as three octal digits each (so that a digit
+    /// after one is not read into it).
     static func printf(_ text: String) -> String {
-        var format: [UInt8] = []
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\\"): format += Array(#"\\"#.utf8)
-            case UInt8(ascii: "%"): format += Array("%%".utf8)
-            case UInt8(ascii: "'"): format += Array(#"'\''"#.utf8)
-            case 0..<0x20, 0x7F:
-                let octal = String(byte, radix: 8)
-                format += Array(("\\" + String(repeating: "0", count: 3 - octal.count) + octal).utf8)
-            default: format.append(byte)
+        var format = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": format += #"\\"#
+            case "%": format += "%%"
+            case "'": format += #"'\''"#
+            case _ where TerminalText.needsEscape(scalar):
+                for byte in String(scalar).utf8 {
+                    let octal = String(byte, radix: 8)
+                    format += "\\" + String(repeating: "0", count: 3 - octal.count) + octal
+                }
+            default: format.unicodeScalars.append(scalar)
             }
         }
-        return "printf '" + String(decoding: format, as: UTF8.self) + "'"
+        return "printf '" + format + "'"
     }
 
     /// A label as a shell comment: on one line.

@@ -130,5 +130,8 @@ struct CurlCommandTests {
         let large = log.command(for: request, body: .data(Data(repeating: 0x61, count: CurlLog.bodyLimit + 1)))
         #expect(large.contains("--data-binary @body  # the body (65537 bytes) is not shown"))
         #expect(CurlLog.printf("a\n1%'\\") == #"printf 'a\0121%%'\''\\'"#)
+        // A character the terminal would act on is written as octal bytes, also in a word.
+        #expect(CurlLog.quoted("a\u{202E}b'") == #""$(printf 'a\342\200\256b'\''')""#)
+        #expect(CurlLog.quoted("it's") == #"'it'\''s'"#)
     }
 }
