@@ -60,6 +60,12 @@ extension WorkflowChecker {
                     "a step has for_each or paginate, not both: paginate one step, and for_each over its {{\(short: step.id).items}} in another",
                     at: at, step: step.id, field: "paginate")
             }
+            if step.until != nil {
+                reader.fail(
+                    .invalidValue,
+                    "a step has until or paginate, not both: every page is checked by the step's expect and assert: already",
+                    at: at, step: step.id, field: "paginate")
+            }
             let pages = step.allReferences.filter(\.isPage).map(\.name)
             switch pagination.next {
             case .cursor where !pages.contains("cursor"):

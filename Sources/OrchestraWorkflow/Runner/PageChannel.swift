@@ -21,6 +21,10 @@ final class PageChannel: Sendable {
         var description: String
     }
 
+    /// The consumer takes no more items (it ended, or was skipped): further pages are not
+    /// fetched.
+    struct ConsumerGone: Error, Sendable {}
+
     private struct State {
         var items: [JSONValue] = []
         /// The next item to take in `items` (taken ones are dropped in bulk).
@@ -43,11 +47,12 @@ final class PageChannel: Sendable {
 
     /// Adds a page's items; returns once fewer than ``capacity`` are waiting.
     ///
-    /// - Throws: `CancellationError` when the task is cancelled or the consumer left (nothing
-    ///   takes further pages).
+    /// - Throws: ``ConsumerGone`` once the consumer left (nothing takes further pages);
+    ///   `CancellationError` when the task is cancelled.
     func send(_ page: [JSONValue]) async throws {
-        let handOver = state.withLock { state -> (CheckedContinuation<JSONValue?, any Error>, JSONValue)? in
-            guard !state.consumerGone, !page.isEmpty else { return nil }
+        let handOver = try state.withLock { state -> (CheckedContinuation<JSONValue?, any Error>, JSONValue)? in
+            if state.consumerGone { throw ConsumerGone() }
+            guard !page.isEmpty else { return nil }
             state.items.append(contentsOf: page)
             guard let waiting = state.consumerWaiting else { return nil }
             state.consumerWaiting = nil
@@ -59,7 +64,8 @@ final class PageChannel: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome = state.withLock { state -> Result<Void, any Error>? in
-                    if state.consumerGone || Task.isCancelled { return .failure(CancellationError()) }
+                    if state.consumerGone { return .failure(ConsumerGone()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
                     guard state.waiting >= capacity else { return .success(()) }
                     state.producerWaiting = continuation
                     return nil
@@ -140,7 +146,7 @@ final class PageChannel: Sendable {
     var isConsumerWaiting: Bool { state.withLock { $0.consumerWaiting != nil } }
 
     /// Says the consumer takes no more: a producer waiting for room stops with
-    /// `CancellationError`, and the items waiting are dropped.
+    /// ``ConsumerGone``, and the items waiting are dropped. Later calls change nothing.
     func leave() {
         let producer = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             state.consumerGone = true
@@ -149,7 +155,7 @@ final class PageChannel: Sendable {
             defer { state.producerWaiting = nil }
             return state.producerWaiting
         }
-        producer?.resume(throwing: CancellationError())
+        producer?.resume(throwing: ConsumerGone())
     }
 }
 
@@ -170,9 +176,10 @@ struct PageStreams: Sendable {
                 step.id != producer.id && step.captureReferences.contains { $0.namespace == producer.id }
             }
             guard readers.count == 1, let consumer = readers.first, !consumer.needs.contains(producer.id),
-                let reference = consumer.forEach, reference.namespace == producer.id,
+                producer.when == nil, let reference = consumer.forEach, reference.namespace == producer.id,
                 reference.name == Pagination.itemsName, reference.filters.isEmpty,
-                consumer.captureReferences.filter({ $0.namespace == producer.id }).count == 1
+                consumer.captureReferences.filter({ $0.namespace == producer.id }).count == 1,
+                !workflow.reaches(producer.id, from: consumer.dependencies.filter { $0 != producer.id })
             else { continue }
             let channel = PageChannel(producer: producer.id, consumer: consumer.id, capacity: capacity)
             streams.byProducer[producer.id] = channel
@@ -188,5 +195,21 @@ struct PageStreams: Sendable {
         var seen: Set<String> = []
         let producer = workflow.step(channel.producer)?.dependencies ?? []
         return (step.dependencies.filter { $0 != channel.producer } + producer).filter { seen.insert($0).inserted }
+    }
+}
+
+extension Workflow {
+    /// Whether `target` is among `starts` or what they depend on, at any depth: a step that
+    /// waits for `target` through another step cannot take its items as they arrive (`target`
+    /// would wait for it to take them, and it for `target` to end).
+    func reaches(_ target: String, from starts: [String]) -> Bool {
+        var seen: Set<String> = []
+        var pending = starts
+        while let id = pending.popLast() {
+            if id == target { return true }
+            guard seen.insert(id).inserted, let step = step(id) else { continue }
+            pending += step.dependencies
+        }
+        return false
     }
 }

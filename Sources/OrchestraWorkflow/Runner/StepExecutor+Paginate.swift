@@ -26,6 +26,7 @@ extension StepExecutor {
         var given: Set<Int> = []
         var items = 0
         var moreLeft = false
+        var consumerLeft = false
         do {
             for number in 1...pagination.maxPages {
                 values.page = (number, cursor)
@@ -59,7 +60,13 @@ extension StepExecutor {
                 }
                 items += read.items.count
                 if let channel {
-                    try await channel.send(read.items)
+                    do {
+                        try await channel.send(read.items)
+                    } catch is PageChannel.ConsumerGone {
+                        // Nothing takes further items: the pages end here.
+                        consumerLeft = number < pagination.maxPages
+                        break
+                    }
                 } else if pagination.items != nil {
                     gathered.append(contentsOf: read.items)
                 }
@@ -102,6 +109,12 @@ extension StepExecutor {
         }
         channel?.finish()
         finishPages(step, outcome: outcome, moreLeft: moreLeft)
+        if consumerLeft, let channel {
+            records.withLock {
+                $0[step.id]?.note =
+                    "stopped after page \(outcome.counts.total): '\(channel.consumer)', which takes its items, ended"
+            }
+        }
         if pagination.items != nil, channel == nil { captures[Pagination.itemsName] = .array(gathered) }
         return captures
     }

@@ -316,8 +316,12 @@ package struct WorkflowRunner: Sendable {
                     // A pages' step that ended without sending them all (it failed, was skipped
                     // or cancelled) tells the step taking its items; after all were sent, this
                     // changes nothing.
+                    // A step taking a pages' step's items that ended (or was skipped) before
+                    // taking them all: no further page is fetched for it.
+                    streams.byConsumer[report.id]?.leave()
                     streams.byProducer[report.id]?.finish(
-                        failure: report.state == .succeeded ? nil : "\(report.state == .skipped ? "was skipped" : "ended \(report.state)")")
+                        failure: report.state == .succeeded
+                            ? nil : "\(report.state == .skipped ? "was skipped" : "ended \(report.state)")")
                     // Redacted once: the event and the final report share it.
                     let shown = redactor.redact(report)
                     finished[report.id] = shown

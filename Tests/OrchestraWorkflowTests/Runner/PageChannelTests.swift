@@ -59,9 +59,9 @@ struct PageChannelTests {
         let producer = Task { try await channel.send(Self.page(0)) }
         try await waitUntil("the producer waits") { channel.isProducerWaiting }
         channel.leave()
-        await #expect(throws: CancellationError.self) { try await producer.value }
-        // And a page sent after it left is dropped at once.
-        await #expect(throws: CancellationError.self) { try await channel.send(Self.page(1)) }
+        await #expect(throws: PageChannel.ConsumerGone.self) { try await producer.value }
+        // And a page sent after it left is refused at once.
+        await #expect(throws: PageChannel.ConsumerGone.self) { try await channel.send(Self.page(1)) }
     }
 
     @Test func cancellingAWaitingEndEndsItsWait() async throws {

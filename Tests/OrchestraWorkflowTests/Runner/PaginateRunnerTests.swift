@@ -218,6 +218,56 @@ struct PaginateRunnerTests {
         #expect(report["after"]?.state == .skipped)
     }
 
+    /// Pages that never end (each gives a new next page) and a for_each skipped by its `when:`:
+    /// the pages stop as the for_each is skipped, rather than filling memory or waiting for it.
+    @Test func thePagesStopWhenTheStepTakingTheirItemsIsSkipped() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            let page = Int(Self.query(request, "page") ?? "1")!
+            return respond(
+                200, #"{"data":\#(Self.data(Array(page * 100..<page * 100 + 100))),"next":"/list?page=\#(page + 1)"}"#)
+        }
+        let workflow = try parse(
+            """
+            vars: { go: "no" }
+            steps:
+              - { id: list, url: "http://x.test/list", paginate: { next: $.next, items: $.data, max_pages: 100000 } }
+              - { id: each, when: "{{vars.go}} == 'yes'", for_each: "{{list.items}}", url: "http://x.test/e/{{item.id}}" }
+            """)
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        #expect(report["each"]?.state == .skipped)
+        let list = try #require(report["list"])
+        #expect(list.state == .succeeded)
+        #expect(list.note?.hasSuffix("'each', which takes its items, ended") == true, "\(list.note ?? "")")
+        #expect(transport.requests.count < 100, "pages stopped at once, not at max_pages")
+    }
+
+    /// `each` needs `total`, which needs `list`: `each` cannot take items as they arrive (`list`
+    /// would wait for it, and it for `list`), so it gets the whole list.
+    @Test func aForEachThatWaitsForThePagesThroughAnotherStepGetsTheWholeList() async throws {
+        let transport = ScriptedHTTPTransport { request, _ in
+            guard request.path!.hasPrefix("/list") else { return respond() }
+            let page = Int(Self.query(request, "page") ?? "1")!
+            let (ids, isLast) = Self.items(page: page, total: 300, perPage: 10)
+            let next = isLast ? "null" : #""/list?page=\#(page + 1)""#
+            return respond(200, #"{"data":\#(Self.data(ids)),"next":\#(next),"total":300}"#)
+        }
+        let workflow = try parse(
+            """
+            limit: 1
+            steps:
+              - { id: list, url: "http://x.test/list", paginate: { next: $.next, items: $.data } }
+              - { id: total, url: "http://x.test/total", needs: [list] }
+              - { id: each, for_each: "{{list.items}}", needs: [total], url: "http://x.test/e/{{item.id}}" }
+            """)
+        let report = try await withHangGuard(.seconds(20)) {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        #expect(report.allSucceeded, "\(report.steps.map { "\($0.id): \($0.error ?? "-")" })")
+        #expect(report["each"]?.itemCounts?.succeeded == 300)
+    }
+
     @Test func theFileSaysWhatIsWrongWithAPaginateStep() {
         func messages(_ text: String) -> [String] { errors(text).map(\.description) }
         let cursorNowhere = messages(
@@ -270,5 +320,11 @@ struct PaginateRunnerTests {
               - { id: b, for_each: "{{a.l}}", url: "http://x.test/b", paginate: { next: $.n } }
             """)
         #expect(both2.contains { $0.contains("a step has for_each or paginate, not both") })
+        let polled = messages(
+            """
+            steps:
+              - { id: a, url: "http://x.test/a", paginate: { next: $.n }, until: { max_attempts: 3 } }
+            """)
+        #expect(polled.contains { $0.contains("a step has until or paginate, not both") })
     }
 }
