@@ -37,7 +37,18 @@ struct JSONSchemaChecker {
         while let (value, tokens) = pending.popLast() {
             try checkSchema(value, at: tokens)
         }
+        // A `$id` below the root starts another resource, whose `#/…` references are read from
+        // it, not from the root: refused rather than resolved differently than the standard.
+        if let nested = nestedID, !targets.isEmpty {
+            throw JSONSchemaProblem(
+                nested,
+                "a $id below the root is not supported in a schema that uses $ref (each $ref is read from the root of the file)"
+            )
+        }
     }
+
+    /// The first `$id` found below the root, if any.
+    private var nestedID: [String]?
 
     private mutating func checkSchema(_ value: JSONValue, at tokens: [String]) throws(JSONSchemaProblem) {
         let members: JSONObject
@@ -113,6 +124,8 @@ struct JSONSchemaChecker {
             guard case .bool = value else { throw problem(here, "true or false", value) }
         case "format":
             guard case .string = value else { throw problem(here, "a format name", value) }
+        case "$id":
+            if here.count > 1, nestedID == nil { nestedID = here }
         case "$ref":
             guard case .string(let reference) = value else { throw problem(here, "a reference", value) }
             guard targets[reference] == nil else { return }

@@ -183,6 +183,10 @@ struct JSONSchemaTests {
             (#"{"$ref":"other.json#/a"}"#, "/$ref: 'other.json#/a' is not supported"),
             (#"{"unevaluatedProperties":false}"#, "/unevaluatedProperties: 'unevaluatedProperties' is not supported"),
             (#"{"multipleOf":0}"#, "/multipleOf: must be a number greater than 0, got 0"),
+            (
+                ##"{"$defs":{"a":{"$id":"a.json","type":"string"}},"$ref":"#/$defs/a"}"##,
+                "/$defs/a/$id: a $id below the root is not supported in a schema that uses $ref"
+            ),
             ("[1]", "a schema is an object or true or false, got [1]"),
             (#"{"type":"object",}"#, "is not JSON: line 1, column 18"),
         ])
