@@ -65,6 +65,10 @@ struct DemoJobs: Sendable {
         return id
     }
 
+    /// Jobs kept, and ids held in the eviction order (for the tests of the bound).
+    var count: Int { jobs.count }
+    var pendingOrder: Int { order.count }
+
     /// Counts a poll of `id`: whether it is done and how many polls it has had; `nil` for an
     /// unknown job.
     mutating func poll(_ id: String) -> (done: Bool, polls: Int)? {
