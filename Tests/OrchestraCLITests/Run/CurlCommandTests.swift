@@ -119,6 +119,26 @@ struct CurlCommandTests {
         }
     }
 
+    @Test func eachAttemptAndRedirectHopIsALine() async throws {
+        try await withDemoServer { server in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                vars: { base: "\(server.baseURL.absoluteString)" }
+                steps:
+                  - { id: hop, url: "{{vars.base}}/redirect/2" }
+                  - { id: again, url: "{{vars.base}}/status/503", retry: { attempts: 2, backoff: 0s } }
+                """)
+            let output = try await OrchestraExecutable.run(["run", file, "--curl"])
+            #expect(output.status == 1, "the 503 step fails after its retry: \(output)")
+            let lines = output.stderr.split(separator: "\n").map(String.init)
+            #expect(lines.filter { $0 == "# hop" }.count == 3, "the request and two redirect hops: \(output.stderr)")
+            let hops = lines.indices.filter { lines[$0] == "# hop" }.map { lines[$0 + 1] }
+            #expect(hops.first?.contains("/redirect/2'") == true, "\(hops)")
+            #expect(hops.last?.contains("/get'") == true || hops.last?.contains("/anything'") == true, "\(hops)")
+            #expect(lines.filter { $0 == "# again" }.count == 2, "each attempt: \(output.stderr)")
+        }
+    }
+
     @Test func aLargeOrBinaryBodyIsLeftOutWithANote() {
         let log = CurlLog(redactor: nil, console: .standardError)
         var request = HTTPRequest(method: .post, scheme: "http", authority: "h", path: "/")

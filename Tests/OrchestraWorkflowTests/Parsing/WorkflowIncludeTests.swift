@@ -159,6 +159,29 @@ struct WorkflowIncludeTests {
         #expect(mermaid.contains("  subgraph g1 [\"login.yaml as b_\"]\n    n2\n    n3\n  end\n"), "\(mermaid)")
     }
 
+    @Test(arguments: [
+        ("{{login.token}}", "{{p_login.token}}"),
+        ("Bearer {{ login.token | base64 }}x", "Bearer {{p_login.token | base64}}x"),
+        ("{{vars.base}}/u/{{vars.user}}?t={{env.T}}", "{{vars.base}}/u/{{vars.p_user}}?t={{env.T}}"),
+        ("{{vars.base}}{{item.path | raw}}/{{index}}", "{{vars.base}}{{item.path | raw}}/{{index}}"),
+        ("{{cookies.sid}} {{data.email}} {{page.cursor}}", "{{cookies.sid}} {{data.email}} {{page.cursor}}"),
+        ("{{a.b | json}} == 'x'", "{{p_a.b | json}} == 'x'"),
+        ("no template", "no template"),
+        ("{{broken", "{{broken"),
+    ])
+    func aPrefixRenamesStepsAndDeclaredVariablesOnly(text: String, renamed: String) throws {
+        let inclusion = WorkflowInclusion(prefix: "p_")
+        let result = inclusion.renamingReferences(in: text, declared: ["user"])
+        #expect(result == renamed)
+        // What it renames reads back as the same template, prefixed.
+        if let before = try? Template(parsing: text), let after = try? Template(parsing: result) {
+            #expect(before.references.count == after.references.count)
+            #expect(
+                zip(before.references, after.references).allSatisfy { $0.filters == $1.filters && $0.isRaw == $1.isRaw }
+            )
+        }
+    }
+
     @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
         let workflow = try Self.load(
             [
