@@ -182,6 +182,37 @@ struct WorkflowIncludeTests {
         }
     }
 
+    @Test func aSecretOfAnIncludedFileIsMaskedInTheMessages() {
+        let problems = Self.problems([
+            "flow.yaml": "include: [login.yaml]\nsteps: [{ id: a, url: \"http://api.test/{{vars.pw}} x\" }]",
+            "login.yaml": """
+            vars: { pw: hunter2-secret }
+            secrets: [pw]
+            steps: [{ id: login, url: "http://{{vars.pw}}:99999/" }]
+            """,
+        ])
+        #expect(problems.count == 2, "\(problems)")
+        #expect(problems.allSatisfy { !$0.contains("hunter2") }, "\(problems)")
+        #expect(problems.allSatisfy { $0.contains("***") }, "\(problems)")
+    }
+
+    @Test func aFolderOrABinaryFileIsNotIncluded() throws {
+        let folder = try Self.folder(["flow.yaml": "include: [sub, bin.yaml]", "sub/x.yaml": "steps: []"])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data([0xFF, 0xFE, 0x00, 0x80]).write(to: folder.appendingPathComponent("bin.yaml"))
+        do {
+            _ = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"), name: "flow.yaml")
+            Issue.record("loaded")
+        } catch {
+            let lines = error.errors.map(\.description)
+            #expect(lines.count == 2, "\(lines)")
+            #expect(
+                lines.first?.hasPrefix("flow.yaml:1:11: error: field 'include': cannot include sub: ") == true,
+                "\(lines)")
+            #expect(lines.last?.contains("cannot include bin.yaml: is not UTF-8 text") == true, "\(lines)")
+        }
+    }
+
     @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
         let workflow = try Self.load(
             [
