@@ -1,4 +1,5 @@
 import Foundation
+import Orchestra
 import OrchestraDemoServer
 import OrchestraTestKit
 import TestSupport
@@ -97,6 +98,46 @@ struct SchemaAssertionTests {
         #expect(
             report["user"]?.assertions.first?.description
                 == "$.user schema inline schema: the response is not JSON: not json")
+    }
+
+    @Test("until: polls until the response matches its schema, each attempt naming what did not")
+    func poll() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            return call < 3
+                ? respond(200, #"{"status":"running"}"#) : respond(200, #"{"status":"done","result":"r"}"#)
+        }
+        let workflow = try Workflow.parse(
+            """
+            steps:
+              - id: job
+                url: "http://x.test/jobs/1"
+                until: { interval: 1s, max_attempts: 5 }
+                assert:
+                  - $: { schema: { required: [status, result], properties: { status: { const: done } } } }
+            """, file: "flow.yaml", environment: [:])
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            for attempt in 1...2 {
+                try await waitUntil("poll asleep after attempt \(attempt)") {
+                    transport.requests.count == attempt
+                        && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(1)))
+                }
+                clock.advance(by: .seconds(1))
+            }
+            let report = await run
+            let job = try #require(report["job"])
+            #expect(job.state == .succeeded, "\(job.error ?? "")")
+            #expect(job.polls.map(\.passed) == [false, false, true])
+            #expect(
+                job.polls.first?.failure?.contains(#"/status: expected "done" (const), got "running""#) == true,
+                "\(job.polls)")
+        }
     }
 
     @Test("a secret in the response is masked in the failures, in the value and in the pointer")
