@@ -178,7 +178,9 @@ struct JSONSchemaEvaluation {
         case "anyOf":
             guard case .array(let schemas) = operand else { return true }
             for subschema in schemas where try check(subschema, value, depth: depth, collect: false) { return true }
-            fail("matches none of the \(schemas.count) schemas of anyOf", collect: collect)
+            guard collect, !isFull else { return false }
+            let why = try whyNot(schemas, value, depth: depth)
+            fail("matches none of the \(schemas.count) schemas of anyOf\(why)", collect: collect)
             return false
         case "oneOf":
             guard case .array(let schemas) = operand else { return true }
@@ -189,9 +191,11 @@ struct JSONSchemaEvaluation {
                 if matched.count == 2 { break }
             }
             if matched.count == 1 { return true }
+            guard collect, !isFull else { return false }
+            let why = matched.isEmpty ? try whyNot(schemas, value, depth: depth) : ""
             fail(
                 matched.isEmpty
-                    ? "matches none of the \(schemas.count) schemas of oneOf"
+                    ? "matches none of the \(schemas.count) schemas of oneOf\(why)"
                     : "matches more than one schema of oneOf (/oneOf/\(matched[0]) and /oneOf/\(matched[1])), expected exactly one",
                 collect: collect)
             return false
@@ -218,6 +222,26 @@ struct JSONSchemaEvaluation {
             return try objectKeyword(key, operand, of: schema, members, depth: depth, collect: collect)
         case .null, .bool: return true
         }
+    }
+
+    /// Why `value` matches none of `schemas`: the first failure of each (at most 3), as
+    /// ` (0: expected string, got integer; 1: /id: …)`, a pointer only where it is below the
+    /// value. Evaluated again, listing, only once the value failed them all.
+    private mutating func whyNot(_ schemas: JSONArray, _ value: JSONValue, depth: Int) throws(Stopped) -> String {
+        let here = JSONSchema.pointer(path)
+        var reasons: [String] = []
+        for (index, subschema) in schemas.prefix(3).enumerated() {
+            let kept = failures
+            failures = []
+            _ = try check(subschema, value, depth: depth, collect: true)
+            if let first = failures.first {
+                let pointer = first.pointer == MessageValue.shortened(here) ? "" : "\(first.pointer): "
+                reasons.append("\(index): \(pointer)\(first.message)")
+            }
+            failures = kept
+        }
+        let more = schemas.count > 3 ? "; …" : ""
+        return reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; "))\(more))"
     }
 
     /// Checks `value` at `token` below the current value.

@@ -62,7 +62,15 @@ struct JSONSchemaTests {
     func applicators() throws {
         #expect(
             try Self.failures(#"{"anyOf":[{"type":"string"},{"type":"integer"}]}"#, "1.5")
-                == ["(root): matches none of the 2 schemas of anyOf"])
+                == [
+                    "(root): matches none of the 2 schemas of anyOf (0: expected string, got number; 1: expected integer, got number)"
+                ])
+        #expect(
+            try Self.failures(
+                #"{"oneOf":[{"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}"#, #"{"b":1}"#)
+                == [
+                    "(root): matches none of the 2 schemas of oneOf (0: required property 'a' is missing; 1: /b: expected string, got integer)"
+                ])
         #expect(
             try Self.failures(#"{"oneOf":[{"minimum":1},{"maximum":5}]}"#, "3")
                 == ["(root): matches more than one schema of oneOf (/oneOf/0 and /oneOf/1), expected exactly one"])
