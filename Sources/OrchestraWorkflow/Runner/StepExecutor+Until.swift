@@ -1,4 +1,6 @@
+import HTTPTypes
 import Orchestra
+import OrchestraHTTP
 
 extension StepExecutor {
     /// Sends the request of `step` (reported as `id`, element `item`) until its checks hold,
@@ -23,12 +25,15 @@ extension StepExecutor {
             number += 1
             attempt.timeout = min(step.timeout, clock.now.duration(to: deadline))
             let sent = elapsed()
+            let response = Locked<HTTPResponse?>(nil)
             update(id) { $0.assertions = [] }
             do {
                 // On a durable transport each attempt is a job of its own (`job~poll2#1`): under
                 // one name a later attempt would read the first one's stored response back.
-                let captures = try await PollNaming.$suffix.withValue(number == 1 ? "" : "~poll\(number)") {
-                    try await perform(attempt, id: id, item: item, values: values)
+                let captures = try await PollNaming.$response.withValue(response) {
+                    try await PollNaming.$suffix.withValue(number == 1 ? "" : "~poll\(number)") {
+                        try await perform(attempt, id: id, item: item, values: values)
+                    }
                 }
                 let record = recordPoll(id, number: number, at: sent, failure: nil)
                 onPoll?(id, record, nil)
@@ -42,7 +47,7 @@ extension StepExecutor {
                         "until: the checks still failed after \(tried) (max_attempts: \(maximum)); last: \(failure.message)",
                         url: failure.url)
                 }
-                let delay = poll.delay(after: number)
+                let delay = nextDelay(poll, after: number, response: response.withLock { $0 })
                 // A wait that would end when the timeout has is not started: the poll ends now.
                 guard clock.now.advanced(by: delay) < deadline else {
                     onPoll?(id, record, nil)
@@ -58,6 +63,14 @@ extension StepExecutor {
                     url: failure.url)
             }
         }
+    }
+
+    /// The wait after attempt `number`: the `Retry-After` of its response if it has one (a
+    /// `202 Accepted` that says when to look again), at most the poll's longest wait; otherwise
+    /// the poll's interval (``StepPoll/delay(after:)``).
+    private func nextDelay(_ poll: StepPoll, after number: Int, response: HTTPResponse?) -> Duration {
+        guard let response, let asked = HTTPCoordinator.retryAfter(response) else { return poll.delay(after: number) }
+        return min(asked, min(poll.maxInterval ?? StepPoll.maximumInterval, StepPoll.maximumInterval))
     }
 
     /// Adds attempt `number` of a poll, sent at `at`, to the report `id` (the last
@@ -83,6 +96,8 @@ extension StepExecutor {
 /// after. A coordinator started again replays the stored attempts in order, then sends on.
 enum PollNaming {
     @TaskLocal static var suffix = ""
+    /// Where an attempt leaves its response's status and header fields, for its `Retry-After`.
+    @TaskLocal static var response: Locked<HTTPResponse?>?
 }
 
 /// One attempt of an `until:` poll, in a step's report.

@@ -198,6 +198,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             update(id) { $0.bodyBytes = bytes }
         }
         let status = result.status.code
+        PollNaming.response?.withLock { $0 = result.response }
         if let file {
             guard step.accepts(status: status) else {
                 file.discard()

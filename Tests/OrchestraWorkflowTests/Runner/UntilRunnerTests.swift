@@ -280,4 +280,39 @@ struct UntilRunnerTests {
                 "\(job.error ?? "")")
         }
     }
+
+    /// A `202` that says when to look again (`Retry-After: 5`) sets the next wait, at most the
+    /// poll's `max` (10 s here for `Retry-After: 3600`).
+    @Test func aRetryAfterOnAResponseThatDoesNotPassSetsTheNextWait() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            switch call {
+            case 1: return respond(202, #"{"status":"running"}"#, headers: [.retryAfter: "5"])
+            case 2: return respond(202, #"{"status":"running"}"#, headers: [.retryAfter: "3600"])
+            default: return respond(200, #"{"status":"done"}"#)
+            }
+        }
+        let workflow = try parse(
+            """
+            steps:
+              - id: job
+                url: "http://x.test/jobs/a"
+                expect: 200
+                until: { interval: { initial: 1s, multiplier: 2, max: 10s } }
+                timeout: 60s
+            """)
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(5), .seconds(10)])
+            let job = try #require(await run["job"])
+            #expect(job.state == .succeeded, "\(job.error ?? "")")
+            #expect(job.polls.map(\.sent) == [0, 5, 15].map { Duration.seconds($0) })
+            #expect(job.polls.map(\.status) == [202, 202, 200])
+        }
+    }
 }
