@@ -285,6 +285,19 @@ extension WorkflowParser {
         inclusion.bytesRead = child.inclusion.bytesRead
         reader.adopt(child.reader.errors)
         sites += child.sites
+        // A prefixed copy's variable that takes the including file's value of its plain name
+        // uses that name: `--var base=…` is then no unused --var.
+        if !prefix.isEmpty {
+            let used = Set(child.sites.flatMap { $0.template.references.filter(\.isVariable).map(\.name) })
+            for name in own.keys.sorted()
+            where used.contains(prefix + name) && own[prefix + name] == nil && entry.variables[name] == nil {
+                guard let template = try? Template(parsing: "{{vars.\(name)}}") else { continue }
+                sites.append(
+                    TemplateSite(
+                        template: template, step: nil, field: "include", location: NodeReader.location(node),
+                        variablesOnly: true))
+            }
+        }
         needSites += child.needSites
         brokenSteps.formUnion(child.brokenSteps)
         forEachSteps.formUnion(child.forEachSteps)

@@ -136,6 +136,9 @@ struct WorkflowIncludeTests {
         #expect(workflow.variables["a_base"] == "http://other.test")
         #expect(workflow.variables["b_base"] == "http://b.test")
         #expect(workflow.variables["a_user"] == "ada")
+        // `--var base` reaches the copies: it is a variable the templates use.
+        #expect(workflow.usedVariables.isSuperset(of: ["base", "a_base", "b_base", "a_user"]))
+        #expect(!workflow.usedVariables.contains("user"))
     }
 
     @Test func theGraphDrawsEachCopyOfAnIncludedFileInABox() throws {
