@@ -315,4 +315,43 @@ struct UntilRunnerTests {
             #expect(job.polls.map(\.status) == [202, 202, 200])
         }
     }
+
+    /// `retry:` works inside each attempt (a 503 retried after its backoff), `until:` across
+    /// them: the report counts both.
+    @Test func retriesWorkInsideEachAttemptOfAPoll() async throws {
+        let clock = ManualClock()
+        let calls = Locked(0)
+        let transport = ScriptedHTTPTransport { _, _ in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            switch call {
+            case 1: return respond(503, "busy")
+            case 2: return respond(200, #"{"status":"running"}"#)
+            default: return respond(200, #"{"status":"done"}"#)
+            }
+        }
+        let workflow = try parse(
+            Self.poll.replacingOccurrences(
+                of: "timeout: 60s", with: "timeout: 60s\n    retry: { attempts: 2, backoff: 100ms }"
+            )
+            .replacingOccurrences(of: "captures: { result: $.result, polls: $.polls }", with: ""))
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await waitUntil("backoff of attempt 1's retry") {
+                transport.requests.count == 1
+                    && clock.pendingSleepers.contains(clock.now.advanced(by: .milliseconds(100)))
+            }
+            clock.advance(by: .milliseconds(100))
+            try await waitUntil("poll asleep after attempt 1") {
+                transport.requests.count == 2 && clock.pendingSleepers.contains(clock.now.advanced(by: .seconds(1)))
+            }
+            clock.advance(by: .seconds(1))
+            let job = try #require(await run["job"])
+            #expect(job.state == .succeeded, "\(job.error ?? "")")
+            #expect(job.pollCount == 2 && job.attempts == 3)
+            #expect(job.polls.map(\.status) == [200, 200])
+        }
+    }
 }
