@@ -89,6 +89,41 @@ struct SchemaAssertionTests {
         }
     }
 
+    @Test(
+        "the demo server's recursive tree schema: a small tree passes, a tree 200 deep stops at the bound with a message"
+    )
+    func recursiveTree() async throws {
+        try await withDemoServer { server in
+            let (schema, _) = try await URLSession.shared.data(
+                from: server.baseURL.appendingPathComponent("schemas/tree"))
+            let folder = try Self.folder([
+                "tree.schema.json": String(decoding: schema, as: UTF8.self),
+                "flow.yaml": """
+                steps:
+                  - { id: small, url: "http://x.test/small", assert: [ { $: { schema: tree.schema.json } } ] }
+                  - { id: deep, url: "http://x.test/deep", assert: [ { $: { schema: tree.schema.json } } ] }
+                """,
+            ])
+            var deep = #"{"name":"leaf"}"#
+            for level in 0..<200 { deep = #"{"name":"n\#(level)","children":[\#(deep)]}"# }
+            let body = deep
+            let transport = ScriptedHTTPTransport { request, _ in
+                request.path == "/small"
+                    ? respond(200, #"{"name":"root","children":[{"name":"a"},{"name":"b","children":[{"name":"c"}]}]}"#)
+                    : respond(200, body)
+            }
+            let workflow = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"))
+            let report = await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+            #expect(report["small"]?.state == .succeeded, "\(report["small"]?.error ?? "")")
+            let reason = try #require(report["deep"]?.assertions.first?.reason)
+            #expect(reason.hasPrefix("/children/0/children/0/"), "\(reason)")
+            #expect(
+                reason.hasSuffix(
+                    "the schema applies more than 128 schemas inside each other here (a $ref that refers to itself without end?)"
+                ))
+        }
+    }
+
     @Test("a body that is not JSON, or a path that is not there, fails the check saying so")
     func notJSON() async throws {
         let workflow = try Workflow.parse(
