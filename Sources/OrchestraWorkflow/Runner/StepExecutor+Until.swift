@@ -26,15 +26,30 @@ extension StepExecutor {
             attempt.timeout = min(step.timeout, clock.now.duration(to: deadline))
             let sent = elapsed()
             let response = Locked<HTTPResponse?>(nil)
-            update(id) { $0.assertions = [] }
+            // Each attempt counts its own sends (its messages say `after 2 attempts` for its
+            // retries, not for the polls before it); the report adds them up.
+            let before = records.withLock { records -> Int in
+                guard let index = records.index(forKey: id) else { return 0 }
+                defer { records.values[index].attempts = 0 }
+                records.values[index].assertions = []
+                return records.values[index].attempts
+            }
+            let outcome: Result<[String: JSONValue], any Error>
             do {
                 // On a durable transport each attempt is a job of its own (`job~poll2#1`): under
                 // one name a later attempt would read the first one's stored response back.
-                let captures = try await PollNaming.$response.withValue(response) {
-                    try await PollNaming.$suffix.withValue(number == 1 ? "" : "~poll\(number)") {
-                        try await perform(attempt, id: id, item: item, values: values)
-                    }
-                }
+                outcome = .success(
+                    try await PollNaming.$response.withValue(response) {
+                        try await PollNaming.$suffix.withValue(number == 1 ? "" : "~poll\(number)") {
+                            try await perform(attempt, id: id, item: item, values: values)
+                        }
+                    })
+            } catch {
+                outcome = .failure(error)
+            }
+            update(id) { $0.attempts += before }
+            do {
+                let captures = try outcome.get()
                 let record = recordPoll(id, number: number, at: sent, failure: nil)
                 onPoll?(id, record, nil)
                 return captures

@@ -354,4 +354,24 @@ struct UntilRunnerTests {
             #expect(job.polls.map(\.status) == [200, 200])
         }
     }
+
+    /// The last check's message is the last attempt's own: `(after N attempts)` would count
+    /// the polls before it as its retries.
+    @Test func theLastFailedCheckSpeaksOfItsOwnAttempt() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedHTTPTransport { _, _ in respond(202, #"{"status":"running"}"#) }
+        let workflow = try parse(
+            "steps:\n  - { id: job, url: \"http://x.test/jobs/a\", expect: 200, until: { interval: 1s, max_attempts: 2 } }\n"
+        )
+        try await withHangGuard {
+            async let run = WorkflowRunner(workflow: workflow, transport: transport).run(clock: clock)
+            try await Self.drive(clock, transport, waits: [.seconds(1)])
+            let job = try #require(await run["job"])
+            #expect(
+                job.error
+                    == #"until: the checks still failed after 2 attempts (max_attempts: 2); last: expected 200, got 202: {"status":"running"}"#
+            )
+            #expect(job.attempts == 2 && job.pollCount == 2)
+        }
+    }
 }
