@@ -91,6 +91,9 @@ package struct Assertion: Sendable, Hashable {
         case oneOf([JSONTemplate])
         /// The subject matches a JSON Schema (`schema: user.schema.json`, or inline).
         case schema(JSONSchema)
+        /// The subject matches the JSON Schema a capture holds (`schema: "{{spec.user}}"`): read
+        /// and checked when the response is.
+        case capturedSchema(Template)
 
         /// The check's operator as written in the file: `==`, `count`, `matches`…
         package var operatorName: String {
@@ -104,7 +107,7 @@ package struct Assertion: Sendable, Hashable {
             case .exists: "exists"
             case .type: "type"
             case .oneOf: "one_of"
-            case .schema: "schema"
+            case .schema, .capturedSchema: "schema"
             }
         }
 
@@ -114,6 +117,7 @@ package struct Assertion: Sendable, Hashable {
             case .equals(let value), .notEquals(let value), .compare(_, let value), .contains(let value):
                 value.templates
             case .oneOf(let values): values.flatMap(\.templates)
+            case .capturedSchema(let template): [template]
             case .duration, .count, .matches, .exists, .type, .schema: []
             }
         }

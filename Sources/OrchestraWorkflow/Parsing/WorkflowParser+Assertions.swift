@@ -146,7 +146,7 @@ extension WorkflowParser {
                     at: node, step: step, field: field)
                 return nil
             }
-            return schema(node, step: step, field: field).map(Assertion.Check.schema)
+            return schema(node, step: step, field: field)
         case "type":
             let names = Assertion.ValueType.allCases.map(\.rawValue)
             guard let text = reader.string(node, step: step, field: field) else { return nil }

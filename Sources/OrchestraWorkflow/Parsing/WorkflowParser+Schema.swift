@@ -6,14 +6,27 @@ extension WorkflowParser {
     /// is read and checked here, so `validate` reports a wrong keyword with its place: the
     /// line and column of an inline keyword, the file, line, column and JSON pointer of one in
     /// a schema file.
-    mutating func schema(_ node: Node, step: String, field: String) -> JSONSchema? {
+    ///
+    /// A quoted template that is exactly one capture (`schema: "{{spec.user}}"`) takes the
+    /// schema from an earlier response: it is read and checked when the response is.
+    mutating func schema(_ node: Node, step: String, field: String) -> Assertion.Check? {
         switch node {
         case .scalar where node.tagName == .bool:
-            return inlineSchema(node, step: step, field: field)
+            return inlineSchema(node, step: step, field: field).map(Assertion.Check.schema)
+        case .scalar(let scalar) where scalar.string.contains("{{"):
+            guard let template = site(node, step: step, field: field, variablesOnly: false) else { return nil }
+            guard let reference = template.soleReference, reference.isCapture else {
+                reader.fail(
+                    .invalidValue,
+                    "a schema from a response is exactly one capture, as in \"{{spec.user}}\", got '\(short: template.source)'",
+                    at: node, step: step, field: field)
+                return nil
+            }
+            return .capturedSchema(template)
         case .scalar:
-            return schemaFile(node, step: step, field: field)
+            return schemaFile(node, step: step, field: field).map(Assertion.Check.schema)
         case .mapping, .sequence:
-            return inlineSchema(node, step: step, field: field)
+            return inlineSchema(node, step: step, field: field).map(Assertion.Check.schema)
         }
     }
 

@@ -74,6 +74,9 @@ struct AssertionEvaluator {
         _ check: Assertion.Check, on actual: Actual, subject: Assertion.Subject, reader: ResponseReader
     ) -> AssertionResult {
         if case .schema(let schema) = check { return result(of: schema, on: actual, subject: subject, reader: reader) }
+        if case .capturedSchema(let template) = check {
+            return result(ofCaptured: template, on: actual, subject: subject, reader: reader)
+        }
         var result = AssertionResult(
             subject: subject.description, operatorName: check.operatorName, expected: "", actual: nil, passed: false)
         if case .exists(let expected) = check {
@@ -126,6 +129,7 @@ struct AssertionEvaluator {
         case .exists(let expected): return "\(expected)"
         case .duration(_, let limit): return StepErrors.format(limit)
         case .schema(let schema): return schema.name
+        case .capturedSchema(let template): return template.source
         }
     }
 
@@ -187,7 +191,7 @@ struct AssertionEvaluator {
         case .oneOf(let candidates):
             for candidate in candidates where Self.equal(value, try render(candidate)) { return true }
             return false
-        case .exists, .duration, .schema:
+        case .exists, .duration, .schema, .capturedSchema:
             return false  // evaluated before
         }
     }

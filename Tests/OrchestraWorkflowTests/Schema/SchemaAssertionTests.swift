@@ -124,6 +124,35 @@ struct SchemaAssertionTests {
         }
     }
 
+    @Test("schema: \"{{spec.schema}}\" checks against the schema an earlier step captured from the demo server")
+    func capturedSchema() async throws {
+        try await withDemoServer { server in
+            let workflow = try Workflow.parse(
+                """
+                vars: { base: "\(server.baseURL.absoluteString)" }
+                steps:
+                  - id: spec
+                    url: "{{vars.base}}/schemas/user"
+                    captures: { schema: $, title: $.title }
+                  - id: good
+                    url: "{{vars.base}}/users/7"
+                    assert: [ { $: { schema: "{{spec.schema}}" } } ]
+                  - id: broken
+                    url: "{{vars.base}}/broken-users/7"
+                    assert: [ { $.orders: { schema: "{{spec.schema}}" } }, { $: { schema: "{{spec.title}}" } } ]
+                """, file: "flow.yaml", environment: [:])
+            #expect(workflow.step("good")?.dependencies == ["spec"])
+            let report = await WorkflowRunner(workflow: workflow).run()
+            #expect(report["good"]?.state == .succeeded, "\(report["good"]?.error ?? "")")
+            let checks = try #require(report["broken"]?.assertions)
+            #expect(checks.map(\.expected) == ["{{spec.schema}}", "{{spec.title}}"])
+            #expect(checks.first?.failures == ["(root): expected object, got array"])
+            #expect(
+                checks.last?.reason?.hasPrefix("{{spec.title}} is not a JSON Schema: ") == true, "\(checks.last as Any)"
+            )
+        }
+    }
+
     @Test("a body that is not JSON, or a path that is not there, fails the check saying so")
     func notJSON() async throws {
         let workflow = try Workflow.parse(
@@ -219,6 +248,10 @@ struct SchemaAssertionTests {
                 "flow.yaml:5:25: error: step 'user', field 'assert[0].body.schema': a schema checks the JSON body: write it on $ or a $.path, as in $: { schema: user.schema.json }"
             ),
             (
+                "$: { schema: \"{{vars.base}}\" }",
+                #"flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': a schema from a response is exactly one capture, as in "{{spec.user}}", got '{{vars.base}}'"#
+            ),
+            (
                 "$: { schema: missing.json }",
                 "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': no such file 'missing.json'"
             ),
@@ -252,7 +285,7 @@ struct SchemaAssertionTests {
         let errors = Self.loadErrors(folder)
         // (A template in a schema is also checked as one: `vars.n` is unknown here too.)
         #expect(errors.first?.hasPrefix(message) == true, "\(errors)")
-        #expect(errors.count == (message.contains("templates") ? 2 : 1), "\(errors)")
+        #expect(errors.count == (message.contains("templates") || message.contains("vars.base") ? 2 : 1), "\(errors)")
     }
 
     @Test("a schema file larger than 1 MiB is refused, naming the limit")
