@@ -1,3 +1,5 @@
+import Foundation
+
 extension WorkflowInclusion {
     /// An included file's node tree as the parser reads it: every place marked with the
     /// file's name (so that a problem found later, by the checks of the whole tree, names it),
@@ -9,7 +11,8 @@ extension WorkflowInclusion {
     /// native stack).
     func prepared(_ root: Node, file: String) -> Node {
         var root = root
-        var declared: Set<String> = []
+        // The variables the files it includes declare are prefixed with theirs: its uses too.
+        var declared = declaredBelow
         if !prefix.isEmpty, case .mapping(var mapping) = root {
             if let vars = mapping.pairs.firstIndex(where: { Self.text($0.key) == "vars" }),
                 case .mapping(var variables) = mapping.pairs[vars].value
@@ -54,6 +57,46 @@ extension WorkflowInclusion {
         }
     }
 
+    /// The variables declared (`vars:`) by the files `root` includes without a prefix of their
+    /// own, and by theirs, read ahead of the real parse (which reports any problem): with a
+    /// prefix they are renamed with the file's, and so are the file's uses of them. Bounded as
+    /// includes are (``maximumDepth`` deep, ``maximumFiles`` files, each at most an input file).
+    static func declaredVariables(includedBy root: Node, directory: URL) -> Set<String> {
+        var declared: Set<String> = []
+        var pending: [(node: Node, directory: URL, depth: Int)] = [(root, directory, 0)]
+        var read = 0
+        while let (node, folder, depth) = pending.popLast() {
+            guard case .mapping(let mapping) = node, depth < maximumDepth else { continue }
+            for (key, value) in mapping.pairs {
+                switch text(key) {
+                case "vars" where depth > 0:
+                    guard case .mapping(let variables) = value else { continue }
+                    declared.formUnion(variables.pairs.compactMap { text($0.key) })
+                case "include":
+                    let entries: [Node] = if case .sequence(let list) = value { list.nodes } else { [value] }
+                    for entry in entries {
+                        var path = text(entry)
+                        if case .mapping(let fields) = entry {
+                            // An entry with a prefix of its own renames its variables with it.
+                            guard !fields.pairs.contains(where: { text($0.key) == "prefix" }) else { continue }
+                            path = fields.pairs.first { text($0.key) == "file" }.flatMap { text($0.value) }
+                        }
+                        guard let path, !path.isEmpty, read < maximumFiles else { continue }
+                        read += 1
+                        let url = URL(fileURLWithPath: path, relativeTo: folder).standardizedFileURL
+                        guard let text = try? Workflow.readText(at: url.path, file: path),
+                            case .document(let document?) = YAMLComposer.compose(text)
+                        else { continue }
+                        pending.append((document, url.deletingLastPathComponent(), depth + 1))
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+        return declared
+    }
+
     /// `text` with its step references (`{{login.token}}`) and its references to `declared`
     /// variables prefixed; as it is when nothing changes or it is not a template (the parser
     /// reports that).
@@ -91,7 +134,7 @@ extension WorkflowInclusion {
         return .sequence(sequence)
     }
 
-    private static func text(_ node: Node) -> String? {
+    static func text(_ node: Node) -> String? {
         if case .scalar(let scalar) = node { scalar.string } else { nil }
     }
 

@@ -15,8 +15,8 @@ import Foundation
 /// - Its `vars:` are defaults: the including file's `vars:` and `--var` override them. Two
 ///   included files that give one variable different defaults is an error, unless the
 ///   including file sets it.
-/// - `prefix:` renames the file's steps (and those of the files it includes) and the
-///   variables its `vars:` declares: `admin_login`, `{{vars.admin_user}}`; every step id it
+/// - `prefix:` renames the file's steps and the variables its `vars:` declares (and those of
+///   the files it includes): `admin_login`, `{{vars.admin_user}}`; every step id it
 ///   names, in `needs:` and in templates, is one of its own. Such a variable takes, in order:
 ///   `admin_user` from the entry's `vars:`, the including file or `--var`; else `user` from
 ///   the including file or `--var`; else the file's default. A file included twice needs a prefix at least once; the same file included
@@ -49,6 +49,9 @@ struct WorkflowInclusion {
     /// entry's `vars:` or `admin_NAME` itself still overrides), so that `--var base=…` reaches
     /// every copy.
     var inherited: [String: String] = [:]
+    /// With a prefix: the variables the files this one includes declare
+    /// (``declaredVariables(includedBy:directory:)``), renamed in this file as its own are.
+    var declaredBelow: Set<String> = []
     /// The bytes of the included files read so far in the whole tree (shared down and back
     /// up): at most ``Workflow/inputFileLimit`` in all, as for one file.
     var bytesRead = 0
@@ -273,13 +276,18 @@ extension WorkflowParser {
         for (name, value) in entry.variables where self.overrides[prefix + name] == nil {
             overrides[prefix + name] = value
         }
+        var declaredBelow: Set<String> = []
+        if !prefix.isEmpty, case .document(let document?) = YAMLComposer.compose(text) {
+            declaredBelow = WorkflowInclusion.declaredVariables(
+                includedBy: document, directory: entry.url.deletingLastPathComponent())
+        }
         var child = WorkflowParser(
             file: entry.name, overrides: overrides, environment: environment,
             directory: entry.url.deletingLastPathComponent())
         child.dataColumns = dataColumns
         child.inclusion = WorkflowInclusion(
             chain: inclusion.chain + [(path, entry.name)], prefix: prefix, isIncluded: true, seen: inclusion.seen,
-            inherited: own, bytesRead: inclusion.bytesRead)
+            inherited: own, declaredBelow: declaredBelow, bytesRead: inclusion.bytesRead)
         let workflow = child.parse(text)
         inclusion.seen = child.inclusion.seen
         inclusion.bytesRead = child.inclusion.bytesRead

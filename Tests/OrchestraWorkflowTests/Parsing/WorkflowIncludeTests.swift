@@ -216,6 +216,25 @@ struct WorkflowIncludeTests {
         }
     }
 
+    @Test func aPrefixReachesTheFilesAnIncludedFileIncludes() throws {
+        let workflow = try Self.load([
+            "flow.yaml": "include: [{ file: mid.yaml, prefix: x_, vars: { user: root } }]",
+            "mid.yaml": """
+            include: [login.yaml]
+            vars: { user: mid }
+            steps: [{ id: mid, url: "{{vars.base}}/mid", headers: { A: "{{login.token}}" }, needs: [me] }]
+            """,
+            "login.yaml": Self.login,
+        ])
+        #expect(workflow.steps.map(\.id) == ["x_login", "x_me", "x_mid"])
+        #expect(workflow.step("x_mid")?.dependencies == ["x_me", "x_login"])
+        #expect(workflow.variables["x_user"] == "root")
+        // login.yaml declares base and mid.yaml uses it: with the prefix both say x_base.
+        #expect(workflow.variables["x_base"] == "http://api.test")
+        #expect(workflow.step("x_mid")?.request.url.source == "{{vars.x_base}}/mid")
+        #expect(workflow.includedFiles.map(\.name) == ["login.yaml as x_", "mid.yaml as x_"])
+    }
+
     @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
         let workflow = try Self.load(
             [
