@@ -33,3 +33,13 @@ extension RunPrinter {
         return String(error[..<last.upperBound])
     }
 }
+
+extension RunPrinter {
+    /// `3 steps succeeded`, or `2 steps succeeded, 1 skipped by when:` for a row of a `--data`
+    /// run whose steps all succeeded or were skipped by a condition.
+    static func succeededText(_ report: WorkflowReport) -> String {
+        let skipped = report.steps.count { $0.skippedByCondition }
+        guard skipped > 0 else { return "\(Format.count(report.steps.count, "step")) succeeded" }
+        return "\(Format.count(report.steps.count - skipped, "step")) succeeded, \(skipped) skipped by when:"
+    }
+}

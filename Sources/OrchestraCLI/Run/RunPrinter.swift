@@ -113,7 +113,7 @@ struct RunPrinter: Sendable {
         let time = " · \(Format.milliseconds(report.duration))"
         guard !report.allSucceeded else {
             return
-                "\(console.paint("✓", .green)) \(label)  \(Format.count(report.steps.count, "step")) succeeded\(time)\n"
+                "\(console.paint("✓", .green)) \(label)  \(Self.succeededText(report))\(time)\n"
         }
         var text =
             "\(console.paint("✗", .red)) \(label)  \(report.count(.succeeded)) of \(Format.count(report.steps.count, "step")) succeeded\(time)\n"

@@ -114,4 +114,25 @@ struct UntilWhenCommandTests {
             #expect(graph.stdout.contains("when "), "\(graph)")
         }
     }
+
+    /// A `--data` row whose steps succeeded or were skipped by `when:` passes, and says so.
+    @Test func aDataRowSaysWhichStepsItsConditionsSkipped() async throws {
+        try await withDemoServer { server in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                steps:
+                  - { id: who, url: "{{vars.base}}/get?user={{data.user}}" }
+                  - { id: admin, url: "{{vars.base}}/get?admin={{data.user}}", when: "{{data.role}} == 'admin'" }
+                """)
+            let rows = URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent("rows.csv")
+            try Data("user,role\nada,admin\nbob,user\n".utf8).write(to: rows)
+            let output = try await OrchestraExecutable.run([
+                "run", file, "--var", "base=\(server.baseURL.absoluteString)", "--data", rows.path, "--no-color",
+            ])
+            #expect(output.status == 0, "\(output)")
+            #expect(output.stdout.contains("✓ row 1  2 steps succeeded"), "\(output.stdout)")
+            #expect(output.stdout.contains("✓ row 2  1 step succeeded, 1 skipped by when:"), "\(output.stdout)")
+            #expect(server.arrivals(of: "/get") == 3)
+        }
+    }
 }
