@@ -92,6 +92,10 @@ struct CurlLog: Sendable {
         // What curl adds on its own and the request did not have: none, as sent.
         if request.headerFields[.accept] == nil { words += ["-H", "'Accept:'"] }
         if body != nil, request.headerFields[.contentType] == nil { words += ["-H", "'Content-Type:'"] }
+        // A POST, PUT or PATCH without a body goes out with `Content-Length: 0`; curl would send none.
+        if body == nil, [.post, .put, .patch].contains(request.method), request.headerFields[.contentLength] == nil {
+            words += ["-H", "'Content-Length: 0'"]
+        }
         // The transport asks for compressed bodies unless the step says identity: curl too, and
         // decodes them.
         if request.headerFields[.acceptEncoding]?.lowercased() != "identity" { words.append("--compressed") }

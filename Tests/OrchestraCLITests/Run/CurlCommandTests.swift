@@ -48,6 +48,10 @@ struct CurlCommandTests {
               - id: signed
                 url: "{{vars.base}}/anything/me"
                 save_to: "\(out)/signed.out"
+              - id: empty
+                method: POST
+                url: "{{vars.base}}/anything"
+                save_to: "\(out)/empty.out"
               - id: head
                 method: HEAD
                 url: "{{vars.base}}/anything"
@@ -85,7 +89,7 @@ struct CurlCommandTests {
             #expect(Self.command("text", in: output.stderr)?.hasPrefix("printf '") == true, "\(output.stderr)")
             #expect(Self.command("file", in: output.stderr)?.contains("--data-binary '@") == true, "\(output.stderr)")
             #expect(Self.command("head", in: output.stderr)?.hasPrefix("curl --head ") == true, "\(output.stderr)")
-            for label in ["json", "text", "file", "signed"] {
+            for label in ["json", "text", "file", "signed", "empty"] {
                 let line = try #require(Self.command(label, in: output.stderr), "no # \(label) in \(output.stderr)")
                 let replay = try await OrchestraExecutable.run(
                     ["-c", line + " --silent --show-error"], executable: URL(fileURLWithPath: "/bin/sh"))
