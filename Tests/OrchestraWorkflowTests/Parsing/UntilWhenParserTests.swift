@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Simulation) import Orchestra
 import TestSupport
 import Testing
 
@@ -133,5 +134,34 @@ struct UntilWhenParserTests {
         #expect(error.description.contains(input.message), "\(error)")
         #expect(error.description.hasPrefix("flow.yaml:"), "\(error)")
         #expect((7...8).contains(error.location?.line ?? 0), "\(error)")
+    }
+
+    /// Random condition texts of the characters that matter (braces, quotes, operators): the
+    /// splitter returns sides and an operator found in the text, a lone value, or a
+    /// problem; never a crash. Seeded (`ORCHESTRA_FUZZ_SEED`), the seed printed on failure.
+    @Test func randomConditionTextsSplitOrSayWhy() {
+        let seed = ProcessInfo.processInfo.environment["ORCHESTRA_FUZZ_SEED"].flatMap(UInt64.init) ?? 37
+        var generator = SplitMix64(seed: seed)
+        let alphabet = Array("{}=!<>'\" a1")
+        for _ in 0..<20_000 {
+            let text = String(
+                (0..<Int.random(in: 0...24, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            switch StepCondition.split(text) {
+            case .success(let parts?):
+                // A quoted side may be empty text (`{{a.b}} == ''`); an unquoted one may not.
+                #expect(text.contains(parts.comparison.rawValue), "seed \(seed): \(text)")
+            case .success(nil), .failure:
+                break
+            }
+        }
+    }
+
+    /// A 1 MB condition is read in one pass (linear), and its problem quotes at most 200
+    /// characters of it.
+    @Test func aHugeConditionIsReadAndQuotedShort() {
+        let huge = "{{a.role}} == '" + String(repeating: "x", count: 1 << 20)
+        let problems = errors(Self.step("when: \"\(huge)\""))
+        #expect(problems.first?.description.contains("a quote is not closed") == true)
+        #expect((problems.first?.description.count ?? .max) < 1_000)
     }
 }
