@@ -208,6 +208,7 @@ package final class Redactor: Sendable {
             result.expected = redact(result.expected)
             result.actual = result.actual.map(redact)
             result.reason = result.reason.map(redact)
+            result.failures = result.failures.map(redact)
             return result
         }
         report.redirects = report.redirects.map { HTTPRedirect(status: $0.status, location: redact($0.location)) }

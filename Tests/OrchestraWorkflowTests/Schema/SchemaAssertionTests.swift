@@ -228,6 +228,17 @@ struct SchemaAssertionTests {
         #expect(!everything.contains("hunter2"), "\(everything)")
     }
 
+    @Test("the report's redaction masks a schema check's failures too")
+    func reportRedaction() {
+        var report = StepReport(id: "a", state: .failed, method: "GET", url: "http://x.test/")
+        var check = AssertionResult(
+            subject: "$", operatorName: "schema", expected: "inline schema", actual: nil, passed: false)
+        check.failures = [#"/token: expected integer, got "hunter2""#]
+        report.assertions = [check]
+        let redacted = Redactor(secrets: ["hunter2"]).redact(report)
+        #expect(redacted.assertions.first?.failures == [#"/token: expected integer, got "***""#])
+    }
+
     @Test(
         "validate reports a schema's mistakes with the file, line and column",
         arguments: [
