@@ -13,10 +13,22 @@ struct CurlOptions: ParsableArguments {
     @Flag(name: .customLong("curl-unmasked"), help: "--curl with secrets shown, not ***.")
     var curlUnmasked = false
 
-    /// The log the options ask for, or `nil`.
-    func log(redactor: Redactor) -> CurlLog? {
+    /// The log the options ask for, or `nil`; its lines carry the TLS settings and the proxy
+    /// `transport` and the workflow's `tls:` give the run.
+    func log(redactor: Redactor, transport: TransportOptions, tls: WorkflowTLS?) -> CurlLog? {
         guard curl || curlUnmasked else { return nil }
-        return CurlLog(redactor: curlUnmasked ? nil : redactor, console: .standardError)
+        var log = CurlLog(redactor: curlUnmasked ? nil : redactor, console: .standardError)
+        if let settings = try? transport.settings(tls: tls) {
+            if let roots = settings.tls.trustedCertificates { log.tlsArguments += ["--cacert", roots.path] }
+            if !settings.tls.verifiesCertificates { log.tlsArguments.append("--insecure") }
+            if let client = settings.tls.clientCertificate {
+                log.tlsArguments += ["--cert", client.certificate.path, "--key", client.key.path]
+            }
+        }
+        // Without --proxy, curl reads the same proxy variables as the run.
+        if let proxy = transport.proxy { log.proxyArguments += ["--proxy", proxy] }
+        if let noproxy = transport.noproxy { log.proxyArguments += ["--noproxy", noproxy] }
+        return log
     }
 }
 
@@ -40,6 +52,10 @@ struct CurlLog: Sendable {
 
     /// `nil` when unmasked.
     let redactor: Redactor?
+    /// `--cacert`, `--insecure`, `--cert` and `--key` with their values, for an https URL.
+    var tlsArguments: [String] = []
+    /// `--proxy` and `--noproxy` with their values (a proxy's password is a secret).
+    var proxyArguments: [String] = []
     let console: Console
     /// Held while a command is written: a write of more than 4 KiB to a pipe may be split.
     private let written = Locked(0)
@@ -82,6 +98,8 @@ struct CurlLog: Sendable {
         // curl reads `[]{}` in a URL as a glob.
         if url.contains(where: { "[]{}".contains($0) }) { words.append("--globoff") }
         words.append(Self.quoted(masked(url)))
+        let connection = (request.scheme == "https" ? tlsArguments : []) + proxyArguments
+        words += connection.map { $0.hasPrefix("--") ? $0 : Self.quoted(masked($0)) }
         for field in request.headerFields {
             let value =
                 redactor == nil || !Redactor.sensitiveHeaders.contains(field.name)

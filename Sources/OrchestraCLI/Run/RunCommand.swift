@@ -197,7 +197,8 @@ struct RunCommand: AsyncParsableCommand {
             workflow: workflow, transport: transport, userAgent: OrchestraVersion.userAgent,
             keepsItemReports: keepsItemReports,
             observer: CurlLog.observer(
-                log.map { log in { @Sendable in log.write($0) } }, curlOptions.log(redactor: workflow.redactor)),
+                log.map { log in { @Sendable in log.write($0) } },
+                curlOptions.log(redactor: workflow.redactor, transport: transportOptions, tls: workflow.tls)),
             cookieJar: cookieJar, state: state, resendsUncertain: resendUncertain,
             onRetry: log.map { log in { @Sendable in log.retrying($0, $1) } },
             bodies: ResponseBodyOptions(maximumSize: maxBody.bytes, holdsUnread: verbose),

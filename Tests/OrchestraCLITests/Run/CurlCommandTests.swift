@@ -143,6 +143,19 @@ struct CurlCommandTests {
         }
     }
 
+    @Test func theRunsTLSSettingsAndProxyGoOnTheLine() {
+        var log = CurlLog(redactor: Redactor(secrets: ["pw-123456"]), console: .standardError)
+        log.tlsArguments = ["--cacert", "/etc/ca b.pem", "--insecure"]
+        log.proxyArguments = ["--proxy", "http://u:pw-123456@proxy.test:3128"]
+        let https = log.command(for: HTTPRequest(method: .get, scheme: "https", authority: "h", path: "/"), body: nil)
+        #expect(
+            https.hasPrefix(
+                "curl 'https://h/' --cacert '/etc/ca b.pem' --insecure --proxy 'http://u:***@proxy.test:3128' "),
+            "\(https)")
+        let http = log.command(for: HTTPRequest(method: .get, scheme: "http", authority: "h", path: "/"), body: nil)
+        #expect(http.hasPrefix("curl 'http://h/' --proxy 'http://u:***@proxy.test:3128' "), "\(http)")
+    }
+
     @Test func aLargeOrBinaryBodyIsLeftOutWithANote() {
         let log = CurlLog(redactor: nil, console: .standardError)
         var request = HTTPRequest(method: .post, scheme: "http", authority: "h", path: "/")
