@@ -114,6 +114,9 @@ struct UntilWhenParserTests {
             fields: "when: { exists: \"{{a.role}}\", not: \"{{a.n}}\" }", code: .invalidValue, field: "when",
             message: "must be a condition"),
         Case(fields: "when: { all: [] }", code: .invalidValue, field: "when.all", message: "a list of 1 to 100"),
+        Case(
+            fields: "when: { any: [" + Array(repeating: "\"{{a.n}}\"", count: 101).joined(separator: ", ") + "] }",
+            code: .invalidValue, field: "when.any", message: "a list of 1 to 100 conditions"),
         Case(fields: "when: { exists: \"token\" }", code: .invalidValue, field: "when.exists", message: "a reference"),
         Case(fields: "when: ~", code: .invalidValue, field: "when", message: "got nothing (null)"),
         Case(
