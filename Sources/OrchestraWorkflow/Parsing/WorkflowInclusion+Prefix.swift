@@ -60,11 +60,14 @@ extension WorkflowInclusion {
     /// The variables declared (`vars:`) by the files `root` includes without a prefix of their
     /// own, and by theirs, read ahead of the real parse (which reports any problem): with a
     /// prefix they are renamed with the file's, and so are the file's uses of them. Bounded as
-    /// includes are (``maximumDepth`` deep, ``maximumFiles`` files, each at most an input file).
-    static func declaredVariables(includedBy root: Node, directory: URL) -> Set<String> {
+    /// includes are (``maximumDepth`` deep, each file at most an input file), and by `budget`,
+    /// shared by every look-ahead of a workflow: once it is spent, no more is read (a name then
+    /// missed is an unknown variable, reported).
+    static func declaredVariables(
+        includedBy root: Node, directory: URL, budget: inout (files: Int, bytes: Int)
+    ) -> Set<String> {
         var declared: Set<String> = []
         var pending: [(node: Node, directory: URL, depth: Int)] = [(root, directory, 0)]
-        var read = 0
         while let (node, folder, depth) = pending.popLast() {
             guard case .mapping(let mapping) = node, depth < maximumDepth else { continue }
             for (key, value) in mapping.pairs {
@@ -81,12 +84,16 @@ extension WorkflowInclusion {
                             guard !fields.pairs.contains(where: { text($0.key) == "prefix" }) else { continue }
                             path = fields.pairs.first { text($0.key) == "file" }.flatMap { text($0.value) }
                         }
-                        guard let path, !path.isEmpty, read < maximumFiles else { continue }
-                        read += 1
-                        let url = URL(fileURLWithPath: path, relativeTo: folder).standardizedFileURL
-                        guard let text = try? Workflow.readText(at: url.path, file: path),
-                            case .document(let document?) = YAMLComposer.compose(text)
-                        else { continue }
+                        guard let path, !path.isEmpty, budget.files > 0, budget.bytes > 0 else { continue }
+                        budget.files -= 1
+                        let url = URL(
+                            fileURLWithPath: path, relativeTo: URL(fileURLWithPath: folder.path, isDirectory: true)
+                        ).standardizedFileURL
+                        guard let text = try? Workflow.readText(at: url.path, file: path) else { continue }
+                        budget.bytes -= text.utf8.count
+                        guard budget.bytes >= 0, case .document(let document?) = YAMLComposer.compose(text) else {
+                            continue
+                        }
                         pending.append((document, url.deletingLastPathComponent(), depth + 1))
                     }
                 default:

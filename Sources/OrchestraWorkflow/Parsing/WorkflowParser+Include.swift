@@ -50,11 +50,14 @@ struct WorkflowInclusion {
     /// every copy.
     var inherited: [String: String] = [:]
     /// With a prefix: the variables the files this one includes declare
-    /// (``declaredVariables(includedBy:directory:)``), renamed in this file as its own are.
+    /// (``declaredVariables(includedBy:directory:budget:)``), renamed in this file as its own are.
     var declaredBelow: Set<String> = []
     /// The bytes of the included files read so far in the whole tree (shared down and back
     /// up): at most ``Workflow/inputFileLimit`` in all, as for one file.
     var bytesRead = 0
+    /// What the look-ahead for declared variables may still read, in the whole tree (shared
+    /// down and back up).
+    var lookAhead = (files: maximumFiles, bytes: Workflow.inputFileLimit)
     /// What the included files brought, merged into the workflow after its own steps are read.
     var steps: [WorkflowStep] = []
     var secretValues: [String] = []
@@ -213,7 +216,9 @@ extension WorkflowParser {
                 at: pathNode, field: "include")
             return nil
         }
-        let url = URL(fileURLWithPath: path, relativeTo: directory).standardizedFileURL
+        // As a folder, whether or not the URL given ends with '/'.
+        let folderURL = URL(fileURLWithPath: directory.path, isDirectory: true)
+        let url = URL(fileURLWithPath: path, relativeTo: folderURL).standardizedFileURL
         let folder = ((reader.file ?? "") as NSString).deletingLastPathComponent
         let name =
             path.hasPrefix("/") || folder.isEmpty || reader.file?.hasPrefix("/dev/") == true
@@ -279,7 +284,7 @@ extension WorkflowParser {
         var declaredBelow: Set<String> = []
         if !prefix.isEmpty, case .document(let document?) = YAMLComposer.compose(text) {
             declaredBelow = WorkflowInclusion.declaredVariables(
-                includedBy: document, directory: entry.url.deletingLastPathComponent())
+                includedBy: document, directory: entry.url.deletingLastPathComponent(), budget: &inclusion.lookAhead)
         }
         var child = WorkflowParser(
             file: entry.name, overrides: overrides, environment: environment,
@@ -287,10 +292,12 @@ extension WorkflowParser {
         child.dataColumns = dataColumns
         child.inclusion = WorkflowInclusion(
             chain: inclusion.chain + [(path, entry.name)], prefix: prefix, isIncluded: true, seen: inclusion.seen,
-            inherited: own, declaredBelow: declaredBelow, bytesRead: inclusion.bytesRead)
+            inherited: own, declaredBelow: declaredBelow, bytesRead: inclusion.bytesRead,
+            lookAhead: inclusion.lookAhead)
         let workflow = child.parse(text)
         inclusion.seen = child.inclusion.seen
         inclusion.bytesRead = child.inclusion.bytesRead
+        inclusion.lookAhead = child.inclusion.lookAhead
         reader.adopt(child.reader.errors)
         sites += child.sites
         // A prefixed copy's variable that takes the including file's value of its plain name

@@ -235,6 +235,27 @@ struct WorkflowIncludeTests {
         #expect(workflow.includedFiles.map(\.name) == ["login.yaml as x_", "mid.yaml as x_"])
     }
 
+    @Test func theLookAheadForDeclaredVariablesKeepsToItsBudget() throws {
+        let folder = try Self.folder([
+            "b.yaml": "include: [c.yaml]\nvars: { b1: x }",
+            "c.yaml": "include: [{ file: d.yaml, prefix: d_ }]\nvars: { c1: x }",
+            "d.yaml": "vars: { d1: x }",
+        ])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        guard case .document(let root?) = YAMLComposer.compose("include: [b.yaml]\nvars: { a1: x }") else {
+            Issue.record("no document")
+            return
+        }
+        var budget = (files: 100, bytes: 10_000)
+        #expect(
+            WorkflowInclusion.declaredVariables(includedBy: root, directory: folder, budget: &budget) == ["b1", "c1"])
+        #expect(budget.files == 98)
+        budget = (files: 1, bytes: 10_000)
+        #expect(WorkflowInclusion.declaredVariables(includedBy: root, directory: folder, budget: &budget) == ["b1"])
+        budget = (files: 100, bytes: 10)
+        #expect(WorkflowInclusion.declaredVariables(includedBy: root, directory: folder, budget: &budget).isEmpty)
+    }
+
     @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
         let workflow = try Self.load(
             [
