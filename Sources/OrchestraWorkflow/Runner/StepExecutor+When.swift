@@ -13,7 +13,11 @@ extension StepExecutor {
     ///   missing, `<` on text that is not a number).
     func skipsByCondition(_ step: WorkflowStep, inputs: NodeInputs) async throws -> Bool {
         let skipped = conditionSkips.withLock { $0 }
-        if !skipped.isEmpty, let cause = step.dependencies.first(where: skipped.contains) {
+        // A for_each taking a pages' step's items as they arrive starts with that step, after
+        // what it waits for: a skip of one of those skips both (the pages' step may not have
+        // said it is skipped yet).
+        let waitsFor = pageStreams.byConsumer[step.id] == nil ? [] : pageStreams.dependencies(of: step, in: workflow)
+        if !skipped.isEmpty, let cause = (step.dependencies + waitsFor).first(where: skipped.contains) {
             skip(step, reason: "skipped because '\(short: cause)' was skipped", cause: cause)
             return true
         }

@@ -243,6 +243,30 @@ struct PaginateRunnerTests {
         #expect(transport.requests.count < 100, "pages stopped at once, not at max_pages")
     }
 
+    /// `gate` is skipped by its `when:`, so `list`, which needs it, is skipped: `each`, which
+    /// takes `list`'s items and starts with `list`, is skipped too, never failed by pages that
+    /// never came (30 runs: scheduling decides which of `list` and `each` starts first).
+    @Test func aForEachIsSkippedWithThePagesStepThatASkipSkipped() async throws {
+        let transport = ScriptedHTTPTransport { _, _ in respond(200, #"{"data":[1,2],"next":null}"#) }
+        let workflow = try parse(
+            """
+            vars: { go: "no" }
+            steps:
+              - { id: gate, when: "{{vars.go}} == 'yes'", url: "http://x.test/gate" }
+              - { id: list, needs: [gate], url: "http://x.test/list", paginate: { next: $.next, items: $.data } }
+              - { id: each, for_each: "{{list.items}}", url: "http://x.test/e/{{item}}" }
+            """)
+        for _ in 0..<30 {
+            let report = try await withHangGuard {
+                await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+            }
+            #expect(
+                report.steps.map(\.state) == [.skipped, .skipped, .skipped],
+                "\(report.steps.map { "\($0.id): \($0.error ?? "-")" })")
+        }
+        #expect(transport.requests.isEmpty)
+    }
+
     /// `each` needs `total`, which needs `list`: `each` cannot take items as they arrive (`list`
     /// would wait for it, and it for `list`), so it gets the whole list.
     @Test func aForEachThatWaitsForThePagesThroughAnotherStepGetsTheWholeList() async throws {
