@@ -30,7 +30,9 @@ extension WorkflowParser {
         }
     }
 
-    private mutating func inlineSchema(_ node: Node, step: String, field: String) -> JSONSchema? {
+    private mutating func inlineSchema(
+        _ node: Node, step: String, field: String, name: String = "inline schema"
+    ) -> JSONSchema? {
         guard let template = json(node, step: step, field: field, variablesOnly: true) else { return nil }
         guard template.templates.allSatisfy(\.references.isEmpty),
             let value = try? template.render(with: TemplateValues(variables: [:], environment: [:]))
@@ -41,7 +43,7 @@ extension WorkflowParser {
             return nil
         }
         do {
-            return try JSONSchema(value, name: "inline schema")
+            return try JSONSchema(value, name: name)
         } catch {
             let place = Self.node(at: error.tokens, in: node) ?? node
             reader.fail(.invalidValue, "schema: \(error)", at: place, step: step, field: field)
@@ -65,6 +67,9 @@ extension WorkflowParser {
                 .invalidValue, "schema file '\(short: file.path)': \(reason)", at: node, step: step, field: field)
             return nil
         }
+        if ["yaml", "yml"].contains(file.url.pathExtension.lowercased()) {
+            return yamlSchemaFile(data, file: file, step: step, field: field)
+        }
         do {
             return try JSONSchema(data: data, name: file.path)
         } catch {
@@ -81,6 +86,25 @@ extension WorkflowParser {
                 field: field)
             return nil
         }
+    }
+
+    /// A schema file written in YAML (`.yaml`, `.yml`), read as an inline schema is: its
+    /// problems are reported at their own line and column in that file.
+    private mutating func yamlSchemaFile(_ data: Data, file: BodyFile, step: String, field: String) -> JSONSchema? {
+        var child = WorkflowParser(
+            file: file.path, overrides: [:], environment: [:], directory: file.url.deletingLastPathComponent())
+        defer { reader.adopt(child.reader.errors) }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            child.reader.fail(.unreadable, "is not UTF-8 text", at: SourceLocation?.none, step: step, field: field)
+            return nil
+        }
+        guard let document = child.compose(text) else { return nil }
+        guard let root = document else {
+            child.reader.fail(
+                .invalidValue, "the schema file is empty", at: SourceLocation?.none, step: step, field: field)
+            return nil
+        }
+        return child.inlineSchema(root, step: step, field: field, name: file.path)
     }
 
     /// The node at the JSON pointer `tokens` in `root`: a mapping's value by its key, a

@@ -271,6 +271,10 @@ struct SchemaAssertionTests {
                 "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': schema file 'bad.json', line 4, column 24: /properties/id/minimum: must be a number, got \"1\""
             ),
             (
+                "$: { schema: bad.yaml }",
+                "bad.yaml:3:15: error: step 'user', field 'assert[0].$.schema': schema: /properties/id/type: unknown type 'integr'; did you mean 'integer'?"
+            ),
+            (
                 "$: { schema: broken.json }",
                 "flow.yaml:5:22: error: step 'user', field 'assert[0].$.schema': schema file 'broken.json': is not JSON: line 2, column 1: "
             ),
@@ -291,6 +295,7 @@ struct SchemaAssertionTests {
             }
             """,
             "broken.json": "{\n",
+            "bad.yaml": "type: object\nproperties:\n  id: { type: integr }\n",
             "remote.json": #"{"$ref": "https://example.com/user.json"}"#,
         ])
         let errors = Self.loadErrors(folder)
@@ -328,18 +333,20 @@ struct SchemaAssertionTests {
         #expect(schema.name == "user.schema.json" && schema.root == .object([.init("type", .string("object"))]))
     }
 
-    @Test("boolean and inline schemas, and the file's path relative to the workflow's folder")
+    @Test("boolean and inline schemas, JSON and YAML files, paths relative to the workflow's folder")
     func forms() throws {
         let folder = try Self.folder([
             "flow.yaml": Self.step("$: { schema: true, type: object }")
-                + "\n      - $.id: { schema: schemas/id.json }\n",
+                + "\n      - $.id: { schema: schemas/id.json }\n      - $.id: { schema: schemas/id.yaml }\n",
             "schemas/id.json": #"{"type": "integer"}"#,
+            "schemas/id.yaml": "type: integer  # YAML, read as an inline schema is\nminimum: 1\n",
         ])
         let workflow = try Workflow.load(contentsOf: folder.appendingPathComponent("flow.yaml"))
         let assertions = try #require(workflow.step("user")?.assertions)
         let checks = assertions.flatMap(\.checks)
-        #expect(checks.map(\.operatorName) == ["schema", "type", "schema"])
-        guard case .schema(let schema) = checks[2] else { return }
+        #expect(checks.map(\.operatorName) == ["schema", "type", "schema", "schema"])
+        guard case .schema(let schema) = checks[2], case .schema(let yaml) = checks[3] else { return }
         #expect(schema.name == "schemas/id.json")
+        #expect(yaml.name == "schemas/id.yaml" && yaml.root.text == #"{"type":"integer","minimum":1}"#)
     }
 }
