@@ -9,7 +9,8 @@ import Foundation
 /// ```
 ///
 /// The rules (Examples/README.md, "Including other files"):
-/// - An included file's steps run as if written in the including file, before its own. A path
+/// - An included file's steps run as if written in the including file, before its own (it may
+///   have none, and bring only `vars:`, `secrets:` and an `auth:` block). A path
 ///   is relative to the file that names it, and so are the paths inside the included file
 ///   (`body_file:`, `multipart:` files, its own `include:`).
 /// - Its `vars:` are defaults: the including file's `vars:` and `--var` override them. Two

@@ -216,7 +216,8 @@ struct WorkflowParser {
             default: break
             }
         }
-        guard stepsNode != nil || inclusion.includesFiles else {
+        // An included file may bring only variables, secrets or an auth: block.
+        guard stepsNode != nil || inclusion.includesFiles || inclusion.isIncluded else {
             reader.fail(.missingField, "a workflow needs 'steps', a list of requests", at: root)
             return nil
         }

@@ -256,6 +256,25 @@ struct WorkflowIncludeTests {
         #expect(WorkflowInclusion.declaredVariables(includedBy: root, directory: folder, budget: &budget).isEmpty)
     }
 
+    @Test func anIncludedFileMayBringOnlyAnAuthBlock() throws {
+        let workflow = try Self.load([
+            "flow.yaml": """
+            include: [auth.yaml]
+            steps: [{ id: me, url: "{{vars.base}}/me" }]
+            """,
+            "auth.yaml": """
+            vars: { base: "http://api.test", password: hunter2-pw }
+            secrets: [password]
+            auth:
+              login: { url: "{{vars.base}}/token", body: { password: "{{vars.password}}" }, token: $.token }
+            """,
+        ])
+        #expect(workflow.steps.map(\.id) == ["me"])
+        #expect(workflow.auth?.location?.file == "auth.yaml")
+        #expect(workflow.secretValues == ["hunter2-pw"])
+        #expect(workflow.includedFiles.isEmpty || workflow.includedFiles.allSatisfy(\.steps.isEmpty))
+    }
+
     @Test func theEntrysVarsGiveWayToTheCommandLine() throws {
         let workflow = try Self.load(
             [
