@@ -8,6 +8,7 @@ import HTTPTypes
 ///   - $.price: { ">": 10, "<=": 100 }       # two checks on one subject
 ///   - header Content-Type: { contains: json }
 ///   - duration: { "<": 500ms }
+///   - $: { schema: user.schema.json }       # a JSON Schema: a file, inline, or "{{spec.user}}"
 /// ```
 ///
 /// Every check of every assertion is evaluated, so a report lists all that failed, not the
