@@ -86,9 +86,15 @@ package struct WorkflowStep: Sendable, Hashable {
     package var captureReferences: [Template.Reference] {
         var references: [Template.Reference] = []
         for field in Self.referenceFields {
-            field(self) { if $0.isCapture { references.append($0) } }
+            field(self) { if $0.isCapture, !isPageReference($0) { references.append($0) } }
         }
         return references
+    }
+
+    /// Whether `reference` is the page of this `paginate:` step (`{{page.number}}`,
+    /// `{{page.cursor}}`), not a capture of a step whose id is `page`.
+    package func isPageReference(_ reference: Template.Reference) -> Bool {
+        paginate != nil && reference.isPage
     }
 
     /// ``needs`` followed by ``implicitNeeds``: every step that must succeed first.

@@ -13,15 +13,10 @@ extension WorkflowStep {
 }
 
 extension WorkflowChecker {
-    /// `{{page.number}}` and `{{page.cursor}}`: only in a `paginate:` step, the cursor only
-    /// when the pages give one.
+    /// `{{page.number}}` and `{{page.cursor}}` in a `paginate:` step (elsewhere `{{page.x}}` is
+    /// a capture of a step named `page`): the cursor only when the pages give one.
     mutating func checkPageReference(_ reference: Template.Reference, at site: TemplateSite) {
-        guard let id = site.step, !site.variablesOnly, let step = workflow.step(id) else {
-            reader.fail(
-                .invalidTemplate, "\(short: reference) is the page of a paginate step; this field has no page",
-                at: site.location, step: site.step, field: site.field)
-            return
-        }
+        guard let id = site.step, let step = workflow.step(id) else { return }
         guard reference.name == "number" || reference.name == "cursor" else {
             reader.fail(
                 .invalidTemplate,
@@ -29,15 +24,8 @@ extension WorkflowChecker {
                 at: site.location, step: site.step, field: site.field)
             return
         }
-        guard let pagination = step.paginate else {
-            // A step whose paginate field could not be read says so there.
-            guard !brokenSteps.contains(id) else { return }
-            reader.fail(
-                .invalidTemplate,
-                "\(short: reference) is the page of a paginate step, but step '\(short: id)' has no paginate",
-                at: site.location, step: site.step, field: site.field)
-            return
-        }
+        // A step whose paginate field could not be read says so there.
+        guard let pagination = step.paginate else { return }
         if reference.name == "cursor", case .cursor = pagination.next {
             return
         } else if reference.name == "cursor" {
@@ -66,7 +54,7 @@ extension WorkflowChecker {
                     "a step has until or paginate, not both: every page is checked by the step's expect and assert: already",
                     at: at, step: step.id, field: "paginate")
             }
-            let pages = step.allReferences.filter(\.isPage).map(\.name)
+            let pages = step.allReferences.filter(step.isPageReference).map(\.name)
             switch pagination.next {
             case .cursor where !pages.contains("cursor"):
                 reader.fail(

@@ -69,10 +69,10 @@ struct WorkflowChecker {
                 reader.fail(
                     .invalidValue, "'cookies' is reserved for the cookie jar ({{cookies.NAME}}); choose another id",
                     at: location, step: id, field: "id")
-            } else if id == Template.pageNamespace {
+            } else if id == Template.pageNamespace, let paginated = steps.first(where: { $0.paginate != nil }) {
                 reader.fail(
                     .invalidValue,
-                    "'page' is reserved for the page of a paginate step ({{page.number}}, {{page.cursor}}); choose another id",
+                    "'page' is the page of a paginate step ({{page.number}}, {{page.cursor}}) in this workflow (step '\(short: paginated.id)'); choose another id",
                     at: location, step: id, field: "id")
             } else if id == Template.itemNamespace || id == Template.indexNamespace {
                 reader.fail(
@@ -262,7 +262,9 @@ struct WorkflowChecker {
                         "\(short: reference): the cookie jar belongs to the steps; this field can use only {{vars.NAME}} and {{env.NAME}}",
                         at: site.location, step: site.step, field: site.field
                     )
-                } else if reference.isPage {
+                } else if reference.isPage, let id = site.step, !site.variablesOnly,
+                    workflow.step(id)?.paginate != nil || brokenSteps.contains(id)
+                {
                     checkPageReference(reference, at: site)
                 } else if reference.isElement, site.variablesOnly {
                     reader.fail(
@@ -301,7 +303,7 @@ struct WorkflowChecker {
                 } else if !brokenSteps.contains(reference.namespace) {
                     reader.fail(
                         .unknownStep,
-                        "\(short: Self.shownID(reference.description)) names step '\(short: Self.shownID(reference.namespace))', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable)",
+                        "\(short: Self.shownID(reference.description)) names step '\(short: Self.shownID(reference.namespace))', which does not exist\(suggestion(for: reference.namespace, in: ids)) (use {{vars.NAME}} for a variable\(reference.isPage ? "; {{page.number}} and {{page.cursor}} are the page of a step with paginate:" : ""))",
                         at: site.location, step: site.step, field: site.field
                     )
                 }

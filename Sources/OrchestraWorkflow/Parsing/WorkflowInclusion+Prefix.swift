@@ -119,7 +119,8 @@ extension WorkflowInclusion {
                 if reference.isVariable, declared.contains(reference.name) {
                     reference.name = prefix + reference.name
                     changed = true
-                } else if reference.isCapture {
+                } else if reference.isCapture, !(reference.isPage && ["number", "cursor"].contains(reference.name)) {
+                    // (`{{page.number}}` and `{{page.cursor}}` are a paginate step's page.)
                     reference.namespace = prefix + reference.namespace
                     changed = true
                 }

@@ -518,7 +518,9 @@ struct WorkflowParser {
         }
         assert(
             reader.errors.count > errorsBefore
-                || sites[sitesBefore...].flatMap(\.template.references).count(where: \.isCapture)
+                || sites[sitesBefore...].flatMap(\.template.references).count(where: {
+                    $0.isCapture && !step.isPageReference($0)
+                })
                     == step.captureReferences.count,
             "step '\(id)': a field read a {{STEP.CAPTURE}} that WorkflowStep.fields does not list in its references"
         )

@@ -57,9 +57,10 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
         package var isData: Bool { namespace == Template.dataNamespace }
 
         /// Whether it names a capture of another step (`{{STEP.CAPTURE}}`).
-        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie && !isData && !isPage }
+        package var isCapture: Bool { !isVariable && !isElement && !isEnvironment && !isCookie && !isData }
 
-        /// Whether it is `{{page.number}}` or `{{page.cursor}}`: the page of a `paginate:` step.
+        /// Whether it names `page`: in a `paginate:` step, its page (`{{page.number}}`,
+        /// `{{page.cursor}}`); elsewhere a capture of a step whose id is `page`.
         package var isPage: Bool { namespace == Template.pageNamespace }
 
         package var description: String {
@@ -93,7 +94,8 @@ package struct Template: Sendable, Hashable, CustomStringConvertible {
     package static let itemNamespace = "item"
     /// The 0-based position of the current element of a `for_each` step: `{{index}}`.
     package static let indexNamespace = "index"
-    /// The page of a `paginate:` step: `{{page.number}}` (from 1), `{{page.cursor}}`.
+    /// The page of a `paginate:` step: `{{page.number}}` (from 1), `{{page.cursor}}`. In a
+    /// step without `paginate:`, `{{page.x}}` is a capture of a step whose id is `page`.
     package static let pageNamespace = "page"
 
     /// The text as written, with the user information of a URL in it masked
@@ -412,8 +414,7 @@ package struct TemplateValues: Sendable {
             }
             return .string(value)
         }
-        if reference.isPage {
-            guard let page else { throw Missing(reference: reference) }
+        if reference.isPage, let page {
             switch reference.name {
             case "number": return .integer(page.number)
             case "cursor": return .string(page.cursor)

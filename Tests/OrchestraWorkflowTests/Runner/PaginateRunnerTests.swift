@@ -317,13 +317,34 @@ struct PaginateRunnerTests {
             steps:
               - { id: a, url: "http://x.test/a?p={{page.number}}" }
             """)
-        #expect(pageElsewhere.contains { $0.contains("step 'a' has no paginate") })
+        #expect(
+            pageElsewhere.contains {
+                $0.contains("names step 'page', which does not exist")
+                    && $0.contains("{{page.number}} and {{page.cursor}} are the page of a step with paginate:")
+            })
+        // A step named page is a step like any other, unless a step of the file paginates.
+        #expect(
+            messages(
+                """
+                steps:
+                  - { id: page, url: "http://x.test/a", captures: { n: $.n } }
+                  - { id: b, url: "http://x.test/b?n={{page.n}}" }
+                """
+            ).isEmpty)
         let reserved = messages(
             """
             steps:
               - { id: page, url: "http://x.test/a" }
+              - { id: list, url: "http://x.test/l?p={{page.number}}", paginate: { items: $.d } }
             """)
-        #expect(reserved.contains { $0.contains("'page' is reserved") })
+        #expect(
+            reserved.contains { $0.contains("'page' is the page of a paginate step") && $0.contains("(step 'list')") })
+        let unknownPart = messages(
+            """
+            steps:
+              - { id: list, url: "http://x.test/l?p={{page.number}}&s={{page.size}}", paginate: { items: $.d } }
+            """)
+        #expect(unknownPart.contains { $0.contains("a page has only {{page.number}} (from 1) and {{page.cursor}}") })
         let typo = messages(
             """
             steps:
