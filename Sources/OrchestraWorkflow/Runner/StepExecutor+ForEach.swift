@@ -57,18 +57,33 @@ extension StepExecutor {
             // after a Ctrl-C).
             outcome.cancelUnstarted(total - finished)
         }
-        records.withLock { records in
-            records[step.id]?.items = outcome.items()
-            records[step.id]?.itemCounts = outcome.counts
-            records[step.id]?.attempts = outcome.attempts
-            records[step.id]?.firstSent = outcome.firstSent
-        }
+        report(outcome, of: step.id)
         if let stateFailure {
             throw StepFailure("--state: \(stateFailure); the elements not started were cancelled")
         }
         // Cancelled while elements were in flight: the step is cancelled. Cancelled only after
         // every element had ended, it reports what the elements did.
         if outcome.wasCancelled { throw CancellationError() }
+        return try captures(of: step, from: outcome, kept: kept, total: total)
+    }
+
+    /// Writes what the elements (or pages) of the step `id` did into its report.
+    func report(_ outcome: FanOutOutcome, of id: String) {
+        records.withLock { records in
+            records[id]?.items = outcome.items()
+            records[id]?.itemCounts = outcome.counts
+            records[id]?.attempts = outcome.attempts
+            records[id]?.firstSent = outcome.firstSent
+        }
+    }
+
+    /// The captures of a `for_each` step once its `total` elements have ended, each a list of
+    /// the elements' values (those in `kept`).
+    ///
+    /// - Throws: ``StepFailure`` naming how many elements failed and the first (by index).
+    func captures(
+        of step: WorkflowStep, from outcome: FanOutOutcome, kept: Set<String>, total: Int
+    ) throws -> [String: JSONValue] {
         if let first = outcome.firstFailure {
             throw StepFailure(
                 "\(outcome.failures) of \(total) requests failed; first: \(step.id)[\(first.index)]: \(first.error)")

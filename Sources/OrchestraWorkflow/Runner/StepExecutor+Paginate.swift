@@ -121,12 +121,9 @@ extension StepExecutor {
 
     /// Writes the pages' reports into the step's report.
     private func finishPages(_ step: WorkflowStep, outcome: FanOutOutcome, moreLeft: Bool) {
-        records.withLock { records in
-            records[step.id]?.items = outcome.items()
-            records[step.id]?.itemCounts = outcome.counts
-            records[step.id]?.attempts = outcome.attempts
-            records[step.id]?.firstSent = outcome.firstSent
-            if moreLeft { records[step.id]?.note = "max_pages (\(outcome.counts.total)) reached; more pages were left" }
+        report(outcome, of: step.id)
+        if moreLeft {
+            update(step.id) { $0.note = "max_pages (\(outcome.counts.total)) reached; more pages were left" }
         }
     }
 
@@ -202,26 +199,13 @@ extension StepExecutor {
                 emit(.progress(step: step.id, finished: finished, total: total))
             }
         }
-        records.withLock { records in
-            records[step.id]?.items = outcome.items()
-            records[step.id]?.itemCounts = outcome.counts
-            records[step.id]?.attempts = outcome.attempts
-            records[step.id]?.firstSent = outcome.firstSent
-        }
+        report(outcome, of: step.id)
         if outcome.wasCancelled || Task.isCancelled { throw CancellationError() }
         if let pagesFailed {
             throw StepFailure(
                 "for_each: step '\(short: channel.producer)' \(pagesFailed) (after \(total) of its items)")
         }
-        if let first = outcome.firstFailure {
-            throw StepFailure(
-                "\(outcome.failures) of \(total) requests failed; first: \(step.id)[\(first.index)]: \(first.error)")
-        }
-        var captures: [String: JSONValue] = [:]
-        for capture in step.captures where kept.contains(capture.name) {
-            captures[capture.name] = .array(outcome.captured.map { $0[capture.name] ?? .null })
-        }
-        return captures
+        return try captures(of: step, from: outcome, kept: kept, total: total)
     }
 }
 
