@@ -17,9 +17,11 @@ struct WorkflowCommandTests {
         OrchestraExecutable.packageRoot.appendingPathComponent("Examples/\(name)").path
     }
 
-    /// Writes `text` to a fresh file and returns its path.
+    /// Writes `text` to a fresh file and returns its path: in a folder of its own, inside one
+    /// folder per test process that is removed as the process exits (each run left thousands of
+    /// `orchestra-wf-…` folders in the temporary directory before).
     static func workflowFile(_ text: String, name: String = "flow.yaml") throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-wf-\(UUID().uuidString)")
+        let folder = TestFiles.root.appendingPathComponent("wf-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let url = folder.appendingPathComponent(name)
         try Data(text.utf8).write(to: url)
@@ -586,4 +588,16 @@ struct WorkflowCommandTests {
         let bad = try await OrchestraExecutable.run(["graph", Self.example("album.yaml"), "--format", "svg"])
         #expect(bad.status == 2, "a usage error: \(bad)")
     }
+}
+
+/// The folder of the files the command tests write, one per test process, removed when the
+/// process exits normally.
+enum TestFiles {
+    static let root: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "orchestra-tests-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: TestFiles.root) }
+        return url
+    }()
 }
