@@ -25,18 +25,8 @@ package indirect enum StepCondition: Sendable, Hashable {
     case all([StepCondition])
     case any([StepCondition])
 
-    /// The operators of ``compare(_:_:_:)``.
-    package enum Comparison: String, Sendable, Hashable, CaseIterable {
-        case equal = "=="
-        case notEqual = "!="
-        case lessOrEqual = "<="
-        case greaterOrEqual = ">="
-        case less = "<"
-        case greater = ">"
-
-        /// Whether it orders numbers rather than comparing text.
-        var ordersNumbers: Bool { self != .equal && self != .notEqual }
-    }
+    /// The operators of ``compare(_:_:_:)``: those of an assertion.
+    package typealias Comparison = Assertion.Comparison
 
     /// The deepest nesting of `not`, `all` and `any` a file may give.
     package static let maximumDepth = 8
@@ -71,4 +61,9 @@ package struct StepWhen: Sendable, Hashable {
         self.source = source
         self.location = location
     }
+}
+
+extension Assertion.Comparison {
+    /// Whether it orders numbers rather than comparing them or text for equality.
+    var ordersNumbers: Bool { self != .equal && self != .notEqual }
 }

@@ -79,12 +79,7 @@ struct ConditionEvaluator {
                     "when: '\(comparison.rawValue)' compares numbers, and \(short: template.source) is '\(short: value)'"
                 )
             }
-            switch comparison {
-            case .less: return x < y
-            case .lessOrEqual: return x <= y
-            case .greater: return x > y
-            default: return x >= y
-            }
+            return comparison.holds(x, y)
         case .truthy(let template):
             let value = try text(template).trimmingCharacters(in: .whitespaces)
             if let number = Double(value) { return number != 0 }
