@@ -24,11 +24,10 @@ extension StepExecutor {
         var origin: String?
         // Hashes of the next URLs or cursors given so far: one given twice means a loop.
         var given: Set<Int> = []
-        var items = 0
         var moreLeft = false
         var consumerLeft = false
         do {
-            for number in 1...pagination.maxPages {
+            pages: for number in 1...pagination.maxPages {
                 values.page = (number, cursor)
                 var pageStep = step
                 if let nextURL {
@@ -45,9 +44,11 @@ extension StepExecutor {
                 do {
                     result = .success(
                         try await tracked(step, id: id, item: nil) {
-                            try await perform(pageStep, id: id, item: -1, values: values) { reader, sent in
-                                try read.read(&reader, sent: sent, pagination: pagination, page: number)
-                            }
+                            try await perform(
+                                pageStep, id: id, item: -1, values: values,
+                                attempt: AttemptHooks(readingPage: { reader, sent in
+                                    try read.read(&reader, sent: sent, pagination: pagination, page: number)
+                                }))
                         })
                 } catch {
                     result = .failure(error)
@@ -58,47 +59,25 @@ extension StepExecutor {
                 case .failure(let error) where error is CancellationError: throw CancellationError()
                 case .failure(let error): throw StepFailure("page \(number): \(error)")
                 }
-                items += read.items.count
                 if let channel {
                     do {
                         try await channel.send(read.items)
                     } catch is PageChannel.ConsumerGone {
                         // Nothing takes further items: the pages end here.
                         consumerLeft = number < pagination.maxPages
-                        break
+                        break pages
                     }
                 } else if pagination.items != nil {
                     gathered.append(contentsOf: read.items)
                 }
-                let site = Self.origin(of: read.sent)
-                if origin == nil { origin = site }
-                switch pagination.next {
-                case .number:
-                    guard !read.items.isEmpty else { break }
-                    if number == pagination.maxPages { moreLeft = true }
-                    continue
-                case .url, .cursor:
-                    guard let next = read.next else { break }
-                    guard given.insert(next.hashValue).inserted else {
-                        throw StepFailure(
-                            "paginate: page \(number) gave a next page an earlier page gave ('\(short: next)'): the pages would never end"
-                        )
-                    }
-                    if case .cursor = pagination.next {
-                        cursor = next
-                    } else {
-                        let resolved = try Self.resolve(next, against: read.sent, page: number)
-                        guard Self.origin(ofURL: resolved) == origin else {
-                            throw StepFailure(
-                                "paginate: page \(number)'s next page '\(short: resolved)' is on another origin than the first page (\(origin ?? "?")); the pages of one step stay on one origin, so its credentials go nowhere else"
-                            )
-                        }
-                        nextURL = resolved
-                    }
-                    if number == pagination.maxPages { moreLeft = true }
-                    continue
+                if origin == nil { origin = Self.origin(of: read.sent) }
+                switch try Self.nextPage(after: read, page: number, of: pagination, origin: origin, given: &given) {
+                case nil: break pages
+                case .cursor(let next)?: cursor = next
+                case .url(let next)?: nextURL = next
+                case .number?: break
                 }
-                break
+                moreLeft = number == pagination.maxPages
             }
         } catch {
             let cancelled = error is CancellationError
@@ -117,6 +96,38 @@ extension StepExecutor {
         }
         if pagination.items != nil, channel == nil { captures[Pagination.itemsName] = .array(gathered) }
         return captures
+    }
+
+    /// Where the page after page `number` is: `nil` when it was the last (no next URL or
+    /// cursor, or no items for numbered pages).
+    ///
+    /// - Throws: ``StepFailure`` for a next URL or cursor an earlier page gave (`given` holds
+    ///   their hashes), a next URL that is not http(s) or is on another origin than `origin`.
+    private static func nextPage(
+        after read: PageRead, page number: Int, of pagination: Pagination, origin: String?, given: inout Set<Int>
+    ) throws -> NextPage? {
+        if case .number = pagination.next { return read.items.isEmpty ? nil : .number }
+        guard let next = read.next else { return nil }
+        guard given.insert(next.hashValue).inserted else {
+            throw StepFailure(
+                "paginate: page \(number) gave a next page an earlier page gave ('\(short: next)'): the pages would never end"
+            )
+        }
+        if case .cursor = pagination.next { return .cursor(next) }
+        let resolved = try resolve(next, against: read.sent, page: number)
+        guard Self.origin(ofURL: resolved) == origin else {
+            throw StepFailure(
+                "paginate: page \(number)'s next page '\(short: resolved)' is on another origin than the first page (\(origin ?? "?")); the pages of one step stay on one origin, so its credentials go nowhere else"
+            )
+        }
+        return .url(resolved)
+    }
+
+    /// The page after one: the next number, a cursor for `{{page.cursor}}`, or a URL.
+    private enum NextPage {
+        case number
+        case cursor(String)
+        case url(String)
     }
 
     /// Writes the pages' reports into the step's report.

@@ -38,12 +38,11 @@ extension StepExecutor {
             do {
                 // On a durable transport each attempt is a job of its own (`job~poll2#1`): under
                 // one name a later attempt would read the first one's stored response back.
-                outcome = .success(
-                    try await PollNaming.$response.withValue(response) {
-                        try await PollNaming.$suffix.withValue(number == 1 ? "" : "~poll\(number)") {
-                            try await perform(attempt, id: id, item: item, values: values)
-                        }
-                    })
+                let hooks = AttemptHooks(
+                    jobSuffix: number == 1 ? "" : "~poll\(number)",
+                    onResponse: { received in response.withLock { $0 = received } }
+                )
+                outcome = .success(try await perform(attempt, id: id, item: item, values: values, attempt: hooks))
             } catch {
                 outcome = .failure(error)
             }
@@ -104,15 +103,6 @@ extension StepExecutor {
         }
         return record
     }
-}
-
-/// The job name of a poll's attempt on a durable transport, after its step's or element's:
-/// empty for the first attempt (the name a step without `until:` has), `~poll2`, `~poll3`…
-/// after. A coordinator started again replays the stored attempts in order, then sends on.
-enum PollNaming {
-    @TaskLocal static var suffix = ""
-    /// Where an attempt leaves its response's status and header fields, for its `Retry-After`.
-    @TaskLocal static var response: Locked<HTTPResponse?>?
 }
 
 /// One attempt of an `until:` poll, in a step's report.

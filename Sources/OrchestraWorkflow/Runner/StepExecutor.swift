@@ -144,8 +144,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
     /// file, a request that is not safe to send twice is recorded as being sent once it has
     /// its slot, before it goes out.
     func perform(
-        _ step: WorkflowStep, id: String, item: Int, values: TemplateValues,
-        readingPage: ((inout ResponseReader, _ sent: HTTPRequest) throws -> Void)? = nil
+        _ step: WorkflowStep, id: String, item: Int, values: TemplateValues, attempt: AttemptHooks = AttemptHooks()
     ) async throws -> [String: JSONValue] {
         if let until = step.until { return try await poll(step, until, id: id, item: item, values: values) }
         var rendered = try RenderedRequest(step.request, values: values, basicAuth: workflow.basicAuth)
@@ -183,7 +182,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         do {
             result = try await ExchangeContext.$current.withValue(context) {
                 try await DurableHTTPTransport.withJobName(
-                    id + PollNaming.suffix, atMostOnce: !step.resendsOnResume
+                    attempt.jobSuffix.isEmpty ? id : id + attempt.jobSuffix, atMostOnce: !step.resendsOnResume
                 ) {
                     try await send(rendered, for: step, id: id, item: item, body: handling)
                 }
@@ -198,7 +197,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             update(id) { $0.bodyBytes = bytes }
         }
         let status = result.status.code
-        PollNaming.response?.withLock { $0 = result.response }
+        attempt.onResponse?(result.response)
         if let file {
             guard step.accepts(status: status) else {
                 file.discard()
@@ -225,7 +224,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 "expected \(step.expectationText), got \(status): \(reader.snippet)\(attemptsNote(id))")
         }
         // A page of a paginate step: its items and where the next page is.
-        if let readingPage { try readingPage(&reader, rendered.request) }
+        if let readingPage = attempt.readingPage { try readingPage(&reader, rendered.request) }
         guard !step.assertions.isEmpty || !step.captures.isEmpty else { return [:] }
         guard step.usesRegex else { return try checkAndCapture(step, id: id, reader: &reader, values: values) }
         // A regular expression works on a thread of the concurrency pool for up to its bound:
@@ -381,6 +380,20 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
         let attempts = records.withLock { $0[id]?.attempts ?? 0 }
         return attempts > 1 ? " (after \(attempts) attempts)" : ""
     }
+}
+
+/// What a step that sends its request more than once (an `until:` poll, the pages of a
+/// `paginate:` step) asks of one send of ``StepExecutor/perform(_:id:item:values:attempt:)``.
+struct AttemptHooks {
+    /// After the step's or element's label in its job name on a durable transport: empty for
+    /// the first attempt of a poll (the name of a step without `until:`), `~poll2`, `~poll3`…,
+    /// so that a later attempt never reads an earlier one's stored response back (a coordinator
+    /// started again replays the stored attempts in order, then sends on).
+    var jobSuffix = ""
+    /// Told of the response as it came, before any check (a poll reads its `Retry-After`).
+    var onResponse: ((HTTPResponse) -> Void)?
+    /// Reads a page's items and next page once its status is accepted.
+    var readingPage: ((inout ResponseReader, _ sent: HTTPRequest) throws -> Void)?
 }
 
 /// What becomes of the run's response bodies.
