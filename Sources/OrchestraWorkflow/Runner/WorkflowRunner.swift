@@ -275,19 +275,17 @@ package struct WorkflowRunner: Sendable {
         async let delivered: Void = { for await event in events { onEvent(event) } }()
         let start = clock.now
         let redactor = shared.redactor
-        var configured = StepExecutor(
-            workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
-            cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
-            start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
-            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry, bodies: bodies,
-            onPoll: onPoll
-        )
         // A paginate step's items go to the for_each step that takes them as pages arrive: that
         // step starts with its pages' step, not after it.
         let streams = PageStreams.plan(
             for: workflow, streaming: state == nil, capacity: 2 * workflow.limits.forEachWindow)
-        configured.pageStreams = streams
-        let executor = configured
+        let executor = StepExecutor(
+            workflow: workflow, coordinator: shared.coordinator, userAgent: userAgent,
+            cookies: workflow.usesCookies ? cookies : nil, row: row, keepsItemReports: keepsItemReports, clock: clock,
+            start: start, records: Locked([:]), state: state, resendsUncertain: resendsUncertain,
+            emit: { eventSink.yield($0) }, regexTimeLimit: regexTimeLimit, onRetry: onRetry, bodies: bodies,
+            onPoll: onPoll, pageStreams: streams
+        )
         let graph = TaskGraph()
         for step in workflow.steps {
             graph.add(id: step.id, dependsOn: streams.dependencies(of: step, in: workflow)) { inputs in
