@@ -147,7 +147,11 @@ struct WorkflowStateRunTests {
             }
             let stopped = try await runStopped(
                 workflow, path: path, transport: first, when: "elements 0, 1 and 3 done and 2 in flight"
-            ) { first.requests.count == 5 && first.inFlight == 1 }
+            ) {
+                // Done means recorded: a response the transport has returned is not yet in the file.
+                first.requests.count == 5 && first.inFlight == 1
+                    && (try? WorkflowStateSummary.read(path: path))?.steps[1].succeeded == 3
+            }
             #expect(stopped["each"]?.state == .cancelled)
 
             let second = ScriptedHTTPTransport { _, _ in respond() }
