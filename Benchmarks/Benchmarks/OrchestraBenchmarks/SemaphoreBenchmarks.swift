@@ -32,6 +32,43 @@ enum SemaphoreWorkload {
     }
 }
 
+/// The lock-only design of a limiter, one lock for every take and every give-back: what
+/// `AsyncSemaphore` had before its atomic fast path, and `ConcurrencyLimiter` until it shared
+/// that engine. The contended group's baseline.
+final class LockOnlyLimiter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var available: Int
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { available = limit }
+
+    func acquire() async {
+        lock.lock()
+        if available > 0 {
+            available -= 1
+            lock.unlock()
+            return
+        }
+        // The closure runs at once on this thread, so the lock is released where it was taken.
+        await withCheckedContinuation { continuation in
+            waiters.append(continuation)
+            lock.unlock()
+        }
+    }
+
+    func release() {
+        lock.lock()
+        if waiters.isEmpty {
+            available += 1
+            lock.unlock()
+        } else {
+            let waiter = waiters.removeFirst()
+            lock.unlock()
+            waiter.resume()
+        }
+    }
+}
+
 func registerSemaphoreBenchmarks() {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock, .mallocCountTotal],
@@ -87,13 +124,19 @@ func registerSemaphoreBenchmarks() {
         try await SemaphoreWorkload.contend { index in try await semaphore.withPermit { blackHole(index) } }
     }
 
-    Benchmark(
-        "Semaphore contended/ConcurrencyLimiter, 8 tasks, 1 slot (baseline)", configuration: contended
-    ) { benchmark in
+    Benchmark("Semaphore contended/ConcurrencyLimiter, 8 tasks, 1 slot", configuration: contended) { benchmark in
         let limiter = ConcurrencyLimiter(limit: 1)
         benchmark.startMeasurement()
+        try await SemaphoreWorkload.contend { index in try await limiter.withPermit { blackHole(index) } }
+    }
+
+    Benchmark(
+        "Semaphore contended/lock-only limiter, 8 tasks, 1 slot (baseline)", configuration: contended
+    ) { benchmark in
+        let limiter = LockOnlyLimiter(limit: 1)
+        benchmark.startMeasurement()
         try await SemaphoreWorkload.contend { index in
-            try await limiter.acquire()
+            await limiter.acquire()
             blackHole(index)
             limiter.release()
         }

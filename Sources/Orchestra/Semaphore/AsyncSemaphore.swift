@@ -1,5 +1,3 @@
-import Atomics
-
 /// A counting semaphore for async code that suspends instead of blocking a thread.
 ///
 /// `dispatch_semaphore_wait` blocks the calling thread; on Swift's cooperative thread pool
@@ -21,18 +19,14 @@ import Atomics
 /// operation each, with no lock and no allocation; only a task that must wait (and the signal
 /// that wakes it) takes the lock of the queue.
 public final class AsyncSemaphore: Sendable {
-    /// Permits free minus tasks committed to waiting: a negative count is that many waiters
-    /// (queued, or on their way to the queue) that no signal has served yet.
-    private let count: ManagedAtomic<Int>
-    private let waiters: Locked<SemaphoreAdmission>
+    private let permits: AtomicPermits
 
     /// Creates a semaphore with `value` permits.
     ///
     /// - Parameter value: The number of permits available at first; must be zero or more.
     public init(value: Int) {
         checkArgument(value >= 0, "AsyncSemaphore(value:): value must be 0 or more, got \(value)")
-        count = ManagedAtomic(value)
-        waiters = Locked(SemaphoreAdmission(count: count))
+        permits = AtomicPermits(value)
     }
 
     /// Takes a permit, suspending until one is available.
@@ -41,31 +35,19 @@ public final class AsyncSemaphore: Sendable {
     ///   (including when it is already cancelled at the call); it then holds no permit.
     /// - Complexity: O(1); one atomic operation when a permit is free.
     nonisolated(nonsending) public func wait() async throws {
-        if Task.isCancelled { throw CancellationError() }
-        if count.loadThenWrappingDecrement(ordering: .acquiringAndReleasing) > 0 { return }
-        // This task's decrement is a claim that some `signal()` will serve: it queues (or takes
-        // a permit already handed over) until one does.
-        try await waiters.suspendUntilAdmitted()
+        try await permits.take()
     }
 
     /// Takes a permit if one is available right now, without suspending.
     ///
     /// - Returns: `true` if a permit was taken (balance it with ``signal()``).
     public func tryWait() -> Bool {
-        var current = count.load(ordering: .relaxed)
-        while current > 0 {
-            let (exchanged, original) = count.weakCompareExchange(
-                expected: current, desired: current - 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
-        }
-        return false
+        permits.tryTake()
     }
 
     /// Returns a permit: resumes the longest-waiting task, or makes the permit available.
     public func signal() {
-        if count.loadThenWrappingIncrement(ordering: .acquiringAndReleasing) >= 0 { return }
-        waiters.withLock { $0.waiters.signal() }?.resume()
+        permits.giveBack()
     }
 
     /// Runs `body` while holding a permit, and returns the permit when it ends, whether it
@@ -85,11 +67,11 @@ public final class AsyncSemaphore: Sendable {
     /// The number of permits available now (negative values never occur for a semaphore).
     /// For diagnostics and tests; the value may change as soon as it is read.
     public var availablePermits: Int {
-        max(count.load(ordering: .relaxed), 0)
+        permits.free
     }
 
     /// The number of tasks waiting for a permit now.
     public var waitingCount: Int {
-        waiters.withLock { $0.waiters.count }
+        permits.waitingCount
     }
 }

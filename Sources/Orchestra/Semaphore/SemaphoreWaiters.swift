@@ -12,6 +12,11 @@ import Atomics
 ///   unmatched); otherwise a signal is already on its way to it and it takes that permit.
 ///
 /// So every permit goes to exactly one task, however signals, arrivals and cancellations race.
+///
+/// A ``ConcurrencyLimiter`` lowered below the number of permits in use also owes permits back:
+/// each decrement of its lowering that found no free permit is a debt, which the next signals
+/// pay before any waiter (nothing new starts until the number in use is below the new limit).
+/// A debt is a waiter that never cancels and has nothing to resume, at the head of the queue.
 struct SemaphoreWaiters<Waiter> {
 
     enum Arrival: Equatable, Sendable {
@@ -26,6 +31,8 @@ struct SemaphoreWaiters<Waiter> {
     private var waiters = WaiterQueue<Waiter>()
     /// Permits given by signals that found no queued waiter, for waiters still on their way.
     private(set) var handOvers = 0
+    /// Permits the holders owe back since a limit was lowered below the number in use.
+    private(set) var debt = 0
 
     var count: Int { waiters.count }
 
@@ -49,8 +56,18 @@ struct SemaphoreWaiters<Waiter> {
         return .queued
     }
 
-    /// A signal owes its permit to a waiter: the oldest queued one, or a hand-over.
+    /// Adds `permits` decrements of a lowered limit that found no free permit.
+    mutating func owe(_ permits: Int) {
+        debt += permits
+    }
+
+    /// A signal owes its permit: to a debt first, then to the oldest queued waiter, or to a
+    /// waiter still on its way (a hand-over).
     mutating func signal() -> Waiter? {
+        if debt > 0 {
+            debt -= 1
+            return nil
+        }
         if let waiter = waiters.popFirst() { return waiter }
         handOvers += 1
         return nil
@@ -72,8 +89,16 @@ extension SemaphoreWaiters: Sendable where Waiter: Sendable {}
 /// count they withdraw from when cancelled.
 struct SemaphoreAdmission: AdmissionStateMachine, Sendable {
     var waiters = SemaphoreWaiters<Continuation>()
-    /// The semaphore's count: permits free minus tasks committed to waiting.
+    /// The count: permits free minus tasks committed to waiting and permits owed back.
     let count: ManagedAtomic<Int>
+    /// A ``ConcurrencyLimiter``'s limit: the permits in all. (An ``AsyncSemaphore``, which may
+    /// be signalled beyond its first value, does not keep it.)
+    private(set) var limit: Int
+
+    init(count: ManagedAtomic<Int>, limit: Int = 0) {
+        self.count = count
+        self.limit = limit
+    }
 
     /// A waiter here has already committed its decrement to the count, so it always waits
     /// (or takes a hand-over, or withdraws, in ``suspend(id:request:continuation:isCancelled:)``),
@@ -94,6 +119,24 @@ struct SemaphoreAdmission: AdmissionStateMachine, Sendable {
 
     mutating func cancel(id: UInt64) -> Continuation? {
         waiters.cancel(id: id, withdraw: withdraw)
+    }
+
+    /// Changes the limit (under the lock, so limits set at once are applied one after the
+    /// other) and returns the waiters a rise admitted.
+    ///
+    /// A fall takes permits from the count: those that were free are gone, the rest are owed
+    /// back by the holders. A rise adds permits: those that found the count negative each pay
+    /// what is owed, a debt or a waiter, as signals would.
+    mutating func setLimit(_ newLimit: Int) -> [Continuation] {
+        let change = newLimit - limit
+        limit = newLimit
+        if change < 0 {
+            let before = count.loadThenWrappingDecrement(by: -change, ordering: .acquiringAndReleasing)
+            waiters.owe(-change - min(max(before, 0), -change))
+            return []
+        }
+        let before = count.loadThenWrappingIncrement(by: change, ordering: .acquiringAndReleasing)
+        return (0..<min(change, max(-before, 0))).compactMap { _ in waiters.signal() }
     }
 
     /// Gives back a cancelled waiter's place in the count, if no signal has claimed it yet

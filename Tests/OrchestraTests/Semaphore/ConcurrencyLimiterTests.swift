@@ -1,4 +1,4 @@
-import Orchestra
+@_spi(Simulation) import Orchestra
 import OrchestraTestKit
 import TestSupport
 import Testing
@@ -88,6 +88,95 @@ struct ConcurrencyLimiterTests {
         limiter.release()
         #expect(limiter.running == 0)
         #expect(limiter.tryAcquire())
+    }
+
+    @Test func aLoweredLimitIsPaidBackBeforeAnyWaiterIsAdmitted() async throws {
+        let limiter = ConcurrencyLimiter(limit: 4)
+        for _ in 0..<4 { #expect(limiter.tryAcquire()) }
+        let admitted = EventLog<Int>()
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<2 {
+            waiters.append(
+                Task {
+                    try await limiter.acquire()
+                    admitted.append(index)
+                })
+            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
+        }
+        // Queued before the fall, and still behind it: 4 running of limit 2 owe 2 back first.
+        limiter.limit = 2
+        limiter.limit = 1  // a second fall adds to what is owed
+        #expect(limiter.running == 4)
+        for released in 1...3 {
+            limiter.release()
+            #expect(limiter.waitingCount == 2, "\(released) given back of the 3 owed: nobody admitted")
+            #expect(limiter.running == 4 - released)
+        }
+        limiter.release()  // 0 running of limit 1: the oldest waiter
+        try await waiters[0].value
+        #expect(admitted.events == [0])
+        #expect(limiter.running == 1 && limiter.waitingCount == 1)
+        // A rise of 2 pays the queued waiter and leaves one slot free.
+        limiter.limit = 3
+        try await waiters[1].value
+        #expect(limiter.running == 2)
+        #expect(limiter.tryAcquire())
+        #expect(!limiter.tryAcquire())
+    }
+
+    @Test func aRiseAfterAFallPaysWhatIsOwedBeforeAdmittingWaiters() async throws {
+        let limiter = ConcurrencyLimiter(limit: 3)
+        for _ in 0..<3 { #expect(limiter.tryAcquire()) }
+        let waiter = Task { try await limiter.acquire() }
+        try await waitUntil("the waiter is queued") { limiter.waitingCount == 1 }
+        limiter.limit = 1  // 3 running: 2 owed
+        limiter.limit = 2  // 1 of the 2 owed is forgiven; the waiter still waits
+        #expect(limiter.waitingCount == 1)
+        #expect(limiter.running == 3)
+        limiter.release()  // pays the last one owed
+        #expect(limiter.waitingCount == 1)
+        limiter.release()  // 1 running of limit 2: the waiter
+        try await waiter.value
+        #expect(limiter.running == 2 && limiter.waitingCount == 0)
+    }
+
+    /// Holders, waiters that are cancelled, and a task that moves the limit up and down, all
+    /// at once: at the end every slot is back (the limit's worth are free, none more), nobody
+    /// waits, and no admission ever went past the largest limit set.
+    @Test(arguments: [0 as UInt64, 1, 2])
+    func racingLimitsReleasesAndCancelsNeverLoseOrDuplicateASlot(seed: UInt64) async throws {
+        let limiter = ConcurrencyLimiter(limit: 4)
+        let probe = ConcurrencyProbe()
+        let largest = 6
+        let tasks = (0..<400).map { index in
+            Task {
+                for _ in 0..<20 {
+                    do {
+                        try await limiter.withPermit {
+                            probe.enter()
+                            await Task.yield()
+                            probe.leave()
+                        }
+                    } catch {
+                        #expect(error is CancellationError)
+                        return
+                    }
+                }
+            }
+        }
+        var generator = SplitMix64(seed: seed)
+        for round in 0..<400 {
+            limiter.limit = Int.random(in: 0...largest, using: &generator)
+            if round % 4 == 0 { tasks[Int.random(in: 0..<tasks.count, using: &generator)].cancel() }
+            await Task.yield()
+        }
+        limiter.limit = 3
+        for task in tasks { await task.value }
+        #expect(probe.maximum <= largest)
+        #expect(limiter.running == 0)
+        #expect(limiter.waitingCount == 0)
+        for _ in 0..<3 { #expect(limiter.tryAcquire()) }
+        #expect(!limiter.tryAcquire(), "no slot beyond the limit")
     }
 
     @Test(.enabled(if: ExitTests.areEnabled)) func aNegativeLimitIsAProgrammerErrorNamingTheValue() async {

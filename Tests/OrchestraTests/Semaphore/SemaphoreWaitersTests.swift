@@ -20,6 +20,16 @@ struct SemaphoreWaitersTests {
         #expect(waiters.count == 0 && waiters.handOvers == 0)
     }
 
+    @Test func aDebtIsPaidBeforeAnyWaiterAndLeavesNoHandOver() {
+        var waiters = SemaphoreWaiters<String>()
+        _ = waiters.arrive(id: waiters.makeID(), waiter: "a", isCancelled: false, withdraw: { true })
+        waiters.owe(2)
+        #expect(waiters.signal() == nil)
+        #expect(waiters.signal() == nil)
+        #expect(waiters.debt == 0 && waiters.handOvers == 0 && waiters.count == 1)
+        #expect(waiters.signal() == "a")
+    }
+
     @Test func aSignalWithNoQueuedWaiterLeavesAHandOverForTheNextArrival() {
         var waiters = SemaphoreWaiters<String>()
         #expect(waiters.signal() == nil)
