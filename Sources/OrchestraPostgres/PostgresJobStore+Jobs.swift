@@ -239,11 +239,14 @@ extension PostgresJobStore {
     package func recordAndClaim(
         _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
     ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob], nextRelease: Date?) {
+        // Names this call's claim in the jobs it marks running, so that a try that follows one
+        // given up finds what that one claimed, if it committed, instead of claiming more.
+        let token = UUID().uuidString
         if outcomes.isEmpty {
             // Nothing to record: a claim alone.
             guard let claim else { return ([], [], nil) }
-            let (claimed, release) = try await transaction { [self] connection in
-                try await self.claim(claim, connection)
+            let (claimed, release) = try await transaction { [self] connection, current in
+                try await self.claim(claim, token: token, current, connection)
             }
             return ([], claimed, release.map(Nanos.dateRoundedUp))
         }
@@ -251,7 +254,7 @@ extension PostgresJobStore {
         // must not wait behind the run locks the outcomes take. The work they release is
         // announced with the name of the worker that claims next, which need not be woken.
         let worker = claim?.worker ?? ""
-        let recorded = try await transaction { [self] connection in
+        let recorded = try await transaction { [self] connection, current in
             var recorded: [RecordedOutcome] = []
             var released = false
             var openRuns: Set<String> = []
@@ -265,11 +268,19 @@ extension PostgresJobStore {
             }
             // Every outcome in one statement, each only if its attempt is still the current one;
             // then the dependents of those that succeeded, one statement per run.
-            let current = try await self.recordAttempts(outcomes, connection)
+            let recordedNow = try await self.recordAttempts(outcomes, connection)
+            // A try given up before this one may have recorded them (and released their
+            // dependents): they were recorded, not refused.
+            let recordedBefore =
+                current.isRetry
+                ? try await self.recordedEarlier(outcomes.filter { !recordedNow.contains($0.job.key) }, connection)
+                : []
             for outcome in outcomes {
-                let wasRecorded = current.contains(outcome.job.key)
+                let wasRecorded = recordedNow.contains(outcome.job.key) || recordedBefore.contains(outcome.job.key)
                 recorded.append(RecordedOutcome(recorded: wasRecorded, runEnded: nil))
-                guard wasRecorded, case .failed(_, let retryAt) = outcome.outcome else { continue }
+                guard recordedNow.contains(outcome.job.key), case .failed(_, let retryAt) = outcome.outcome else {
+                    continue
+                }
                 if retryAt != nil {
                     // Idle workers look at their next due time again.
                     released = true
@@ -278,7 +289,7 @@ extension PostgresJobStore {
                 }
             }
             let succeeded = outcomes.filter { outcome in
-                guard current.contains(outcome.job.key), case .succeeded = outcome.outcome else { return false }
+                guard recordedNow.contains(outcome.job.key), case .succeeded = outcome.outcome else { return false }
                 return true
             }
             for (runID, ids) in Self.idsByRun(succeeded.map(\.job.key)) {
@@ -308,7 +319,9 @@ extension PostgresJobStore {
             return recorded
         }
         guard let claim else { return (recorded, [], nil) }
-        let (claimed, release) = try await transaction { [self] connection in try await self.claim(claim, connection) }
+        let (claimed, release) = try await transaction { [self] connection, current in
+            try await self.claim(claim, token: token, current, connection)
+        }
         return (recorded, claimed, release.map(Nanos.dateRoundedUp))
     }
 
@@ -317,7 +330,15 @@ extension PostgresJobStore {
     /// running jobs, which only a claim adds to, and the paces of resources with a rate are read
     /// and moved on only by claims. Also returns when a resource held by its rate or a pause
     /// lets its next job go (`ClaimPlanner.nextRelease`).
-    private func claim(_ claim: Claim, _ connection: PostgresConnection) async throws -> ([ClaimedJob], Int64?) {
+    ///
+    /// The jobs claimed are marked with `token`. A try that follows one given up (which may
+    /// have committed unseen) first returns the jobs that one claimed, if any; and a try given
+    /// up claims nothing once it has the lock, since a later try does its work. So a claim
+    /// done twice never leaves jobs running that no worker runs (until their leases end; an
+    /// at-most-once job would then be uncertain though it never started).
+    private func claim(
+        _ claim: Claim, token: String, _ current: Try, _ connection: PostgresConnection
+    ) async throws -> ([ClaimedJob], Int64?) {
         let (worker, limit) = (claim.worker, claim.limit)
         guard limit > 0, !claim.kinds.isEmpty else { return ([], nil) }
         let now = Millis.of(claim.now)
@@ -325,6 +346,11 @@ extension PostgresJobStore {
         let kinds = claim.kinds.sorted()
         try await connection.query(
             "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
+        if current.wasGivenUp { return ([], nil) }
+        if current.isRetry {
+            let earlier = try await claimedEarlier(token: token, worker: worker, connection)
+            if !earlier.isEmpty { return (earlier, nil) }
+        }
         // A lease that expired belongs to a worker that died (or stalled): its job is uncertain
         // if it runs at most once, else due again.
         try await expireAtMostOnceLeases(now: now, connection)
@@ -436,7 +462,7 @@ extension PostgresJobStore {
                         maxDelay: .nanoseconds(maxDelay)))
             }
             let taken = planner.take(candidates).compactMap { jobs[$0.key] }
-            claimed += try await markRunning(taken, worker: worker, expiry: expiry, connection)
+            claimed += try await markRunning(taken, worker: worker, expiry: expiry, token: token, connection)
         }
         // The paces the claim moved on, in its transaction (under the claim lock): one statement.
         let moved = planner.changedPaces.sorted()
@@ -469,35 +495,103 @@ extension PostgresJobStore {
         }
     }
 
-    /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted, and
-    /// returns them with the outputs of their dependencies: one statement per run.
+    /// The jobs a claim marked with `token` still runs under `worker`'s lease (a try of it
+    /// given up that committed), with the outputs of their dependencies, in claim order.
+    private func claimedEarlier(
+        token: String, worker: String, _ connection: PostgresConnection
+    ) async throws -> [ClaimedJob] {
+        var jobs: [ClaimedJob] = []
+        for try await (
+            runID, id, kind, input, attempts, timeout, maxAttempts, initialDelay, multiplier, maxDelay
+        ) in try await connection.query(
+            """
+            SELECT j.run_id, j.id, j.kind, j.input, j.attempts, j.timeout_ns, j.max_attempts, j.initial_delay_ns,
+                j.multiplier, j.max_delay_ns
+            FROM \(unescaped: table("jobs")) j
+            WHERE j.claim_token = \(token) AND j.lease_owner = \(worker) AND j.state = 'running'
+            ORDER BY \(unescaped: ClaimPlanner.orderBy("j."))
+            """, logger: logger
+        ).decode((String, String, String, Data, Int, Int64?, Int, Int64, Double, Int64).self) {
+            jobs.append(
+                ClaimedJob(
+                    key: JobKey(runID: runID, jobID: id), kind: kind, input: input, attempt: attempts,
+                    dependencyOutputs: [:], timeout: timeout.map { .nanoseconds($0) },
+                    retry: DurableRetry(
+                        maxAttempts: maxAttempts, initialDelay: .nanoseconds(initialDelay), multiplier: multiplier,
+                        maxDelay: .nanoseconds(maxDelay))))
+        }
+        return try await withDependencyOutputs(jobs, marking: nil, connection)
+    }
+
+    /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted and
+    /// `token` naming the claim, and returns them with the outputs of their dependencies: one
+    /// statement per run.
     private func markRunning(
-        _ jobs: [ClaimedJob], worker: String, expiry: Int64, _ connection: PostgresConnection
+        _ jobs: [ClaimedJob], worker: String, expiry: Int64, token: String, _ connection: PostgresConnection
+    ) async throws -> [ClaimedJob] {
+        try await withDependencyOutputs(jobs, marking: (worker, expiry, token), connection)
+    }
+
+    /// `jobs` with the outputs of their dependencies, marked running first (in the same
+    /// statement) if `marking` says under which lease and claim.
+    private func withDependencyOutputs(
+        _ jobs: [ClaimedJob], marking: (worker: String, expiry: Int64, token: String)?,
+        _ connection: PostgresConnection
     ) async throws -> [ClaimedJob] {
         var jobs = jobs
         var positions: [JobKey: Int] = [:]
         for (index, job) in jobs.enumerated() { positions[job.key] = index }
         for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
-            // The update runs whether or not the query reads it; the outputs are of other jobs.
-            for try await (id, dependency, output) in try await connection.query(
-                """
+            // The update runs whether or not the query reads it (and only if `marking` is
+            // given); the outputs are of other jobs.
+            let query: PostgresQuery = """
                 WITH marked AS (
                     UPDATE \(unescaped: table("jobs")) SET state = 'running', attempts = attempts + 1,
-                        lease_owner = \(worker), lease_expiry = \(expiry)
-                    WHERE run_id = \(runID) AND id = ANY(\(ids))
+                        lease_owner = \(marking?.worker ?? ""), lease_expiry = \(marking?.expiry ?? 0),
+                        claim_token = \(marking?.token ?? "")
+                    WHERE \(marking != nil) AND run_id = \(runID) AND id = ANY(\(ids))
                     RETURNING id
                 )
                 SELECT d.job_id, d.depends_on, j.output FROM \(unescaped: table("dependencies")) d
                 JOIN \(unescaped: table("jobs")) j ON j.run_id = d.run_id AND j.id = d.depends_on
                 WHERE d.run_id = \(runID) AND d.job_id = ANY(\(ids))
-                """, logger: logger
-            ).decode((String, String, Data?).self) {
+                """
+            for try await (id, dependency, output) in try await connection.query(query, logger: logger).decode(
+                (String, String, Data?).self)
+            {
                 if let index = positions[JobKey(runID: runID, jobID: id)] {
                     jobs[index].dependencyOutputs[dependency] = output ?? Data()
                 }
             }
         }
         return jobs
+    }
+
+    /// Of `outcomes` (not recorded by this try), those an earlier try recorded: the job is in
+    /// the state the outcome gave it, at the same attempt, and nobody holds it.
+    private func recordedEarlier(
+        _ outcomes: [AttemptOutcome], _ connection: PostgresConnection
+    ) async throws -> Set<JobKey> {
+        guard !outcomes.isEmpty else { return [] }
+        let states = outcomes.map { outcome in
+            switch outcome.outcome {
+            case .succeeded: "succeeded"
+            case .failed(_, let retryAt): retryAt == nil ? "failed" : "ready"
+            }
+        }
+        var recorded: Set<JobKey> = []
+        for try await (runID, id) in try await connection.query(
+            """
+            SELECT j.run_id, j.id FROM \(unescaped: table("jobs")) j
+            JOIN unnest(\(outcomes.map(\.job.key.runID))::TEXT[], \(outcomes.map(\.job.key.jobID))::TEXT[],
+                \(outcomes.map(\.job.attempt))::BIGINT[], \(states)::TEXT[]) AS o (run_id, id, attempt, state)
+                ON j.run_id = o.run_id AND j.id = o.id
+            WHERE j.state = o.state AND j.attempts = o.attempt AND j.lease_owner IS NULL
+            """, logger: logger
+        ).decode((String, String).self) {
+            recorded.insert(JobKey(runID: runID, jobID: id))
+        }
+        return recorded
     }
 
     /// Records `outcomes` inside the caller's transaction, which holds their runs' locks, in one

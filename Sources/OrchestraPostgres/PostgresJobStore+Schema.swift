@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 6
+    static let schemaVersion = 7
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -237,6 +237,12 @@ extension PostgresJobStore {
                 )
                 """,
                 "UPDATE \(table("orchestra_store")) SET value = '6' WHERE key = 'schema'",
+            ],
+            // The claim that marked a running job (a token per call): a try of a claim that
+            // follows one given up finds what that one claimed. (IF NOT EXISTS: as above.)
+            [
+                "ALTER TABLE \(table("jobs")) ADD COLUMN IF NOT EXISTS claim_token TEXT",
+                "UPDATE \(table("orchestra_store")) SET value = '7' WHERE key = 'schema'",
             ],
         ]
     }

@@ -46,6 +46,8 @@ public final class PostgresJobStore: JobStore {
     /// Opens a connection of its own, to tell why the pool gave none in time (the server
     /// takes no more connections, say); set by ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``.
     let diagnose: (@Sendable () async -> String?)?
+    /// For tests: see ``TryHooks``.
+    let tries: TryHooks
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -81,7 +83,8 @@ public final class PostgresJobStore: JobStore {
     /// gave no connection in time.
     init(
         client: PostgresClient, schema: String, location: String, pollInterval: Duration?, logger: Logger,
-        outageTolerance: Duration?, connectivity: ConnectivityWatch, diagnose: (@Sendable () async -> String?)?
+        outageTolerance: Duration?, connectivity: ConnectivityWatch, diagnose: (@Sendable () async -> String?)?,
+        tries: TryHooks = TryHooks()
     ) throws(DurableError) {
         guard Self.isIdentifier(schema) else {
             throw DurableError(
@@ -98,6 +101,7 @@ public final class PostgresJobStore: JobStore {
         self.outageTolerance = outageTolerance
         self.connectivity = connectivity
         self.diagnose = diagnose
+        self.tries = tries
     }
 
     /// Listens (`LISTEN`) on the store's work channel on a connection of its own, calling
@@ -413,18 +417,56 @@ public final class PostgresJobStore: JobStore {
     /// serialization failure (at most 5 times), and while the server cannot be reached (it
     /// restarts, a connection dropped: for up to ``outageTolerance``, pausing between tries).
     ///
-    /// A transaction whose commit was cut off may have committed: run again, a claim then
-    /// takes other jobs (those of the first expire with their leases and are claimed again),
-    /// and an outcome finds its attempt no longer current and is refused; never recorded twice.
+    /// A try given up (its time ran out, or its commit was cut off) may still commit; the
+    /// operations that must not be done twice ask their ``Try`` (claims and outcomes: see
+    /// `recordAndClaim`); the others are the same done again.
     ///
     /// - Parameter timeout: How long one try may take before it is given up and tried again:
     ///   ``operationTimeout``, or ``bulkOperationTimeout`` for one that writes a whole run.
     func transaction<T: Sendable>(
         timeout: Duration = operationTimeout, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
+        try await transaction(timeout: timeout) { connection, _ in try await body(connection) }
+    }
+
+    /// ``transaction(timeout:_:)``, its body told which try it is.
+    func transaction<T: Sendable>(
+        timeout: Duration = operationTimeout,
+        _ body: @escaping @Sendable (PostgresConnection, Try) async throws -> T
+    ) async throws -> T {
         let (client, logger) = (self.client, self.logger)
-        return try await retrying(timeout: timeout) {
-            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        return try await retrying(timeout: timeout) { current in
+            try await client.withTransaction(logger: logger) { connection in try await body(connection, current) }
+        }
+    }
+
+    /// One try of an operation: its number, from 1, and whether it was given up (its time
+    /// ran out; a later try is on its way or done). A try given up goes on, unseen, until its
+    /// query ends, and may commit.
+    struct Try: Sendable {
+        let number: Int
+        fileprivate let givenUp = Locked(false)
+
+        /// Whether an earlier try may have done the work (its commit unseen).
+        var isRetry: Bool { number > 1 }
+        /// Whether this try was given up: what it does is not seen by the caller.
+        var wasGivenUp: Bool { givenUp.withLock { $0 } }
+    }
+
+    /// For tests: the wait after which a try is given up (told the try's number and its time;
+    /// by default a sleep of that time), and what runs after each try's transaction ended,
+    /// before its result counts. A try held there until its wait ends committed and was given
+    /// up, as on a machine too busy to hear the answer in time.
+    package struct TryHooks: Sendable {
+        package var timer: (@Sendable (_ try: Int, _ timeout: Duration) async -> Void)?
+        package var afterTry: (@Sendable (_ try: Int) async -> Void)?
+
+        package init(
+            timer: (@Sendable (_ try: Int, _ timeout: Duration) async -> Void)? = nil,
+            afterTry: (@Sendable (_ try: Int) async -> Void)? = nil
+        ) {
+            self.timer = timer
+            self.afterTry = afterTry
         }
     }
 
@@ -432,7 +474,7 @@ public final class PostgresJobStore: JobStore {
     /// ``transaction(_:)`` is.
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = self.client
-        return try await retrying { try await client.withConnection { connection in try await body(connection) } }
+        return try await retrying { _ in try await client.withConnection { connection in try await body(connection) } }
     }
 
     /// How long an operation keeps trying while the server cannot be reached, by default,
@@ -451,14 +493,26 @@ public final class PostgresJobStore: JobStore {
     static let bulkOperationTimeout: Duration = .seconds(120)
 
     private func retrying<T: Sendable>(
-        timeout: Duration = operationTimeout, _ body: @escaping @Sendable () async throws -> T
+        timeout: Duration = operationTimeout, _ body: @escaping @Sendable (Try) async throws -> T
     ) async throws -> T {
         var conflicts = 0
         var pause: Duration = .milliseconds(50)
         var waited: Duration = .zero
+        var number = 0
+        let (timer, afterTry) = (tries.timer, tries.afterTry)
         while true {
+            number += 1
+            let current = Try(number: number)
+            var wait: (@Sendable () async -> Void)?
+            if let timer { wait = { await timer(current.number, timeout) } }
             do {
-                let result = try await Self.abandoning(after: timeout, body)
+                let result = try await Self.abandoning(
+                    after: timeout, timer: wait, givingUp: { current.givenUp.withLock { $0 = true } }
+                ) {
+                    let result = try await body(current)
+                    await afterTry?(current.number)
+                    return result
+                }
                 connectivity.answered()
                 return result
             } catch let error as TimeoutError {
@@ -509,7 +563,8 @@ public final class PostgresJobStore: JobStore {
     /// seen to never answer, and to ignore cancellation: a structured timeout then waits for it
     /// forever, and the worker stops with jobs it ran but never recorded.
     static func abandoning<T: Sendable>(
-        after timeout: Duration, _ body: @escaping @Sendable () async throws -> T
+        after timeout: Duration, timer: (@Sendable () async -> Void)? = nil,
+        givingUp: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
         return try await withTaskCancellationHandler {
@@ -525,12 +580,14 @@ public final class PostgresJobStore: JobStore {
                     }?.resume(with: result)
                 }
                 Task {
-                    try? await Task.sleep(for: timeout)
+                    if let timer { await timer() } else { try? await Task.sleep(for: timeout) }
                     let pending = outcome.withLock { pending in
                         defer { pending = nil }
                         return pending
                     }
                     if let pending {
+                        // Before the caller hears of it: its next try comes after.
+                        givingUp()
                         work.cancel()
                         pending.resume(throwing: TimeoutError(timeout: timeout, subject: "a PostgreSQL operation"))
                     }

@@ -1,0 +1,110 @@
+import DurableStoreTestSupport
+import Foundation
+import Orchestra
+import OrchestraTestKit
+import PostgresNIO
+import TestSupport
+import Testing
+
+@testable import OrchestraDurable
+@testable import OrchestraPostgres
+
+/// A try of a claim or of outcomes that committed but was given up (its answer came after the
+/// operation's time, as on a machine too busy to hear it): the next try must not do the work
+/// again. The store's hooks make the first try commit, then hold it until the timer that gives
+/// it up has fired; no real time passes.
+@Suite(
+    "PostgresJobStore: a try given up after it committed",
+    .enabled(if: PostgresTestServer.url != nil, Comment(rawValue: PostgresTestServer.skipMessage)),
+    .timeLimit(.minutes(2)), .takesTurns)
+struct PostgresRetryTests {
+    static let add = JobKind<[Int], Int>("add")
+    static let epoch = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// A store whose first try of each operation, once its transaction ended, waits until it
+    /// was given up (and until `release`); later tries run as usual.
+    static func storeGivingUpFirstTries(
+        _ file: TemporaryStore, release: AsyncEvent
+    ) throws -> PostgresJobStore {
+        let firstEnded = AsyncEvent()
+        return try PostgresJobStore(
+            client: file.client!, schema: file.schema, location: "the test server", pollInterval: nil,
+            logger: Logger(label: "test"), outageTolerance: .seconds(60), connectivity: ConnectivityWatch(nil),
+            diagnose: nil,
+            tries: .init(
+                timer: { number, _ in
+                    if number == 1 { try? await firstEnded.wait() } else { try? await release.wait() }
+                },
+                afterTry: { number in
+                    guard number == 1 else { return }
+                    firstEnded.signal()
+                    try? await release.wait()
+                }))
+    }
+
+    /// The ids of the jobs of `file`'s store in `state`, sorted.
+    static func jobs(_ file: TemporaryStore, in state: String) async throws -> [String] {
+        var ids: [String] = []
+        for try await id in try await file.client!.query(
+            "SELECT id FROM \(unescaped: file.schema).jobs WHERE state = \(state) ORDER BY id"
+        ).decode(String.self) {
+            ids.append(id)
+        }
+        return ids
+    }
+
+    static func submitIndependentJobs(_ count: Int, to file: TemporaryStore) async throws {
+        let store = try await file.open()
+        var graph = DurableGraph()
+        for index in 0..<count { try graph.add("j\(index)", add, input: [index]) }
+        let queue = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
+        #expect(try await queue.submit(graph, runID: "run", limit: 100))
+    }
+
+    @Test func aClaimTriedAgainReturnsWhatTheTryGivenUpClaimed() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            try await Self.submitIndependentJobs(10, to: file)
+            let release = AsyncEvent()
+            defer { release.signal() }
+            let store = try Self.storeGivingUpFirstTries(file, release: release)
+            let claim = Claim(
+                worker: "w", kinds: [Self.add.name], limit: 4, now: Self.epoch,
+                leaseExpiry: Self.epoch.addingTimeInterval(3_600))
+            let claimed = try await store.record([], thenClaim: claim, now: Self.epoch).claimed
+            // Without the claim's token the second try claimed 4 more: 8 running, 4 of them
+            // run by nobody until their leases end.
+            #expect(claimed.count == 4)
+            #expect(try await Self.jobs(file, in: "running") == claimed.map(\.key.jobID).sorted())
+            #expect(claimed.allSatisfy { $0.attempt == 1 })
+            #expect(try await Self.jobs(file, in: "ready").count == 6)
+        }
+    }
+
+    @Test func outcomesTriedAgainAreRecordedNotRefused() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            try await Self.submitIndependentJobs(3, to: file)
+            let plain = try await file.open()
+            let claim = Claim(
+                worker: "w", kinds: [Self.add.name], limit: 3, now: Self.epoch,
+                leaseExpiry: Self.epoch.addingTimeInterval(3_600))
+            let claimed = try await plain.record([], thenClaim: claim, now: Self.epoch).claimed
+            #expect(claimed.count == 3)
+
+            let release = AsyncEvent()
+            defer { release.signal() }
+            let store = try Self.storeGivingUpFirstTries(file, release: release)
+            let outcomes = [
+                AttemptOutcome(job: claimed[0], outcome: .succeeded(Data("1".utf8))),
+                AttemptOutcome(job: claimed[1], outcome: .failed("boom", retryAt: nil)),
+            ]
+            let recorded = try await store.record(outcomes, thenClaim: nil, now: Self.epoch).recorded
+            // Without the look at what the given-up try recorded: [false, false].
+            #expect(recorded.map(\.recorded) == [true, true])
+            #expect(try await Self.jobs(file, in: "succeeded") == [claimed[0].key.jobID])
+            #expect(try await Self.jobs(file, in: "failed") == [claimed[1].key.jobID])
+            // Another worker's outcome for an attempt that is not current is still refused.
+            let stale = AttemptOutcome(job: claimed[0], outcome: .succeeded(Data("2".utf8)))
+            #expect(try await plain.record([stale], thenClaim: nil, now: Self.epoch).recorded.map(\.recorded) == [false])
+        }
+    }
+}
