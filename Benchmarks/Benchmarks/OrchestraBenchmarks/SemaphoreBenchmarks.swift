@@ -43,28 +43,40 @@ final class LockOnlyLimiter: @unchecked Sendable {
     init(limit: Int) { available = limit }
 
     func acquire() async {
-        lock.lock()
-        if available > 0 {
-            available -= 1
-            lock.unlock()
-            return
-        }
-        // The closure runs at once on this thread, so the lock is released where it was taken.
+        if takeFree() { return }
         await withCheckedContinuation { continuation in
-            waiters.append(continuation)
-            lock.unlock()
+            // A slot given back since the first look is taken at once.
+            if queueOrTake(continuation) { continuation.resume() }
         }
     }
 
     func release() {
-        lock.lock()
-        if waiters.isEmpty {
-            available += 1
-            lock.unlock()
-        } else {
-            let waiter = waiters.removeFirst()
-            lock.unlock()
-            waiter.resume()
+        let waiter: CheckedContinuation<Void, Never>? = lock.withLock {
+            if waiters.isEmpty {
+                available += 1
+                return nil
+            }
+            return waiters.removeFirst()
+        }
+        waiter?.resume()
+    }
+
+    private func takeFree() -> Bool {
+        lock.withLock {
+            guard available > 0 else { return false }
+            available -= 1
+            return true
+        }
+    }
+
+    private func queueOrTake(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        lock.withLock {
+            if available > 0 {
+                available -= 1
+                return true
+            }
+            waiters.append(continuation)
+            return false
         }
     }
 }
