@@ -505,14 +505,14 @@ public final class PostgresJobStore: JobStore {
             let current = Try(number: number)
             var wait: (@Sendable () async -> Void)?
             if let timer { wait = { await timer(current.number, timeout) } }
+            let work: @Sendable () async throws -> T = {
+                let result = try await body(current)
+                await afterTry?(current.number)
+                return result
+            }
             do {
                 let result = try await Self.abandoning(
-                    after: timeout, timer: wait, givingUp: { current.givenUp.withLock { $0 = true } }
-                ) {
-                    let result = try await body(current)
-                    await afterTry?(current.number)
-                    return result
-                }
+                    after: timeout, timer: wait, givingUp: { current.givenUp.withLock { $0 = true } }, work)
                 connectivity.answered()
                 return result
             } catch let error as TimeoutError {
