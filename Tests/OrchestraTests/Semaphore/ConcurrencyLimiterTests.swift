@@ -19,6 +19,23 @@ struct ConcurrencyLimiterTests {
         }
     }
 
+    /// Starts `count` tasks that each wait for a slot (and log their index once admitted),
+    /// one after the other, each queued before the next starts.
+    private func queuedWaiters(
+        _ count: Int, on limiter: ConcurrencyLimiter, admitted: EventLog<Int>
+    ) async throws -> [Task<Void, any Error>] {
+        var waiters: [Task<Void, any Error>] = []
+        for index in 0..<count {
+            waiters.append(
+                Task {
+                    try await limiter.acquire()
+                    admitted.append(index)
+                })
+            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
+        }
+        return waiters
+    }
+
     @Test func admitsAtMostTheLimit() async throws {
         let limiter = ConcurrencyLimiter(limit: 2)
         let release = AsyncEvent()
@@ -94,15 +111,7 @@ struct ConcurrencyLimiterTests {
         let limiter = ConcurrencyLimiter(limit: 4)
         for _ in 0..<4 { #expect(limiter.tryAcquire()) }
         let admitted = EventLog<Int>()
-        var waiters: [Task<Void, any Error>] = []
-        for index in 0..<2 {
-            waiters.append(
-                Task {
-                    try await limiter.acquire()
-                    admitted.append(index)
-                })
-            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
-        }
+        let waiters = try await queuedWaiters(2, on: limiter, admitted: admitted)
         // Queued before the fall, and still behind it: 4 running of limit 2 owe 2 back first.
         limiter.limit = 2
         limiter.limit = 1  // a second fall adds to what is owed
@@ -191,15 +200,7 @@ struct ConcurrencyLimiterTests {
         let limiter = ConcurrencyLimiter(limit: 1)
         #expect(limiter.tryAcquire())
         let admitted = EventLog<Int>()
-        var waiters: [Task<Void, any Error>] = []
-        for index in 0..<8 {
-            waiters.append(
-                Task {
-                    try await limiter.acquire()
-                    admitted.append(index)
-                })
-            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
-        }
+        let waiters = try await queuedWaiters(8, on: limiter, admitted: admitted)
         for round in 0..<8 {
             limiter.release()  // the slot held before, then each admitted waiter's in turn
             try await waitUntil("waiter \(round) is admitted") { admitted.count == round + 1 }
@@ -213,15 +214,7 @@ struct ConcurrencyLimiterTests {
         let limiter = ConcurrencyLimiter(limit: 1)
         #expect(limiter.tryAcquire())
         let admitted = EventLog<Int>()
-        var waiters: [Task<Void, any Error>] = []
-        for index in 0..<6 {
-            waiters.append(
-                Task {
-                    try await limiter.acquire()
-                    admitted.append(index)
-                })
-            try await waitUntil("waiter \(index) is queued") { limiter.waitingCount == index + 1 }
-        }
+        let waiters = try await queuedWaiters(6, on: limiter, admitted: admitted)
         limiter.limit = 4
         try await waitUntil("three admitted") { admitted.count == 3 }
         #expect(Set(admitted.events) == [0, 1, 2])
