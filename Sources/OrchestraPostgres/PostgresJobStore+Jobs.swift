@@ -353,25 +353,11 @@ extension PostgresJobStore {
         }
         // A lease that expired belongs to a worker that died (or stalled): its job is uncertain
         // if it runs at most once, else due again.
-        try await expireAtMostOnceLeases(now: now, connection)
-        // In the same statement, each run's room: the query reads the jobs as they were before
-        // the update, so the jobs it made ready are taken off the running ones.
-        var runs: [String: ClaimPlanner.Room] = [:]
-        for try await (runID, jobLimit, running) in try await connection.query(
-            """
-            WITH reaped AS (
-                UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
-                    lease_expiry = NULL
-                WHERE state = 'running' AND lease_expiry <= \(now) AND NOT at_most_once
-                RETURNING run_id
-            )
-            SELECT r.id, r.job_limit,
-                ((SELECT COUNT(*) FROM \(unescaped: table("jobs")) j WHERE j.run_id = r.id AND j.state = 'running')
-                    - (SELECT COUNT(*) FROM reaped WHERE reaped.run_id = r.id))::INTEGER
-            FROM \(unescaped: table("runs")) r WHERE r.state = 'running'
-            """, logger: logger
-        ).decode((String, Int, Int).self) {
-            runs[runID] = ClaimPlanner.Room(limit: jobLimit, inUse: running)
+        var (runs, leaseLost, runsWithAny) = try await rooms(now: now, connection)
+        if leaseLost {
+            // Rare: made uncertain, they may have ended or stopped their runs; the rooms again.
+            try await expireAtMostOnceLeases(now: now, connection)
+            (runs, _, runsWithAny) = try await rooms(now: now, connection)
         }
         let runsWithRoom = runs.filter { $0.value.free > 0 }.keys.sorted()
         guard !runsWithRoom.isEmpty else { return ([], nil) }
@@ -380,34 +366,37 @@ extension PostgresJobStore {
         // a join, PostgreSQL scanned every job of the run that used the resource (an estimate
         // of one row for a new run), a claim costing a scan of the run.
         // In the same statement, the paces of their resources with a rate or a pause.
+        // Most runs have none: then no statement reads them.
         var resources: [ClaimPlanner.Resource: ClaimPlanner.Room] = [:]
         var paces: [ClaimPlanner.Resource: ClaimPlanner.Pace] = [:]
-        for try await (runID, name, resourceLimit, inUse, count, interval, burst, tat, pausedUntil)
-            in try await connection
-            .query(
-                """
-                SELECT rr.run_id, rr.name, rr.resource_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
-                    WHERE j.run_id = rr.run_id AND j.state = 'running'
-                        AND (SELECT TRUE FROM \(unescaped: table("job_resources")) r
-                            WHERE r.run_id = j.run_id AND r.job_id = j.id AND r.name = rr.name) IS NOT NULL)::INTEGER,
-                    NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT
-                FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoom))
-                UNION ALL
-                SELECT run_id, name, NULL::INTEGER, NULL::INTEGER, rate_count, rate_interval_ns, burst, tat_ns,
-                    paused_until_ns
-                FROM \(unescaped: table("run_rates")) WHERE run_id = ANY(\(runsWithRoom))
-                """, logger: logger
-            ).decode((String, String, Int?, Int?, Int64?, Int64?, Int64?, Int64?, Int64?).self)
-        {
-            let resource = ClaimPlanner.Resource(runID: runID, name: name)
-            if let resourceLimit {
-                resources[resource] = ClaimPlanner.Room(limit: resourceLimit, inUse: inUse ?? 0)
-            } else {
-                paces[resource] = ClaimPlanner.Pace(
-                    DurableRate(
-                        storedCount: count.map { Int(clamping: $0) }, intervalNanoseconds: interval,
-                        burst: burst.map { Int(clamping: $0) }),
-                    tat: tat ?? 0, pausedUntil: pausedUntil ?? 0)
+        let runsWithRoomAndResources = runsWithRoom.filter(runsWithAny.contains)
+        if !runsWithRoomAndResources.isEmpty {
+            for try await (runID, name, resourceLimit, inUse, count, interval, burst, tat, pausedUntil)
+                in try await connection.query(
+                    """
+                    SELECT rr.run_id, rr.name, rr.resource_limit, (SELECT COUNT(*) FROM \(unescaped: table("jobs")) j
+                        WHERE j.run_id = rr.run_id AND j.state = 'running'
+                            AND (SELECT TRUE FROM \(unescaped: table("job_resources")) r
+                                WHERE r.run_id = j.run_id AND r.job_id = j.id AND r.name = rr.name) IS NOT NULL)::INTEGER,
+                        NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT
+                    FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = ANY(\(runsWithRoomAndResources))
+                    UNION ALL
+                    SELECT run_id, name, NULL::INTEGER, NULL::INTEGER, rate_count, rate_interval_ns, burst, tat_ns,
+                        paused_until_ns
+                    FROM \(unescaped: table("run_rates")) WHERE run_id = ANY(\(runsWithRoomAndResources))
+                    """, logger: logger
+                ).decode((String, String, Int?, Int?, Int64?, Int64?, Int64?, Int64?, Int64?).self)
+            {
+                let resource = ClaimPlanner.Resource(runID: runID, name: name)
+                if let resourceLimit {
+                    resources[resource] = ClaimPlanner.Room(limit: resourceLimit, inUse: inUse ?? 0)
+                } else {
+                    paces[resource] = ClaimPlanner.Pace(
+                        DurableRate(
+                            storedCount: count.map { Int(clamping: $0) }, intervalNanoseconds: interval,
+                            burst: burst.map { Int(clamping: $0) }),
+                        tat: tat ?? 0, pausedUntil: pausedUntil ?? 0)
+                }
             }
         }
         let runsWithResources = Set(resources.keys.map(\.runID)).union(paces.keys.map(\.runID)).sorted()
@@ -521,6 +510,48 @@ extension PostgresJobStore {
                         maxDelay: .nanoseconds(maxDelay))))
         }
         return try await withDependencyOutputs(jobs, marking: nil, connection)
+    }
+
+    /// Each running run's room (its limit and the jobs it runs), after making the jobs whose
+    /// lease expired at `now` ready again (those that run at least once), in one statement with
+    /// what else a claim must look at: whether a job that runs at most once lost its lease
+    /// (then ``expireAtMostOnceLeases(now:_:)`` makes it uncertain), and which runs have
+    /// resources with a limit, a rate or a pause.
+    ///
+    /// The statement reads the jobs as they were before its update, so the jobs it made ready
+    /// are taken off the running ones.
+    private func rooms(
+        now: Int64, _ connection: PostgresConnection
+    ) async throws -> (rooms: [String: ClaimPlanner.Room], atMostOnceLeaseLost: Bool, withResources: Set<String>) {
+        var rooms: [String: ClaimPlanner.Room] = [:]
+        var leaseLost = false
+        var withResources: Set<String> = []
+        // One row even when no run is running: the lease of a cancelled run's job counts too.
+        for try await (runID, jobLimit, running, hasResources, lost) in try await connection.query(
+            """
+            WITH reaped AS (
+                UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
+                    lease_expiry = NULL
+                WHERE state = 'running' AND lease_expiry <= \(now) AND NOT at_most_once
+                RETURNING run_id
+            )
+            SELECT r.id, r.job_limit,
+                ((SELECT COUNT(*) FROM \(unescaped: table("jobs")) j WHERE j.run_id = r.id AND j.state = 'running')
+                    - (SELECT COUNT(*) FROM reaped WHERE reaped.run_id = r.id))::INTEGER,
+                EXISTS (SELECT 1 FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = r.id)
+                    OR EXISTS (SELECT 1 FROM \(unescaped: table("run_rates")) p WHERE p.run_id = r.id),
+                x.lost
+            FROM (SELECT EXISTS (SELECT 1 FROM \(unescaped: table("jobs"))
+                    WHERE state = 'running' AND lease_expiry <= \(now) AND at_most_once) AS lost) x
+            LEFT JOIN \(unescaped: table("runs")) r ON r.state = 'running'
+            """, logger: logger
+        ).decode((String?, Int?, Int?, Bool?, Bool).self) {
+            leaseLost = lost
+            guard let runID, let jobLimit else { continue }
+            rooms[runID] = ClaimPlanner.Room(limit: jobLimit, inUse: running ?? 0)
+            if hasResources == true { withResources.insert(runID) }
+        }
+        return (rooms, leaseLost, withResources)
     }
 
     /// Marks `jobs` running under `worker`'s lease until `expiry`, their attempt counted and
