@@ -233,9 +233,12 @@ struct ResourceRateTests {
             let draining = Task { try await worker.drain(limit: 4) }
             for count in 1...2 {
                 try await waitUntil("\(count) started", guard: .seconds(10)) { started.withLock(\.count) == count }
-                // The worker alone, asleep until the next may go.
-                try await clock.waitForSleepers(1)
-                #expect(clock.pendingSleepers.map(\.offset) == [.milliseconds(100 * count)])
+                // The worker alone, asleep until the next may go. Waited for, not read once: the
+                // worker may first sleep until then and be woken at once by the end of the job
+                // it started (whose outcome it records before it sleeps again).
+                try await waitUntil("the worker asleep until \(100 * count) ms", guard: .seconds(10)) {
+                    clock.pendingSleepers.map(\.offset) == [.milliseconds(100 * count)]
+                }
                 _ = clock.advance(by: .milliseconds(100))
             }
             try await withHangGuard(.seconds(20)) { try await draining.value }
