@@ -24,6 +24,9 @@
 #               dependencies: each job defers the next as its last act), each in a database of
 #               its own (procrastinate's tables live in `public`)
 #
+# Two builds compared (a change of the store): build PostgresThroughput at each commit, copy it
+# aside, and run the parts with THROUGHPUT_BIN=/path/to/copy in turn, several times each.
+#
 # Every configuration runs RUNS times (round-robin: one run of each, then the next round, so a
 # drift of the machine's speed spreads over all of them), each in a new PostgreSQL schema that
 # is dropped afterwards. The server is a throwaway cluster of Scripts/postgres.sh (fsync off),
@@ -40,8 +43,13 @@ if [[ " $parts " == *" procrastinate "* ]]; then
     timeout 600 "$PEER_VENV/bin/pip" install -q "procrastinate==3.10.0"
 fi
 
-timeout 1200 swift build -c release --package-path Benchmarks --product PostgresThroughput
-bin=$PWD/Benchmarks/.build/release/PostgresThroughput
+# THROUGHPUT_BIN: a PostgresThroughput built before (another commit's, to compare two in turn).
+if [[ -n ${THROUGHPUT_BIN:-} ]]; then
+    bin=$THROUGHPUT_BIN
+else
+    timeout 1200 swift build -c release --package-path Benchmarks --product PostgresThroughput
+    bin=$PWD/Benchmarks/.build/release/PostgresThroughput
+fi
 
 env_file=$(mktemp /tmp/postgres-benchmarks-env.XXXXXX)
 timeout 300 Scripts/postgres.sh start > "$env_file"
