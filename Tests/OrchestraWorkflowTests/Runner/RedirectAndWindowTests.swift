@@ -135,7 +135,9 @@ struct RedirectAndWindowTests {
             #expect(items.count == 100 && items.allSatisfy { $0.state == .succeeded })
             // Element 17 and later can start only once an element ended, which needs the gate.
             #expect(items[window...].allSatisfy { ($0.started ?? .zero) >= .seconds(1) })
-            #expect(items.count { $0.started == .zero } == window)
+            // At most the window before the clock moved: how many of it had started by then
+            // depends on the machine's speed (3 of 17 in a ThreadSanitizer run).
+            #expect((1...window).contains(items.count { $0.started == .zero }))
             #expect(result["image"]?.itemCounts?.succeeded == 100)
         }
         #expect(transport.peakInFlight == 1)
