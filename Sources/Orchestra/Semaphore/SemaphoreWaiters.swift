@@ -92,7 +92,7 @@ struct SemaphoreAdmission: AdmissionStateMachine, Sendable {
     /// The count: permits free minus tasks committed to waiting and permits owed back.
     let count: ManagedAtomic<Int>
     /// A ``ConcurrencyLimiter``'s limit: the permits in all. (An ``AsyncSemaphore``, which may
-    /// be signalled beyond its first value, does not keep it.)
+    /// be signalled beyond its first value, starts it at that value and never reads it.)
     private(set) var limit: Int
 
     init(count: ManagedAtomic<Int>, limit: Int = 0) {
