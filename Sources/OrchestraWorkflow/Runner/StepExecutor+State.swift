@@ -24,11 +24,13 @@ extension StepExecutor {
     }
 
     /// The decision for `step`'s request with `record`. A succeeded record without every
-    /// capture the step now declares (a file changed under `--force`) is sent again.
+    /// capture the step now declares (a file changed under `--force`), or a paginate step's
+    /// without its `items` (left out for holding a secret), is sent again.
     func decision(_ step: WorkflowStep, record: StateRecord?) -> StateRecord.Decision {
         let decision = StateRecord.decision(for: record, resends: step.resendsOnResume || resendsUncertain)
-        if case .reuse(let record) = decision, !step.captures.allSatisfy({ record.captures[$0.name] != nil }) {
-            return .send
+        if case .reuse(let record) = decision {
+            let items = step.paginate?.items == nil ? [] : [Pagination.itemsName]
+            guard (step.captures.map(\.name) + items).allSatisfy({ record.captures[$0] != nil }) else { return .send }
         }
         return decision
     }

@@ -63,7 +63,9 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
             return [:]
         }
         emit(.started(step: step.id))
-        return try await tracked(step, id: step.id, item: step.forEach == nil && step.paginate == nil ? -1 : nil) {
+        // A paginate step is recorded as one request (item -1) once its last page is read, with
+        // its items: a resume reads them from the file instead of sending the pages again.
+        return try await tracked(step, id: step.id, item: step.forEach == nil ? -1 : nil) {
             var values = TemplateValues(variables: workflow.variables, environment: workflow.environment)
             values.cookieJar = step.usesCookies ?? workflow.usesCookies ? cookies : nil
             values.data = row
@@ -72,7 +74,6 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 values.captures[dependency] = try inputs.value(of: dependency, as: [String: JSONValue].self)
             }
             if let streamed { return try await fanOut(step, streamedFrom: streamed, values: values) }
-            if let pagination = step.paginate { return try await paginate(step, pagination, values: values) }
             if let reference = step.forEach { return try await fanOut(step, over: reference, values: values) }
             if let state {
                 let record: StateRecord?
@@ -83,6 +84,7 @@ struct StepExecutor<C: Clock>: Sendable where C.Duration == Duration {
                 }
                 if let captures = try resume(step, id: step.id, record: record) { return captures }
             }
+            if let pagination = step.paginate { return try await paginate(step, pagination, values: values) }
             return try await perform(step, id: step.id, item: -1, values: values)
         }
     }

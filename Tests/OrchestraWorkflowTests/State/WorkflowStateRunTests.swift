@@ -181,6 +181,81 @@ struct WorkflowStateRunTests {
         }
     }
 
+    /// A `paginate:` step of `method` over 3 pages of 2 items (`/pages?page=N`) whose items a
+    /// `for_each` step takes (`/item/N`).
+    static func pagesThenEach(method: String) -> String {
+        """
+        steps:
+          - id: list
+            method: \(method)
+            url: "http://x.test/pages?page={{page.number}}"
+            paginate: { items: $.data }
+          - id: each
+            for_each: "{{list.items}}"
+            url: "http://x.test/item/{{item}}"
+        """
+    }
+
+    /// Pages 1–3 hold two items each; page 4 is empty (the end of numbered pages).
+    static func page(_ request: HTTPRequest) -> (HTTPResponse, Data)? {
+        guard let path = request.path, path.hasPrefix("/pages?page="), let page = Int(path.dropFirst(12)) else {
+            return nil
+        }
+        let items = page <= 3 ? [2 * page - 2, 2 * page - 1] : []
+        return respond(200, #"{"data":[\#(items.map(String.init).joined(separator: ","))]}"#)
+    }
+
+    @Test func aPaginateStepIsRecordedOnceWithItsItemsAndAResumeSendsNoPage() async throws {
+        let workflow = try parse(Self.pagesThenEach(method: "POST"))
+        try await withStateFile { path in
+            let first = ScriptedHTTPTransport { request, _ in
+                if let page = Self.page(request) { return page }
+                return request.path == "/item/4" ? respond(500, "{}") : respond()
+            }
+            let report = try await runWithState(workflow, path: path, transport: first)
+            #expect(report["list"]?.state == .succeeded)
+            #expect(report["each"]?.state == .failed)
+            let summary = try WorkflowStateSummary.read(path: path)
+            #expect(summary.steps[0].succeeded == 1 && summary.steps[0].maybeSent == 0 && summary.steps[0].pending == 0)
+            #expect(summary.steps[1].succeeded == 5 && summary.steps[1].failed == 1)
+
+            // The pages are not sent again: their items come from the file.
+            let second = ScriptedHTTPTransport { _, _ in respond() }
+            let resumed = try await runWithState(workflow, path: path, transport: second)
+            #expect(resumed.allSucceeded, "\(resumed.steps.map { "\($0.id): \($0.error ?? "-")" })")
+            #expect(second.requests.compactMap(\.path) == ["/item/4"])
+            #expect(resumed["list"]?.recorded == true)
+            #expect(try WorkflowStateSummary.read(path: path).isComplete)
+        }
+    }
+
+    @Test(arguments: ["POST", "GET"])
+    func aPaginateStepStoppedBetweenItsPagesIsSentAgainOnlyIfThatIsSafe(_ method: String) async throws {
+        let workflow = try parse(Self.pagesThenEach(method: method))
+        try await withStateFile { path in
+            let gate = AsyncGate(isOpen: false)
+            let first = ScriptedHTTPTransport { request, _ in
+                if request.path == "/pages?page=2" { try await gate.pass() }
+                return Self.page(request) ?? respond()
+            }
+            _ = try await runStopped(workflow, path: path, transport: first, when: "page 2 in flight") {
+                first.inFlight == 1 && first.requests.count == 2
+            }
+            let second = ScriptedHTTPTransport { request, _ in Self.page(request) ?? respond() }
+            let resumed = try await runWithState(workflow, path: path, transport: second)
+            if method == "GET" {
+                #expect(resumed.allSucceeded)
+                #expect(second.requests.compactMap(\.path).filter { $0.hasPrefix("/pages") }.count == 4)
+            } else {
+                #expect(second.requests.isEmpty)
+                #expect(resumed["list"]?.maybeSent == true)
+                #expect(resumed["list"]?.error?.contains("may have been sent") == true)
+                #expect(resumed["each"]?.state == .skipped)
+                #expect(try WorkflowStateSummary.read(path: path).steps[0].maybeSent == 1)
+            }
+        }
+    }
+
     @Test func aStepThatIsNotSafeToSendTwiceAndWasInFlightIsReportedMayHaveBeenSent() async throws {
         let workflow = try parse(
             """
