@@ -169,9 +169,10 @@ struct CurlLog: Sendable {
         return "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }
 
-    /// `printf '…'` writing `text` exactly: `\`, `%` and `'` escaped, and the bytes of every
+    /// `printf -- '…'` writing `text` exactly: `\`, `%` and `'` escaped, and the bytes of every
     /// control or bidirectional control character as three octal digits each (so that a digit
-    /// after one is not read into it).
+    /// after one is not read into it). The `--`: a text that starts with `-` (every multipart
+    /// body: `--BOUNDARY`) is otherwise an option to printf, which fails in bash and dash.
     static func printf(_ text: String) -> String {
         var format = ""
         for scalar in text.unicodeScalars {
@@ -187,7 +188,7 @@ struct CurlLog: Sendable {
             default: format.unicodeScalars.append(scalar)
             }
         }
-        return "printf '" + format + "'"
+        return "printf -- '" + format + "'"
     }
 
     /// A label as a shell comment: on one line.

@@ -55,6 +55,19 @@ struct CurlCommandTests {
               - id: head
                 method: HEAD
                 url: "{{vars.base}}/anything"
+              - id: parts
+                method: POST
+                url: "{{vars.base}}/anything"
+                multipart:
+                  - { name: note, value: "it's {{vars.pass}}" }
+                  - { name: upload, file: "\(out)/note.txt", content_type: text/plain }
+                save_to: "\(out)/parts.out"
+              - id: dash
+                method: POST
+                url: "{{vars.base}}/anything"
+                headers: { Content-Type: text/plain }
+                body: "-n\\nnot an option"
+                save_to: "\(out)/dash.out"
             """, name: "curl.yaml")
     }
 
@@ -86,18 +99,23 @@ struct CurlCommandTests {
             let output = try await OrchestraExecutable.run(["run", file, "--curl-unmasked"])
             #expect(output.status == 0, "\(output)")
             #expect(Self.command("auth", in: output.stderr)?.hasPrefix("curl -X POST ") == true, "\(output.stderr)")
-            #expect(Self.command("text", in: output.stderr)?.hasPrefix("printf '") == true, "\(output.stderr)")
+            #expect(Self.command("text", in: output.stderr)?.hasPrefix("printf -- '") == true, "\(output.stderr)")
+            #expect(Self.command("parts", in: output.stderr)?.hasPrefix("printf -- '--") == true, "\(output.stderr)")
             #expect(Self.command("file", in: output.stderr)?.contains("--data-binary '@") == true, "\(output.stderr)")
             #expect(Self.command("head", in: output.stderr)?.hasPrefix("curl --head ") == true, "\(output.stderr)")
-            for label in ["json", "text", "file", "signed", "empty"] {
-                let line = try #require(Self.command(label, in: output.stderr), "no # \(label) in \(output.stderr)")
-                let replay = try await OrchestraExecutable.run(
-                    ["-c", line + " --silent --show-error"], executable: URL(fileURLWithPath: "/bin/sh"))
-                #expect(replay.status == 0, "\(label): \(line)\n\(replay)")
-                let saved = try Data(contentsOf: folder.appendingPathComponent("\(label).out"))
-                #expect(
-                    try Self.comparable(Data(replay.stdout.utf8)) == Self.comparable(saved),
-                    "\(label): \(line)\ncurl: \(replay.stdout)\nrun:  \(String(decoding: saved, as: UTF8.self))")
+            // Each line replayed by the POSIX shell and by bash.
+            for shell in ["/bin/sh", "/bin/bash"] where FileManager.default.isExecutableFile(atPath: shell) {
+                for label in ["json", "text", "file", "signed", "empty", "parts", "dash"] {
+                    let line = try #require(Self.command(label, in: output.stderr), "no # \(label) in \(output.stderr)")
+                    let replay = try await OrchestraExecutable.run(
+                        ["-c", line + " --silent --show-error"], executable: URL(fileURLWithPath: shell))
+                    #expect(replay.status == 0, "\(shell) \(label): \(line)\n\(replay)")
+                    let saved = try Data(contentsOf: folder.appendingPathComponent("\(label).out"))
+                    #expect(
+                        try Self.comparable(Data(replay.stdout.utf8)) == Self.comparable(saved),
+                        "\(shell) \(label): \(line)\ncurl: \(replay.stdout)\nrun:  \(String(decoding: saved, as: UTF8.self))"
+                    )
+                }
             }
         }
     }
@@ -166,9 +184,9 @@ struct CurlCommandTests {
                 "--data-binary @body  # the body (3 bytes, not UTF-8 text) is not shown: save it as ./body"))
         let large = log.command(for: request, body: .data(Data(repeating: 0x61, count: CurlLog.bodyLimit + 1)))
         #expect(large.contains("--data-binary @body  # the body (65537 bytes) is not shown"))
-        #expect(CurlLog.printf("a\n1%'\\") == #"printf 'a\0121%%'\''\\'"#)
+        #expect(CurlLog.printf("a\n1%'\\") == #"printf -- 'a\0121%%'\''\\'"#)
         // A character the terminal would act on is written as octal bytes, also in a word.
-        #expect(CurlLog.quoted("a\u{202E}b'") == #""$(printf 'a\342\200\256b'\''')""#)
+        #expect(CurlLog.quoted("a\u{202E}b'") == #""$(printf -- 'a\342\200\256b'\''')""#)
         #expect(CurlLog.quoted("it's") == #"'it'\''s'"#)
     }
 }
