@@ -174,11 +174,31 @@ struct RunReports {
         if let error = step.error, step.state != .succeeded, step.assertions.allSatisfy(\.passed) {
             notes.append("<li class=\"\(style)\">\(e(error))</li>")
         }
+        // A paginate step's `max_pages` or a stop by its reader; an `until:` poll's last attempts.
+        if let note = step.note { notes.append("<li>\(e(note))</li>") }
+        if step.pollCount > 0 { notes.append(pollNote(step)) }
         let status = step.status.map(String.init) ?? (step.items == nil ? "—" : "")
         let redirects = step.redirects.map { "<br>↪ \($0.status) → <code>\(e($0.location))</code>" }.joined()
         return
             "<tr><td class=\"\(style)\">\(mark)</td><td><code>\(e(step.id))</code></td><td><code>\(e(step.method)) \(e(step.url))</code>\(redirects)</td><td>\(status)</td><td>\(step.attempts)</td><td>\(step.duration.map(Format.milliseconds) ?? "")</td><td>\(notes.isEmpty ? "" : "<ul>\(notes.joined())</ul>")</td></tr>\n"
     }
+
+    /// `4 polls` and the last attempts (at most ``shownPolls``), each with its status and why
+    /// its checks did not hold.
+    private func pollNote(_ step: StepReport) -> String {
+        let shown = step.polls.suffix(Self.shownPolls)
+        let earlier = step.pollCount - shown.count
+        let attempts = shown.map { poll in
+            let status = poll.status.map { "\($0)" } ?? "no response"
+            let outcome = poll.failure.map { "not yet: \(e($0))" } ?? "passed"
+            return "<li class=\"\(poll.passed ? "ok" : "skip")\">poll \(poll.number) · \(status) · \(outcome)</li>"
+        }
+        let heading = Format.count(step.pollCount, "poll") + (earlier > 0 ? " (the last \(shown.count))" : "")
+        return "<li>\(heading)<ul>\(attempts.joined())</ul></li>"
+    }
+
+    /// The attempts of a poll a row lists: a `for_each` of polls has a row per element.
+    static let shownPolls = 5
 
     private func e(_ text: String) -> String {
         TraceExport.escaped(text)

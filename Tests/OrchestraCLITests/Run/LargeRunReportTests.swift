@@ -66,6 +66,29 @@ struct LargeRunReportTests {
         #expect(json.components(separatedBy: "\"ph\":\"X\"").count == count + 1)
     }
 
+    @Test func theHTMLReportShowsAPollsLastAttemptsAndAStepsNote() throws {
+        var job = StepReport(id: "job", state: .succeeded, method: "GET", url: "http://x.test/job", status: 200)
+        job.pollCount = 7
+        job.polls = (1...7).map { number in
+            PollAttempt(
+                number: number, sent: .milliseconds(number * 100),
+                status: number == 3 ? nil : (number == 7 ? 200 : 202),
+                failure: number == 7 ? nil : "$.status == \"done\": got \"<running>\"")
+        }
+        var pages = StepReport(id: "pages", state: .succeeded, method: "GET", url: "http://x.test/pages")
+        pages.note = "max_pages (5) reached; more pages were left"
+        let report = WorkflowReport(workflow: "w", steps: [job, pages], duration: .seconds(1))
+        let html = RunReports(title: "w", file: "w.yaml", suites: [.init(name: nil, report: report)])
+            .html(duration: report.duration)
+        let row = try #require(html.split(separator: "\n").first { $0.contains("<td><code>job</code></td>") })
+        #expect(row.contains("<li>7 polls (the last 5)<ul>"), "\(row)")
+        #expect(!row.contains("poll 2 ·"))
+        let third = "poll 3 · no response · not yet: $.status == &quot;done&quot;: got &quot;&lt;running&gt;&quot;"
+        #expect(row.contains(third), "\(row)")
+        #expect(row.contains("<li class=\"ok\">poll 7 · 200 · passed</li>"), "\(row)")
+        #expect(html.contains("<li>max_pages (5) reached; more pages were left</li>"))
+    }
+
     // MARK: - --data runs stopped by Ctrl-C
 
     /// Ten rows: two succeeded, one failed, one cancelled in flight, six never started.
