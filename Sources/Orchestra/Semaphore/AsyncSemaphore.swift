@@ -19,7 +19,7 @@
 /// operation each, with no lock and no allocation; only a task that must wait (and the signal
 /// that wakes it) takes the lock of the queue.
 public final class AsyncSemaphore: Sendable {
-    private let permits: AtomicPermits
+    @usableFromInline let permits: AtomicPermits
 
     /// Creates a semaphore with `value` permits.
     ///
@@ -34,6 +34,7 @@ public final class AsyncSemaphore: Sendable {
     /// - Throws: `CancellationError` if the task is cancelled before it gets a permit
     ///   (including when it is already cancelled at the call); it then holds no permit.
     /// - Complexity: O(1); one atomic operation when a permit is free.
+    @inlinable
     nonisolated(nonsending) public func wait() async throws {
         try await permits.take()
     }
@@ -46,6 +47,7 @@ public final class AsyncSemaphore: Sendable {
     }
 
     /// Returns a permit: resumes the longest-waiting task, or makes the permit available.
+    @inlinable
     public func signal() {
         permits.giveBack()
     }

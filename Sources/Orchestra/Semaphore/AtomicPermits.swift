@@ -7,8 +7,13 @@ import Atomics
 /// back (a limit lowered below the number in use). A take that finds a permit and a give-back
 /// that finds nobody owed are one atomic operation each, with no lock and no allocation; only
 /// a task that must wait, the give-back that serves it, and a change of the limit take the lock.
+///
+/// The fast paths (``take()``, ``giveBack()``) are inlined into the caller's module, so that an
+/// app's `wait()` and `signal()` cost their atomic operation and not a call into this module
+/// too; what takes the lock stays behind a call (``waitAfterCommit()``, ``serveOne()``).
+@usableFromInline
 struct AtomicPermits: Sendable {
-    private let count: ManagedAtomic<Int>
+    @usableFromInline let count: ManagedAtomic<Int>
     private let waiters: Locked<SemaphoreAdmission>
 
     init(_ value: Int) {
@@ -20,12 +25,17 @@ struct AtomicPermits: Sendable {
     ///
     /// - Throws: `CancellationError` if the task is cancelled before it gets a permit
     ///   (including when it is already cancelled at the call); it then holds no permit.
-    @inline(__always)
+    @inlinable
     nonisolated(nonsending) func take() async throws {
         if Task.isCancelled { throw CancellationError() }
         if count.loadThenWrappingDecrement(ordering: .acquiringAndReleasing) > 0 { return }
-        // This task's decrement is a claim that some give-back will serve: it queues (or takes
-        // a permit already handed over) until one does.
+        try await waitAfterCommit()
+    }
+
+    /// The slow half of ``take()``: this task's decrement is a claim that some give-back will
+    /// serve, so it queues (or takes a permit already handed over) until one does.
+    @usableFromInline
+    nonisolated(nonsending) func waitAfterCommit() async throws {
         try await waiters.suspendUntilAdmitted()
     }
 
@@ -44,9 +54,15 @@ struct AtomicPermits: Sendable {
 
     /// Gives a permit back: pays what is owed (a debt of a lowered limit, then the
     /// longest-waiting task), or makes it free.
-    @inline(__always)
+    @inlinable
     func giveBack() {
         if count.loadThenWrappingIncrement(ordering: .acquiringAndReleasing) >= 0 { return }
+        serveOne()
+    }
+
+    /// The slow half of ``giveBack()``: someone is owed (a debt, or a waiter).
+    @usableFromInline
+    func serveOne() {
         waiters.withLock { $0.waiters.signal() }?.resume()
     }
 

@@ -17,7 +17,7 @@
 /// ``release()`` that finds nobody waiting are one atomic operation each, with no lock and no
 /// allocation; changing the limit takes the lock of the waiters.
 public final class ConcurrencyLimiter: Sendable {
-    private let slots: AtomicPermits
+    @usableFromInline let slots: AtomicPermits
 
     /// Creates a limiter.
     ///
@@ -45,6 +45,7 @@ public final class ConcurrencyLimiter: Sendable {
     /// Takes a slot, suspending until the number running is below the limit.
     ///
     /// - Throws: `CancellationError` if the task is cancelled before it gets a slot.
+    @inlinable
     nonisolated(nonsending) public func acquire() async throws {
         try await slots.take()
     }
@@ -55,6 +56,7 @@ public final class ConcurrencyLimiter: Sendable {
     }
 
     /// Gives back a slot taken by ``acquire()`` or ``tryAcquire()``.
+    @inlinable
     public func release() {
         slots.giveBack()
     }
