@@ -40,6 +40,9 @@ OPS_PER_ITERATION = {
     "Batch": 100_000,
     "Semaphore contended": 8_000,
     "Semaphore": 1_000,
+    "Graph 1 node": 1,
+    "Graph 1k": 1_000,
+    "Graph deep 1k": 1_000,
     "Graph 10k": 10_000,
     "Graph 100k": 100_000,
     "Graph 1M": 1_000_000,
@@ -116,6 +119,13 @@ def graph_ratio(size, limit):
     return check
 
 
+def graph_fixed_cost(medians, _printed):
+    # A 1-node graph: what a run costs whatever its size (set-up, validation, a worker, the end).
+    run = medians["Graph 1 node/TaskGraph run"][WALL]
+    bare = medians["Graph 1 node/bare TaskGroup scheduler (baseline)"][WALL]
+    return f"{run / 1000:.1f} us a run, bare scheduler {bare / 1000:.1f} us ({run / bare:.2f}x)", True
+
+
 def graph_flat(small, large, limit=1.2):
     # Time per node of the larger graph against the smaller one's: flat means within `limit`.
     def check(medians, _printed):
@@ -190,6 +200,13 @@ TARGETS = [
     ("TaskGraph within 1.3x of the bare scheduler, deep random DAG, 10k nodes", graph_ratio("deep 10k", 1.3)),
     ("TaskGraph within 1.3x of the bare scheduler, deep random DAG, 100k nodes", graph_ratio("deep 100k", 1.3)),
     ("TaskGraph at most the bare scheduler's time (goal), 100k nodes", graph_ratio("100k", 1.0)),
+    ("TaskGraph at most the bare scheduler's time (issue 38), 1k nodes", graph_ratio("1k", 1.0)),
+    ("TaskGraph at most the bare scheduler's time (issue 38), 10k nodes", graph_ratio("10k", 1.0)),
+    ("TaskGraph at most the bare scheduler's time (issue 38), 1M nodes", graph_ratio("1M", 1.0)),
+    ("TaskGraph at most the bare scheduler's time (issue 38), deep random DAG, 1k nodes", graph_ratio("deep 1k", 1.0)),
+    ("TaskGraph at most the bare scheduler's time (issue 38), deep random DAG, 10k nodes", graph_ratio("deep 10k", 1.0)),
+    ("TaskGraph at most the bare scheduler's time (issue 38), deep random DAG, 100k nodes", graph_ratio("deep 100k", 1.0)),
+    ("TaskGraph's fixed costs, a 1-node graph (reported, no goal)", graph_fixed_cost),
     ("TaskGraph cost per node flat from 10k to 1M nodes (within 1.2x)", graph_flat("10k", "1M")),
     ("TaskGraph cost per node flat from 10k to 100k nodes, deep random DAG", graph_flat("deep 10k", "deep 100k")),
     ("TaskGraph memory under 1 KB per node, 10k nodes", graph_memory("10k", with_build=False)),

@@ -76,6 +76,9 @@ enum GraphWorkload {
 
     /// Built on first use, in the `setup` of the benchmarks that need them: before the memory
     /// baseline is taken, and only in those benchmarks' processes.
+    static let one = layered(nodes: 1)
+    static let thousand = layered(nodes: 1_000)
+    static let deepThousand = deep(nodes: 1_000)
     static let small = layered(nodes: 10_000)
     static let large = layered(nodes: 100_000)
     static let huge = layered(nodes: 1_000_000)
@@ -187,7 +190,12 @@ enum GraphWorkload {
 
 func registerTaskGraphBenchmarks() {
     let metrics: [BenchmarkMetric] = [.wallClock, .mallocCountTotal, .peakMemoryResident, .peakMemoryResidentDelta]
+    // `1 node`: a run's fixed costs (set-up, validation, the first worker, the end), measured
+    // apart from the cost per node (issue 38).
     let sizes: [(label: String, graph: @Sendable () -> GraphWorkload.Graph, iterations: Int)] = [
+        ("1 node", { GraphWorkload.one }, 2_000),
+        ("1k", { GraphWorkload.thousand }, 300),
+        ("deep 1k", { GraphWorkload.deepThousand }, 300),
         ("10k", { GraphWorkload.small }, 30),
         ("100k", { GraphWorkload.large }, 10),
         ("1M", { GraphWorkload.huge }, 5),
