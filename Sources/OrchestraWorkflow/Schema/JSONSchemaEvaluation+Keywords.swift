@@ -171,31 +171,16 @@ extension JSONSchemaEvaluation {
     }
 
     /// The indices of the first two equal elements (JSON equality: `1` equals `1.0`), if any.
-    /// Elements are compared only with others of the same kind, length and (for scalars)
-    /// value, so a list of distinct values is checked in linear time.
+    /// Elements are compared only with others of the same structural hash
+    /// (``structuralHash(_:)``), so a list of distinct values is checked in linear time, arrays
+    /// and objects too.
     private mutating func firstDuplicate(in elements: JSONArray) throws(Stopped) -> (Int, Int)? {
-        enum Bucket: Hashable {
-            case null
-            case bool(Bool)
-            case number(Double)
-            case string(String)
-            case array(Int)
-            case object(Int)
-        }
-        var buckets: [Bucket: Int] = [:]
-        var more: [Bucket: [Int]] = [:]
+        var buckets: [Int: Int] = [:]
+        var more: [Int: [Int]] = [:]
         for (index, element) in elements.enumerated() {
-            let bucket: Bucket =
-                switch element {
-                case .null: .null
-                case .bool(let value): .bool(value)
-                case .integer, .number: .number(AssertionEvaluator.number(element, fromText: false)?.doubleValue ?? 0)
-                case .string(let text): .string(text)
-                case .array(let list): .array(list.count)
-                case .object(let members): .object(members.count)
-                }
             // Most buckets hold one element: its index, without a list; the rare others in `more`.
             try tick()
+            let bucket = Self.structuralHash(element)
             guard let first = buckets[bucket] else {
                 buckets[bucket] = index
                 continue
@@ -210,6 +195,51 @@ extension JSONSchemaEvaluation {
             more[bucket, default: []].append(index)
         }
         return nil
+    }
+
+    /// A hash that is the same for two values ``AssertionEvaluator/equal(_:_:byCodePoints:)``
+    /// finds equal: numbers by their value as a `Double` (`1` and `1.0`), strings by their code
+    /// points, arrays in order, objects whatever the order of their members (their keys as
+    /// `==` compares them). Unequal values may share one: they are then compared.
+    ///
+    /// *Why:* `uniqueItems` bucketed arrays and objects by their length alone, so a list of
+    /// 20,000 distinct objects of one member each was compared pair by pair and gave up at
+    /// the checks' time limit.
+    ///
+    /// Complexity: linear in the size of `value`; recursion as deep as its nesting, which the
+    /// parser bounds (``JSONValue/maxDepth``), as ``AssertionEvaluator/equal(_:_:byCodePoints:)``'s.
+    static func structuralHash(_ value: JSONValue) -> Int {
+        var hasher = Hasher()
+        switch value {
+        case .null:
+            hasher.combine(0)
+        case .bool(let flag):
+            hasher.combine(1)
+            hasher.combine(flag)
+        case .integer, .number:
+            hasher.combine(2)
+            hasher.combine(AssertionEvaluator.number(value, fromText: false)?.doubleValue ?? 0)
+        case .string(let text):
+            hasher.combine(3)
+            for scalar in text.unicodeScalars { hasher.combine(scalar.value) }
+        case .array(let list):
+            hasher.combine(4)
+            hasher.combine(list.count)
+            for element in list { hasher.combine(structuralHash(element)) }
+        case .object(let members):
+            hasher.combine(5)
+            hasher.combine(members.count)
+            // A sum of the members' own hashes: the same in any order.
+            var sum = 0
+            for member in members {
+                var memberHasher = Hasher()
+                memberHasher.combine(member.key)
+                memberHasher.combine(structuralHash(member.value))
+                sum &+= memberHasher.finalize()
+            }
+            hasher.combine(sum)
+        }
+        return hasher.finalize()
     }
 
     mutating func objectKeyword(

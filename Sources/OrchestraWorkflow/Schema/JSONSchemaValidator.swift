@@ -52,10 +52,15 @@ struct JSONSchemaValidator {
     /// - Throws: ``Stopped`` when the evaluation goes too deep, passes its deadline or is
     ///   cancelled (then `isCancellation`).
     func validate(_ value: JSONValue) throws(Stopped) -> [Failure] {
+        try evaluate(value).failures
+    }
+
+    /// ``validate(_:)``, and the units of work it took (tests: a check linear in its input).
+    func evaluate(_ value: JSONValue) throws(Stopped) -> (failures: [Failure], work: Int) {
         var run = JSONSchemaEvaluation(
             schema: schema, deadline: deadline, limit: limit)
         _ = try run.check(schema.root, value, depth: 0, collect: true)
-        return run.failures
+        return (run.failures, run.work)
     }
 }
 
@@ -72,6 +77,8 @@ struct JSONSchemaEvaluation {
     private(set) var failures: [Failure] = []
     /// Work done since the bounds were last checked.
     private var steps = 0
+    /// Work done in all (tests read it: a check linear in its input).
+    private(set) var work = 0
 
     init(schema: JSONSchema, deadline: ContinuousClock.Instant, limit: Duration) {
         self.schema = schema
@@ -86,6 +93,7 @@ struct JSONSchemaEvaluation {
     /// Counts `amount` of work, checking the deadline and cancellation every 256 units.
     mutating func tick(_ amount: Int = 1) throws(Stopped) {
         steps += amount
+        work += amount
         guard steps >= 256 else { return }
         steps = 0
         if Task.isCancelled { throw Stopped(description: "cancelled", isCancellation: true) }

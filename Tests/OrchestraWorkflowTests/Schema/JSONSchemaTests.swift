@@ -96,6 +96,30 @@ struct JSONSchemaTests {
                 == ["/a~1b: expected string, got integer"])
     }
 
+    /// Distinct arrays and objects of one length are not compared pair by pair: the work is
+    /// linear in the list (it was quadratic: 20,000 objects `{"id":N}` gave up at the checks'
+    /// time limit), and equal ones are still found whatever their members' order or numbers'
+    /// spelling.
+    @Test func uniqueItemsIsLinearInTheListAndFindsEqualObjectsInAnyOrder() throws {
+        let validator = JSONSchemaValidator(
+            schema: try Self.schema(#"{"uniqueItems":true}"#), deadline: .now + .seconds(600), limit: .seconds(600))
+        let count = 3_000
+        let objects = (0..<count).map { #"{"id":\#($0),"tags":["t\#($0 % 7)"]}"# }
+        let distinct = try validator.evaluate(
+            JSONValue(parsing: Data(("[" + objects.joined(separator: ",") + "]").utf8)))
+        #expect(distinct.failures.isEmpty)
+        #expect(distinct.work < 4 * count, "work \(distinct.work) for \(count) elements")
+        let repeated = objects + [#"{"tags":["t3"],"id":10.0}"#]
+        let found = try validator.evaluate(JSONValue(parsing: Data(("[" + repeated.joined(separator: ",") + "]").utf8)))
+        #expect(
+            found.failures.map(\.description) == [
+                #"(root): elements 10 and 3000 are equal (uniqueItems): {"tags":["t3"],"id":10.0}"#
+            ])
+        #expect(
+            JSONSchemaEvaluation.structuralHash(try JSONValue(parsing: Data(#"{"a":1,"b":[2.0,"x"]}"#.utf8)))
+                == JSONSchemaEvaluation.structuralHash(try JSONValue(parsing: Data(#"{"b":[2,"x"],"a":1.0}"#.utf8))))
+    }
+
     @Test("the evaluation stops at one failure more than a message lists")
     func failuresAreCapped() throws {
         let values = "[" + (0..<1_000).map { "\"\($0)\"" }.joined(separator: ",") + "]"
