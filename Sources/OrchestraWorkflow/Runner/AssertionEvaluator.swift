@@ -228,8 +228,13 @@ struct AssertionEvaluator {
 
     /// `value` as a message quotes it: JSON text, shortened.
     static func text(_ value: JSONValue) -> String {
-        MessageValue.shortened(value.text)
+        let (text, isComplete) = value.textPrefix(maximumBytes: quotedTextBytes)
+        return isComplete ? MessageValue.shortened(text) : MessageValue.shortened(start: text)
     }
+
+    /// How much of a value's JSON text is written to quote its start in a report: far more
+    /// than the 200 characters quoted, and than any secret masked across the cut.
+    static let quotedTextBytes = 64 * 1024
 
     // MARK: - Values
 

@@ -35,6 +35,21 @@ package enum MessageValue {
     }
 }
 
+extension MessageValue {
+    /// ``shortened(_:limit:)`` of `start`, the first part of a longer text whose length is
+    /// not known: `aaaa… (more than 65536 characters)`. Secrets are masked as there (`start`
+    /// goes far enough past `limit` for one that straddles the cut).
+    package static func shortened(start: some StringProtocol, limit: Int = limit) -> String {
+        let quoted: String
+        if let redactor = Redactor.current, !redactor.isEmpty {
+            quoted = redactor.redactedPrefix(of: start, limit: limit, in: .characters).text
+        } else {
+            quoted = String(start.prefix(limit))
+        }
+        return quoted + "… (more than \(start.count) characters)"
+    }
+}
+
 extension DefaultStringInterpolation {
     /// `"got '\(short: value)'"`: the value's description through
     /// ``MessageValue/shortened(_:limit:)``.

@@ -21,6 +21,20 @@ struct JSONValueTests {
         #expect(JSONNumber(text)?.text == text)
     }
 
+    /// A message quotes the start of a value: that start is written, not the whole text.
+    @Test func theStartOfALargeValuesTextIsWrittenWithoutTheRest() throws {
+        let large = try Self.parsed(
+            "[" + (0..<100_000).map { #"{"id":\#($0),"s":"x\\ny"}"# }.joined(separator: ",") + "]")
+        let whole = large.text
+        let (start, isComplete) = large.textPrefix(maximumBytes: 1_000)
+        #expect(!isComplete)
+        #expect(whole.hasPrefix(start))
+        #expect(start.utf8.count > 1_000 && start.utf8.count < 1_100, "\(start.utf8.count) bytes")
+        let small = try Self.parsed(#"{"a":[1,2.50,"\u00e9"]}"#)
+        #expect(small.textPrefix(maximumBytes: 1_000) == (small.text, true))
+        #expect(small.textPrefix(maximumBytes: small.text.utf8.count) == (small.text, true))
+    }
+
     @Test func wholeNumbersThatIntHoldsAreIntegersAndTheRestKeepTheirText() throws {
         let value = try Self.parsed("[42,-7,12345678901234567890,1.0,-0,0.5]")
         #expect(

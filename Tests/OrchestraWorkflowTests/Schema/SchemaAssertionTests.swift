@@ -48,6 +48,35 @@ struct SchemaAssertionTests {
         """
     }
 
+    /// A check of a large body quotes its start, secrets masked, with "more than" its length
+    /// written so far: the whole body is not written out as text to be cut.
+    @Test func aFailedCheckOfALargeBodyQuotesItsStart() async throws {
+        let token = "tok-1234567890-secret"
+        // The token straddles the 200th character of the quote.
+        let body =
+            #"[""# + String(repeating: "a", count: 190) + token + #"""#
+            + String(repeating: #",{"id":1}"#, count: 50_000) + "]"
+        let transport = ScriptedHTTPTransport { _, _ in respond(200, body) }
+        let workflow = try parse(
+            """
+            vars: { token: "\(token)" }
+            secrets: [token]
+            steps:
+              - id: big
+                url: "http://x.test/big"
+                assert:
+                  - $: { schema: { type: object } }
+            """)
+        let report = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock())
+        }
+        let actual = try #require(report["big"]?.assertions.first?.actual)
+        #expect(actual.hasPrefix(#"[""# + String(repeating: "a", count: 190)), "\(actual)")
+        #expect(!actual.contains("tok-"), "\(actual)")
+        #expect(actual.contains("***"), "\(actual)")
+        #expect(actual.hasSuffix("characters)") && actual.contains("… (more than 65"), "\(actual)")
+    }
+
     @Test(
         "the demo server's schema, saved as a file beside the workflow, passes /users/7 and lists what /broken-users/7 breaks"
     )
