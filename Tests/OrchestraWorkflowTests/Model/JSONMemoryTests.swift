@@ -7,7 +7,11 @@ import Testing
 /// What a parsed JSON value costs in memory, counted (not timed): a captured body costs a
 /// small multiple of its text, where a tree of values cost 4 to 16 times (issue 32: a captured
 /// 63 MB array took about 1 GB).
-@Suite("JSON values: memory", .timeLimit(.minutes(3)), .ownThread, .takesTurns)
+///
+/// One case at a time: each computes for seconds on a thread of its own, and ten such threads
+/// at once left the cooperative pool's two a sixth of the cores (under ThreadSanitizer the
+/// other suites' awaits then took 45 s instead of one).
+@Suite("JSON values: memory", .serialized, .timeLimit(.minutes(3)), .ownThread, .takesTurns)
 struct JSONMemoryTests {
     /// A shape of body: its name, one element's text from its index, and the most the parsed
     /// value may cost per byte of text.
