@@ -28,9 +28,19 @@ final class ClientRouter: Sendable {
     let source: Source
     /// The clients made so far.
     private let clients = Locked<[Key: HTTPClient]>([:])
+    /// Whether clients are made here and every request goes straight to its server, and
+    /// whether their configuration decodes bodies: a request's client is then found by its
+    /// key alone, without copying the configuration out of `source` or asking the proxy
+    /// settings (2 % of a 10,000-request run's CPU when done for each request).
+    private let direct: (isDirect: Bool, decodes: Bool)
 
     init(_ source: Source) {
         self.source = source
+        if case .made(let configuration, let proxies, _) = source {
+            direct = (proxies == .none, !configuration.decompression.isDisabled)
+        } else {
+            direct = (false, false)
+        }
     }
 
     /// The client for a request to `scheme://authority`, decoding its body or not.
@@ -40,6 +50,11 @@ final class ClientRouter: Sendable {
     func client(
         scheme: String?, authority: String?, decompresses: Bool
     ) throws(HTTPTransportError) -> HTTPClient {
+        if direct.isDirect,
+            let client = clients.withLock({ $0[Key(proxy: nil, decompresses: decompresses && direct.decodes)] })
+        {
+            return client
+        }
         switch source {
         case .given(let client):
             guard decompresses else {

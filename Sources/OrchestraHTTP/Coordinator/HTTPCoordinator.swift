@@ -366,11 +366,15 @@ public final class HTTPCoordinator: Sendable {
     /// One attempt: a slot, then the transport within the timeout, reported to `onAttempt`
     /// while the slot is held.
     private func sendOnce(_ request: HTTPRequest, body: HTTPRequestBody?, _ plan: Plan) async throws -> HTTPResult {
-        let scheme = request.scheme ?? ""
-        let authority = request.authority ?? ""
-        // Parsed once for the slot's group and the rate's key.
-        let hostKey = HTTPHostKey(scheme: scheme, authority: authority)
-        let host = admission.withLock { $0.group(of: hostKey, scheme: scheme) }
+        // Parsed once for the slot's group and the rate's key (and not again for the next
+        // request to the same place).
+        let pacer = self.pacer
+        let route = admission.withLock {
+            $0.route(scheme: request.scheme ?? "", authority: request.authority ?? "") { host, scheme in
+                pacer.key(of: host, scheme: scheme)
+            }
+        }
+        let host = route.group
         try await admission.suspendUntilAdmitted(RequestAdmission.Request(host: host, priority: plan.priority))
         defer {
             let admitted = admission.withLock { $0.release(host: host) }
@@ -378,7 +382,7 @@ public final class HTTPCoordinator: Sendable {
         }
         // Its start time, holding its slot (as a slow response would): a request that waited
         // for its slot must not then start at once with every other that did.
-        let paceKey = pacer.key(of: hostKey, scheme: scheme)
+        let paceKey = route.paceKey
         try await pacer.acquire(paceKey)
         if let willSend = plan.willSend {
             do {

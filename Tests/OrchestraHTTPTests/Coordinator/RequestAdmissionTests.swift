@@ -45,6 +45,31 @@ struct RequestAdmissionTests {
         #expect(machine.waitingCount == 0, "reserving an id queues nothing yet")
     }
 
+    /// The last route is given again for the same scheme and authority, and read anew for
+    /// another or once the group limits change.
+    @Test func aRouteIsKeptForTheSameAuthorityUntilTheGroupsChange() {
+        var machine = RequestAdmission(totalLimit: 4, perHostLimit: 2)
+        var paceKeysAsked = 0
+        func route(_ scheme: String, _ authority: String) -> RequestAdmission.Route {
+            machine.route(scheme: scheme, authority: authority) { host, scheme in
+                paceKeysAsked += 1
+                return "\(scheme)|\(host)"
+            }
+        }
+        let first = route("http", "API.test")
+        #expect(first.group == "http://api.test:80" && first.paceKey == "http|api.test:80" && paceKeysAsked == 1)
+        #expect(route("http", "API.test").group == first.group && paceKeysAsked == 1, "the same route, not read again")
+        let other = route("https", "API.test")
+        #expect(other.group == "https://api.test:443" && other.host.port == 443 && paceKeysAsked == 2)
+        #expect(route("http", "user@api.test:80").group == first.group && paceKeysAsked == 3)
+        // A pattern naming the host now groups its requests, the route just given included.
+        _ = machine.setLimits(total: 4, perHost: 2, groups: [HTTPHostKey(pattern: "api.test")!: 1])
+        let grouped = route("http", "user@api.test:80")
+        #expect(grouped.group != first.group && grouped.host == first.host && paceKeysAsked == 4)
+        #expect(machine.limit(of: grouped.group) == 1)
+        #expect(route("http", "API.test").group == grouped.group)
+    }
+
     @Test func aCancelledCallerIsRefusedAndTakesNothing() {
         var machine = RequestAdmission(totalLimit: 1, perHostLimit: 1)
         #expect(describe(machine.admitOrReserve(request("a"), isCancelled: true)) == "cancelled")
