@@ -69,7 +69,6 @@ struct RequestAdmission: AdmissionStateMachine {
         group(of: HTTPHostKey(scheme: scheme, authority: authority), scheme: scheme)
     }
 
-    /// The group of a request to `key` over `scheme`, as ``group(scheme:authority:)``.
     /// Where a request to `scheme://authority` goes: its host's key, its group (the key of its
     /// slots) and its pace key (`paceKey` of its host and scheme, asked only for a route not
     /// already known).
@@ -94,6 +93,7 @@ struct RequestAdmission: AdmissionStateMachine {
         return route
     }
 
+    /// The group of a request to `key` over `scheme`, as ``group(scheme:authority:)``.
     func group(of key: HTTPHostKey, scheme: String) -> String {
         if !groupLimits.isEmpty, let entry = key.entry(in: groupLimits) { return Self.groupKey(of: entry.key) }
         return "\(scheme.lowercased())://\(key)"
