@@ -11,7 +11,7 @@
 # the code the counts come from (Sources/Orchestra and Sources/OrchestraOperations, which the
 # Mallocs benchmarks run), the benchmarks, the thresholds, this script, the package manifests,
 # the resolved revision of every dependency and the toolchain. A later check of the same inputs
-# (CI on a commit that changed none of them) says so and skips the 6-minute release build of
+# (CI on a commit that changed none of them) says so and skips the 7-minute release build of
 # the benchmark package: the counts of the same code, dependencies and compiler are the same.
 # ORCHESTRA_THRESHOLDS_FORCE=1 checks all the same.
 set -euo pipefail

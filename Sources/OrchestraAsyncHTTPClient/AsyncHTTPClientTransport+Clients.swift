@@ -73,7 +73,7 @@ final class ClientRouter: Sendable {
                 : scheme.flatMap { scheme in
                     authority.flatMap { proxies.proxy(scheme: scheme, host: HTTPTransportError.hostName(of: $0)) }
                 }
-            let key = Key(proxy: proxy, decompresses: decompresses && !configuration.decompression.isDisabled)
+            let key = Key(proxy: proxy, decompresses: decompresses && direct.decodes)
             if let client = clients.withLock({ $0[key] }) { return client }
             var configuration = configuration
             configuration.proxy = try Self.clientProxy(proxy, authority: authority)
