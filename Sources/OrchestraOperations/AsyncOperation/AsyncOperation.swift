@@ -30,7 +30,9 @@ import Foundation
 ///   ``diagnostics`` (as expected, not as a bug, after the operation was cancelled or timed out).
 /// - Cancelled before it starts, it finishes without running ``execute()``. Cancelled while it
 ///   runs, ``executionCancelled()`` runs and, by default, the operation finishes at once:
-///   never a cancelled operation that stays executing.
+///   never a cancelled operation that stays executing. Cancelled while ``execute()`` itself
+///   runs, ``executionCancelled()`` waits for it to return, so the work it started (a task, a
+///   request) is there to be stopped: never a cancellation lost to that race.
 /// - With a ``timeout``, an operation still running when it expires is cancelled and finishes
 ///   with a `TimeoutError` (``error``, code `.timedOut`).
 ///
@@ -101,6 +103,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             didChangeValue(forKey: "isExecuting")
             startTimer()
             execute()
+            // Cancelled or timed out while `execute()` ran: the work's handle is in place now.
+            if state.withLock({ $0.executeReturned() }) { executionCancelled() }
             // Cancelled while it was starting: `cancel()` could not stop work not yet begun.
             if isCancelled { stopRunningWork() }
         }
@@ -113,9 +117,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     /// Called once when the operation is cancelled or times out while it executes, on the
-    /// thread that cancelled it. The default calls ``finish()``; override it to stop the work
-    /// (cancel the request) and, unless the work's own completion will finish the operation
-    /// promptly, call `super` or ``finish()``.
+    /// thread that cancelled it; if that happened while ``execute()`` ran, on the thread that
+    /// started it, once ``execute()`` has returned. The default calls ``finish()``; override it
+    /// to stop the work (cancel the request) and, unless the work's own completion will finish
+    /// the operation promptly, call `super` or ``finish()``.
     open func executionCancelled() {
         finish()
     }
@@ -240,7 +245,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     private func timeoutFired(_ error: TimeoutError) {
-        if state.withLock({ $0.timeoutFired(error) }) {
+        switch state.withLock({ $0.timeoutFired(error) }) {
+        case .none:
+            break
+        case .cancel:
+            super.cancel()
+        case .cancelAndStop:
             super.cancel()
             executionCancelled()
         }

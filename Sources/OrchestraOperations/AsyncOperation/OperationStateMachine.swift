@@ -38,6 +38,21 @@ struct OperationStateMachine: Sendable {
     /// Cancelled while executing, or timed out: a later finish from the work is expected.
     private(set) var stopRequested = false
     private(set) var timeout: TimeoutError?
+    /// `execute()` has not returned yet: the work's handle (a task, a request) may not be where
+    /// `executionCancelled()` looks for it, so a stop waits for `execute()` to return.
+    private var inExecute = false
+    /// A cancel or timeout came while `execute()` ran: the work is stopped once it returns.
+    private var stopPending = false
+
+    /// What `timeoutFired` asks of the operation.
+    enum TimeoutAction: Equatable, Sendable {
+        /// Not executing, or already timed out: nothing.
+        case none
+        /// Mark the operation cancelled and stop its work now.
+        case cancelAndStop
+        /// Mark the operation cancelled; its work is stopped when `execute()` returns.
+        case cancel
+    }
 
     var isExecuting: Bool { phase == .executing || phase == .finishing }
     var isFinished: Bool { phase == .finished }
@@ -54,7 +69,18 @@ struct OperationStateMachine: Sendable {
 
     /// The `isExecuting` notification is on its way: the getter must now say so.
     mutating func didStart() {
-        if phase == .starting { phase = .executing }
+        if phase == .starting {
+            phase = .executing
+            inExecute = true
+        }
+    }
+
+    /// `execute()` returned: whether a cancel or timeout that came while it ran must stop the
+    /// work now (unless the work has finished already).
+    mutating func executeReturned() -> Bool {
+        inExecute = false
+        defer { stopPending = false }
+        return stopPending && phase == .executing
     }
 
     mutating func finish() -> FinishAction {
@@ -78,18 +104,28 @@ struct OperationStateMachine: Sendable {
     }
 
     /// `cancel()` was called: whether the operation must stop its running work now. While it
-    /// is still `starting`, no: `start()` checks `isCancelled` once the work has begun.
+    /// is still `starting`, no: `start()` checks `isCancelled` once the work has begun. While
+    /// `execute()` runs, not yet: `executeReturned()` says so once it has returned.
     mutating func cancel() -> Bool {
         guard phase == .executing, !stopRequested else { return false }
         stopRequested = true
+        if inExecute {
+            stopPending = true
+            return false
+        }
         return true
     }
 
-    /// The timeout fired: whether the operation must stop its running work now.
-    mutating func timeoutFired(_ error: TimeoutError) -> Bool {
-        guard phase == .executing, timeout == nil else { return false }
+    /// The timeout fired: what the operation must do (stop its running work now, or once
+    /// `execute()` has returned).
+    mutating func timeoutFired(_ error: TimeoutError) -> TimeoutAction {
+        guard phase == .executing, timeout == nil else { return .none }
         timeout = error
         stopRequested = true
-        return true
+        if inExecute {
+            stopPending = true
+            return .cancel
+        }
+        return .cancelAndStop
     }
 }

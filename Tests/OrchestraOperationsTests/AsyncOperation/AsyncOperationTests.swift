@@ -170,6 +170,58 @@ struct AsyncOperationTests {
         #expect(clock.pendingSleepers.isEmpty)
     }
 
+    /// An operation whose work's handle is stored at the end of `execute()`, and whose
+    /// `executionCancelled()` records whether it found it.
+    final class HandleAtTheEnd: AsyncOperation, @unchecked Sendable {
+        let handleStored = Locked(false)
+        let stops = EventLog<Bool>()
+        /// Runs inside `execute()`, before the handle is stored.
+        let duringExecute: @Sendable (HandleAtTheEnd) -> Void
+
+        init(duringExecute: @escaping @Sendable (HandleAtTheEnd) -> Void) {
+            self.duringExecute = duringExecute
+        }
+
+        override func execute() {
+            duringExecute(self)
+            handleStored.withLock { $0 = true }
+        }
+
+        override func executionCancelled() {
+            stops.append(handleStored.withLock { $0 })
+            finish()
+        }
+    }
+
+    @Test func aCancelThatComesWhileExecuteRunsStopsTheWorkOnceExecuteHasReturned() throws {
+        // Another thread's cancel, arriving after `isExecuting` but before the handle is stored
+        // (a TaskOperation's task was lost so, and its operation never finished).
+        let operation = HandleAtTheEnd { $0.cancel() }
+        operation.start()
+        #expect(operation.stops.events == [true], "stopped once, with the handle in place")
+        #expect(operation.isFinished && operation.isCancelled)
+        #expect(operation.error is CancellationError)
+    }
+
+    @Test func aTimeoutThatFiresWhileExecuteRunsStopsTheWorkOnceExecuteHasReturned() async throws {
+        let clock = ManualClock()
+        // `execute()` holds its thread until the test has seen the timeout fire (at most 10 s).
+        let gate = ThreadGate()
+        let operation = HandleAtTheEnd { _ in gate.wait(seconds: 10) }
+        operation.timeout = .seconds(5)
+        operation.clock = clock
+        Thread.detachNewThread { operation.start() }
+        try await clock.waitForSleepers(1)
+        _ = clock.advance(by: .seconds(5))
+        try await waitUntil("timed out") { operation.isCancelled }
+        #expect(operation.stops.events.isEmpty, "not stopped while execute() runs")
+        gate.open()
+        try await waitUntil("finished") { operation.isFinished }
+        #expect(operation.stops.events == [true], "stopped once, with the handle in place")
+        let error = try #require(operation.error as? TimeoutError)
+        #expect(error.timeout == .seconds(5))
+    }
+
     @Test func aFinishedOperationCancelsItsTimer() async throws {
         let clock = ManualClock()
         let quick = ManualOperation("quick", log: EventLog())
@@ -247,5 +299,25 @@ struct AsyncOperationTests {
         #expect(download.isExecuting && !download.isCancelled, "the operation goes on")
         download.complete()
         try await waitUntilAllOperationsAreFinished(queue)
+    }
+}
+
+/// A gate for threads: `wait` blocks the calling thread until `open()` (or for at most its limit).
+final class ThreadGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var isOpen = false
+
+    func wait(seconds: TimeInterval) {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        while !isOpen && condition.wait(until: deadline) {}
+        condition.unlock()
+    }
+
+    func open() {
+        condition.lock()
+        isOpen = true
+        condition.broadcast()
+        condition.unlock()
     }
 }
