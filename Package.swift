@@ -190,9 +190,11 @@ let package = Package(
             ]
         ),
         // What every test target shares (not a product): a thread of its own for a test that
-        // computes for seconds or awaits thousands of times in a row (`.ownThread`).
+        // computes for seconds or awaits thousands of times in a row (`.ownThread`, on the demo
+        // server's thread executor).
         .target(
             name: "TestSupport",
+            dependencies: ["OrchestraDemoServer"],
             path: "Tests/TestSupport"
         ),
         // Test only: an HTTPS server with certificates made at test time, and a forward proxy.
@@ -290,7 +292,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchestraTestKitTests",
-            dependencies: ["TestSupport", "OrchestraTestKit"]
+            dependencies: ["TestSupport", "OrchestraTestKit", "OrchestraDemoServer"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -72,13 +72,24 @@ public final class DemoServer: Sendable {
         public var refreshIssuesInvalidTokens: Bool
         /// The address it listens on: `127.0.0.1` (the default), or `::1` to test IPv6.
         public var host: String
+        /// Threads of the server's own that run its request handlers (2 by default); 0 runs them
+        /// on Swift concurrency's shared pool, as a server in a process of its own does best.
+        ///
+        /// A server embedded in a busy process (a test run, the demo's scenarios) keeps answering
+        /// on threads of its own while that process's tasks hold the shared pool, whose one thread
+        /// per core a few long computations fill; on the pool, its clients' requests would wait
+        /// for them and time out. (Before macOS 15 and iOS 18, which have no task executors, the
+        /// handlers always run on the pool.)
+        public var threads: Int
 
-        /// The defaults: a free port on 127.0.0.1, hour-long tokens, a `/refresh` that works.
+        /// The defaults: a free port on 127.0.0.1, hour-long tokens, a `/refresh` that works, two
+        /// threads of its own.
         public init(
             port: Int = 0, tokenLifetime: Duration = .seconds(3_600), refreshFails: Bool = false,
-            refreshIssuesInvalidTokens: Bool = false, host: String = "127.0.0.1"
+            refreshIssuesInvalidTokens: Bool = false, host: String = "127.0.0.1", threads: Int = 2
         ) {
             self.host = host
+            self.threads = threads
             self.port = port
             self.tokenLifetime = tokenLifetime
             self.refreshFails = refreshFails
@@ -187,7 +198,18 @@ public final class DemoServer: Sendable {
         // by dropping the connections it is accepting (a SwiftNIO fatal error when one
         // becomes active); a graceful shutdown closes the listening socket first, then lets
         // the requests in flight end.
-        let running = Task { try await services.run() }
+        let running: Task<Void, any Error>
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), configuration.threads > 0 {
+            // The service group's tasks, the server's connections among them, are child tasks:
+            // they inherit the preference, so every handler runs on these threads.
+            let executor = ThreadTaskExecutor(name: "demo-server", threads: configuration.threads)
+            running = Task(executorPreference: executor) {
+                defer { executor.stop() }
+                try await services.run()
+            }
+        } else {
+            running = Task { try await services.run() }
+        }
         try await withTaskCancellationHandler {
             try await running.value
         } onCancel: {

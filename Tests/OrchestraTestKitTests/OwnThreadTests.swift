@@ -1,5 +1,6 @@
 import Foundation
 import Orchestra
+import OrchestraDemoServer
 import OrchestraTestKit
 import TestSupport
 import Testing
@@ -25,6 +26,39 @@ struct OwnThreadTests {
 
     @Test func withoutItATestRunsOnThePool() {
         #expect(!ThreadTaskExecutor.isOnAnExecutorThread())
+    }
+
+    @Test func anExecutorOfTwoThreadsRunsTwoJobsAtOnceAndStopsBoth() async throws {
+        let executor = ThreadTaskExecutor(name: "two", threads: 2)
+        // Each job blocks its thread until the other has started: one thread would never get
+        // the second (the wait gives up after 10 s and says so).
+        let meeting = NSCondition()
+        let arrived = Locked(0)
+        let met = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<2 {
+                group.addTask(executorPreference: executor) {
+                    ThreadTaskExecutor.isOnAnExecutorThread() && Self.meet(meeting, arrived)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(met == [true, true])
+        executor.stop(waiting: true)
+        let value = await Task(executorPreference: executor) { 7 }.value
+        #expect(value == 7)
+    }
+
+    /// Counts this job in and waits (its thread, at most 10 s) until two have come.
+    private static func meet(_ meeting: NSCondition, _ arrived: Locked<Int>) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: 10)
+        meeting.lock()
+        defer { meeting.unlock() }
+        arrived.withLock { $0 += 1 }
+        meeting.broadcast()
+        while arrived.withLock({ $0 }) < 2 {
+            if !meeting.wait(until: deadline) { return false }
+        }
+        return true
     }
 
     @Test func aJobEnqueuedAfterTheThreadEndedStillRuns() async {

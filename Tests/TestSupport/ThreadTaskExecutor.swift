@@ -1,94 +1,10 @@
 import Foundation
+import OrchestraDemoServer
 import Testing
 
-/// A task executor with one thread of its own: the jobs of the tasks that prefer it run there,
-/// one at a time, in the order they were enqueued.
-///
-/// Swift concurrency's cooperative pool has one thread per core. In a full `swift test` on two
-/// cores, a test that computes for seconds without suspending (a 20,000-element parse, a cookie
-/// flood, a mutated workflow parsed a thousand times) holds one of them all that time, and a test
-/// that awaits a few thousand times in a row (a timer, a graph run, a batch) waits behind every
-/// job in the pool's queue at each of its awaits. Both then take tens of times longer than alone
-/// and fail their time limits at random. On an executor of its own, a test's jobs are neither in
-/// the pool's way nor behind its queue: the kernel shares the cores between its thread and the
-/// pool's, as it shares them between processes.
-package final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var next = 0
-    private var stopping = false
-    private var running = true
-
+extension ThreadTaskExecutor {
     /// The name of the threads of `.ownThread` tests (a debugger shows it; Linux keeps 15 bytes).
     package static let testThreadName = "test-own-thread"
-
-    /// Starts the executor's thread, named `name` (shown by a debugger; at most 15 bytes on
-    /// Linux, where a longer one leaves the thread its parent's).
-    package init(name: String) {
-        // Named from the thread itself: on Linux a name set before `start()` is not the
-        // thread's (it keeps its parent's).
-        Thread.detachNewThread { [self] in
-            Thread.current.name = name
-            Thread.current.threadDictionary[Self.markerKey] = true
-            drain()
-        }
-    }
-
-    private static let markerKey = "ThreadTaskExecutor"
-
-    /// Whether the calling thread is the thread of a ``ThreadTaskExecutor``.
-    package static func isOnAnExecutorThread() -> Bool {
-        Thread.current.threadDictionary[markerKey] as? Bool == true
-    }
-
-    package func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        condition.lock()
-        if running {
-            jobs.append(job)
-            condition.broadcast()
-            condition.unlock()
-        } else {
-            // A job of a task that outlived its test (a continuation resumed late): run on a
-            // thread of its own rather than never.
-            condition.unlock()
-            let executor = asUnownedTaskExecutor()
-            Thread.detachNewThread { job.runSynchronously(on: executor) }
-        }
-    }
-
-    /// Lets the thread end once its queue is empty; with `waiting`, returns once it has (a
-    /// synchronous wait: for a test of this executor, not from a job).
-    package func stop(waiting: Bool = false) {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        while waiting && running { condition.wait() }
-        condition.unlock()
-    }
-
-    private func drain() {
-        let executor = asUnownedTaskExecutor()
-        while true {
-            condition.lock()
-            while next == jobs.count && !stopping { condition.wait() }
-            if next == jobs.count {
-                running = false
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
-            let job = jobs[next]
-            next += 1
-            if next == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                next = 0
-            }
-            condition.unlock()
-            job.runSynchronously(on: executor)
-        }
-    }
 
     /// Runs `body` in a child task that starts on a thread of its own and keeps it as its
     /// preferred executor (so do the child tasks it starts), then lets the thread end.

@@ -108,7 +108,8 @@ struct DemoCommand: AsyncParsableCommand {
             let port = port
             do {
                 try await signals.cancellingOnSignal {
-                    try await DemoServer.run(configuration: .init(port: port)) { server in
+                    // A server in a process of its own: its handlers on the shared pool.
+                    try await DemoServer.run(configuration: .init(port: port, threads: 0)) { server in
                         listening.withLock { $0 = true }
                         console.line(
                             "Orchestra demo server listening on \(server.baseURL.absoluteString) (Ctrl-C to stop)")
