@@ -5,6 +5,7 @@
 #
 #   Benchmarks/distributed-scaling.sh                  # 3 rounds of 10,000 requests
 #   RUNS=5 REQUESTS=10000 Benchmarks/distributed-scaling.sh
+#   BIN=/tmp/orchestra-before RUNS=3 Benchmarks/distributed-scaling.sh   # another build
 #
 # The workflow: a `for_each` of REQUESTS GETs of the demo server's /users/{id}, `limit: 64`;
 # each worker `--limit 32`. Every configuration runs RUNS times round-robin (one of each, then
@@ -17,8 +18,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export RUNS=${RUNS:-3} REQUESTS=${REQUESTS:-10000}
-timeout 1800 swift build -c release --product orchestra
-export BIN=$PWD/.build/release/orchestra
+# BIN=path: that executable instead of this checkout's release build (to compare two builds).
+if [ -z "${BIN:-}" ]; then
+    timeout 1800 swift build -c release --product orchestra
+    BIN=$PWD/.build/release/orchestra
+fi
+export BIN
 
 env_file=$(mktemp /tmp/distributed-scaling-env.XXXXXX)
 timeout 300 Scripts/postgres.sh start > "$env_file"

@@ -562,11 +562,16 @@ public final class PostgresJobStore: JobStore {
     /// ends when cancelled. A query sent on a connection the server closed as it restarted was
     /// seen to never answer, and to ignore cancellation: a structured timeout then waits for it
     /// forever, and the worker stops with jobs it ran but never recorded.
+    ///
+    /// The timer ends with the operation: one that ends in time leaves no sleeping task behind
+    /// (a worker makes a thousand of these a second, each with a 10-second timer).
     static func abandoning<T: Sendable>(
         after timeout: Duration, timer: (@Sendable () async -> Void)? = nil,
         givingUp: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
+        // The timer's task, once started; `ended` once the operation has (its timer then stops).
+        let timing = Locked<(task: Task<Void, Never>?, ended: Bool)>((nil, false))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 outcome.withLock { $0 = continuation }
@@ -578,9 +583,17 @@ public final class PostgresJobStore: JobStore {
                         defer { pending = nil }
                         return pending
                     }?.resume(with: result)
+                    timing.withLock { timing in
+                        timing.ended = true
+                        return timing.task
+                    }?.cancel()
                 }
-                Task {
-                    if let timer { await timer() } else { try? await Task.sleep(for: timeout) }
+                let timerTask = Task {
+                    if let timer {
+                        await timer()
+                    } else {
+                        try? await sleepReleasingOnCancel(for: timeout, clock: ContinuousClock())
+                    }
                     let pending = outcome.withLock { pending in
                         defer { pending = nil }
                         return pending
@@ -592,6 +605,11 @@ public final class PostgresJobStore: JobStore {
                         pending.resume(throwing: TimeoutError(timeout: timeout, subject: "a PostgreSQL operation"))
                     }
                 }
+                let ended = timing.withLock { timing in
+                    timing.task = timerTask
+                    return timing.ended
+                }
+                if ended { timerTask.cancel() }
             }
         } onCancel: {
             outcome.withLock { pending in
