@@ -103,10 +103,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             didChangeValue(forKey: "isExecuting")
             startTimer()
             execute()
-            // Cancelled or timed out while `execute()` ran: the work's handle is in place now.
+            // Cancelled or timed out since it started: the work's handle is in place now.
             if state.withLock({ $0.executeReturned() }) { executionCancelled() }
-            // Cancelled while it was starting: `cancel()` could not stop work not yet begun.
-            if isCancelled { stopRunningWork() }
         }
     }
 

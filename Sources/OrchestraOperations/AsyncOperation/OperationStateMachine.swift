@@ -38,11 +38,10 @@ struct OperationStateMachine: Sendable {
     /// Cancelled while executing, or timed out: a later finish from the work is expected.
     private(set) var stopRequested = false
     private(set) var timeout: TimeoutError?
-    /// `execute()` has not returned yet: the work's handle (a task, a request) may not be where
-    /// `executionCancelled()` looks for it, so a stop waits for `execute()` to return.
+    /// From `start()` until `execute()` has returned: the work's handle (a task, a request) may
+    /// not be where `executionCancelled()` looks for it yet, so a stop requested meanwhile waits
+    /// for `executeReturned()`.
     private var inExecute = false
-    /// A cancel or timeout came while `execute()` ran: the work is stopped once it returns.
-    private var stopPending = false
 
     /// What `timeoutFired` asks of the operation.
     enum TimeoutAction: Equatable, Sendable {
@@ -64,23 +63,21 @@ struct OperationStateMachine: Sendable {
             return .finishWithoutExecuting
         }
         phase = .starting
+        inExecute = true
         return .execute
     }
 
     /// The `isExecuting` notification is on its way: the getter must now say so.
     mutating func didStart() {
-        if phase == .starting {
-            phase = .executing
-            inExecute = true
-        }
+        if phase == .starting { phase = .executing }
     }
 
-    /// `execute()` returned: whether a cancel or timeout that came while it ran must stop the
-    /// work now (unless the work has finished already).
+    /// `execute()` returned: whether a cancel or timeout that came since `start()` must stop the
+    /// work now (unless the work has finished already). No stop can have run before: each one
+    /// requested while `inExecute` waited for this.
     mutating func executeReturned() -> Bool {
         inExecute = false
-        defer { stopPending = false }
-        return stopPending && phase == .executing
+        return stopRequested && phase == .executing
     }
 
     mutating func finish() -> FinishAction {
@@ -104,16 +101,11 @@ struct OperationStateMachine: Sendable {
     }
 
     /// `cancel()` was called: whether the operation must stop its running work now. While it
-    /// is still `starting`, no: `start()` checks `isCancelled` once the work has begun. While
-    /// `execute()` runs, not yet: `executeReturned()` says so once it has returned.
+    /// is starting or `execute()` runs, not yet: `executeReturned()` says so once it has returned.
     mutating func cancel() -> Bool {
-        guard phase == .executing, !stopRequested else { return false }
+        guard phase == .starting || phase == .executing, !stopRequested else { return false }
         stopRequested = true
-        if inExecute {
-            stopPending = true
-            return false
-        }
-        return true
+        return !inExecute
     }
 
     /// The timeout fired: what the operation must do (stop its running work now, or once
@@ -122,10 +114,6 @@ struct OperationStateMachine: Sendable {
         guard phase == .executing, timeout == nil else { return .none }
         timeout = error
         stopRequested = true
-        if inExecute {
-            stopPending = true
-            return .cancel
-        }
-        return .cancelAndStop
+        return inExecute ? .cancel : .cancelAndStop
     }
 }
