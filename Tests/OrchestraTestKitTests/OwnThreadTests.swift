@@ -32,12 +32,12 @@ struct OwnThreadTests {
         let executor = ThreadTaskExecutor(name: "two", threads: 2)
         // Each job blocks its thread until the other has started: one thread would never get
         // the second (the wait gives up after 10 s and says so).
-        let meeting = NSCondition()
-        let arrived = Locked(0)
+        let arrived = ThreadCounter()
         let met = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<2 {
                 group.addTask(executorPreference: executor) {
-                    ThreadTaskExecutor.isOnAnExecutorThread() && Self.meet(meeting, arrived)
+                    arrived.add()
+                    return ThreadTaskExecutor.isOnAnExecutorThread() && arrived.wait(untilAtLeast: 2, seconds: 10)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -46,19 +46,6 @@ struct OwnThreadTests {
         executor.stop(waiting: true)
         let value = await Task(executorPreference: executor) { 7 }.value
         #expect(value == 7)
-    }
-
-    /// Counts this job in and waits (its thread, at most 10 s) until two have come.
-    private static func meet(_ meeting: NSCondition, _ arrived: Locked<Int>) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: 10)
-        meeting.lock()
-        defer { meeting.unlock() }
-        arrived.withLock { $0 += 1 }
-        meeting.broadcast()
-        while arrived.withLock({ $0 }) < 2 {
-            if !meeting.wait(until: deadline) { return false }
-        }
-        return true
     }
 
     @Test func aJobEnqueuedAfterTheThreadEndedStillRuns() async {

@@ -16,45 +16,28 @@ import Darwin
 /// synchronous tests held them for 28 s, and examples run against an embedded server timed out).
 @Suite("Demo server: threads of its own", .timeLimit(.minutes(1)), .takesTurns)
 struct DemoServerThreadsTests {
-    /// Holds threads of the shared pool until released: each holder blocks the thread it runs on.
-    final class PoolHolders: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var started = 0
-        private var released = false
+    /// Holds threads of the shared pool until released: each holder blocks the thread it runs on
+    /// (for at most a minute, the suite's limit).
+    struct PoolHolders {
+        let started = ThreadCounter()
+        let released = ThreadCounter()
 
         /// Starts `count` detached tasks (on the shared pool) that block until ``release()``.
         func hold(_ count: Int) {
             for _ in 0..<count {
-                Task.detached { [self] in block() }
+                Task.detached { [started, released] in
+                    started.add()
+                    released.wait(untilAtLeast: 1, seconds: 60)
+                }
             }
-        }
-
-        /// Blocks the calling thread until ``release()``.
-        private func block() {
-            condition.lock()
-            started += 1
-            condition.broadcast()
-            while !released { condition.wait() }
-            condition.unlock()
         }
 
         /// Waits (this thread, at most `seconds`) until `count` holders run; whether they do.
         func waitUntilStarted(_ count: Int, seconds: TimeInterval) -> Bool {
-            let deadline = Date(timeIntervalSinceNow: seconds)
-            condition.lock()
-            defer { condition.unlock() }
-            while started < count {
-                if !condition.wait(until: deadline) { return started >= count }
-            }
-            return true
+            started.wait(untilAtLeast: count, seconds: seconds)
         }
 
-        func release() {
-            condition.lock()
-            released = true
-            condition.broadcast()
-            condition.unlock()
-        }
+        func release() { released.add() }
     }
 
     @Test(.ownThread)

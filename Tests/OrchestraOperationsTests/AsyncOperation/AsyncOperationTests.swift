@@ -206,8 +206,8 @@ struct AsyncOperationTests {
     @Test func aTimeoutThatFiresWhileExecuteRunsStopsTheWorkOnceExecuteHasReturned() async throws {
         let clock = ManualClock()
         // `execute()` holds its thread until the test has seen the timeout fire (at most 10 s).
-        let gate = ThreadGate()
-        let operation = HandleAtTheEnd { _ in gate.wait(seconds: 10) }
+        let gate = ThreadCounter()
+        let operation = HandleAtTheEnd { _ in gate.wait(untilAtLeast: 1, seconds: 10) }
         operation.timeout = .seconds(5)
         operation.clock = clock
         Thread.detachNewThread { operation.start() }
@@ -215,7 +215,7 @@ struct AsyncOperationTests {
         _ = clock.advance(by: .seconds(5))
         try await waitUntil("timed out") { operation.isCancelled }
         #expect(operation.stops.events.isEmpty, "not stopped while execute() runs")
-        gate.open()
+        gate.add()
         try await waitUntil("finished") { operation.isFinished }
         #expect(operation.stops.events == [true], "stopped once, with the handle in place")
         let error = try #require(operation.error as? TimeoutError)
@@ -299,25 +299,5 @@ struct AsyncOperationTests {
         #expect(download.isExecuting && !download.isCancelled, "the operation goes on")
         download.complete()
         try await waitUntilAllOperationsAreFinished(queue)
-    }
-}
-
-/// A gate for threads: `wait` blocks the calling thread until `open()` (or for at most its limit).
-final class ThreadGate: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var isOpen = false
-
-    func wait(seconds: TimeInterval) {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        condition.lock()
-        while !isOpen && condition.wait(until: deadline) {}
-        condition.unlock()
-    }
-
-    func open() {
-        condition.lock()
-        isOpen = true
-        condition.broadcast()
-        condition.unlock()
     }
 }
