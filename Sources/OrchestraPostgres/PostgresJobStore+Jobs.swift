@@ -246,15 +246,19 @@ extension PostgresJobStore {
             // Nothing to record: a claim alone.
             guard let claim else { return ([], [], nil) }
             let (claimed, release) = try await transaction { [self] connection, current in
-                try await self.claim(claim, token: token, current, connection)
+                try await self.claim(claim, token: token, current, connection, lock: .take, claimedBefore: false)
             }
             return ([], claimed, release.map(Nanos.dateRoundedUp))
         }
-        // Outcomes first, in their own transaction: a claim holds the store-wide claim lock, and
-        // must not wait behind the run locks the outcomes take. The work they release is
+        // Outcomes first. A claim holds the store-wide claim lock and must not wait behind the
+        // run locks the outcomes take, nor may the outcomes wait for the claim lock while they
+        // hold run locks: so the outcomes' transaction claims too only if they released work
+        // and the claim lock is free at once (a dependent ready now starts without a second
+        // transaction); else the claim has a transaction of its own. The work released is
         // announced with the name of the worker that claims next, which need not be woken.
         let worker = claim?.worker ?? ""
-        let recorded = try await transaction { [self] connection, current in
+        typealias Recorded = (recorded: [RecordedOutcome], together: ([ClaimedJob], Int64?)?, retried: Bool)
+        let (recorded, together, recordRetried) = try await transaction { [self] connection, current -> Recorded in
             var recorded: [RecordedOutcome] = []
             var released = false
             var openRuns: Set<String> = []
@@ -308,22 +312,70 @@ extension PostgresJobStore {
             }
             // Someone waits for the outcomes of an open run's jobs (the process that appends them).
             let outcomeWaited = zip(outcomes, recorded).contains { $1.recorded && openRuns.contains($0.job.key.runID) }
-            switch (released, outcomeWaited) {
-            case (true, true):
+            let lockKey = schema + ".claim"
+            // With the work released, the claim lock if it is free now (never waited for), in
+            // the same statement: a claim follows in this transaction if it was.
+            let locked: Bool?
+            switch (released, outcomeWaited, claim != nil) {
+            case (true, true, true):
+                locked = try await connection.query(
+                    """
+                    WITH n AS (SELECT pg_notify(\(workChannel), \(worker)), pg_notify(\(outcomeChannel), ''))
+                    SELECT pg_try_advisory_xact_lock(hashtext(\(lockKey))) FROM n
+                    """, logger: logger
+                ).decode(Bool.self).onlyRow()
+            case (true, false, true):
+                locked = try await connection.query(
+                    """
+                    WITH n AS (SELECT pg_notify(\(workChannel), \(worker)))
+                    SELECT pg_try_advisory_xact_lock(hashtext(\(lockKey))) FROM n
+                    """, logger: logger
+                ).decode(Bool.self).onlyRow()
+            case (true, true, false):
                 try await connection.query(
                     "SELECT pg_notify(\(workChannel), \(worker)), pg_notify(\(outcomeChannel), '')", logger: logger)
-            case (true, false): try await notifyWork(from: worker, connection)
-            case (false, true): try await notifyOutcome(connection)
-            case (false, false): break
+                locked = nil
+            case (true, false, false):
+                try await notifyWork(from: worker, connection)
+                locked = nil
+            case (false, true, _):
+                try await notifyOutcome(connection)
+                locked = nil
+            case (false, false, _):
+                locked = nil
             }
-            return recorded
+            guard locked == true, let claim else { return (recorded, nil, current.isRetry) }
+            do {
+                let together = try await self.claim(
+                    claim, token: token, current, connection, lock: .heldWithRunLocks, claimedBefore: false)
+                return (recorded, together, current.isRetry)
+            } catch is ClaimNeedsRunLocks {
+                return (recorded, nil, current.isRetry)
+            }
         }
+        if let (claimed, release) = together { return (recorded, claimed, release.map(Nanos.dateRoundedUp)) }
         guard let claim else { return (recorded, [], nil) }
+        // A try of the outcomes given up after it committed may have claimed with them.
         let (claimed, release) = try await transaction { [self] connection, current in
-            try await self.claim(claim, token: token, current, connection)
+            try await self.claim(
+                claim, token: token, current, connection, lock: .take, claimedBefore: recordRetried)
         }
         return (recorded, claimed, release.map(Nanos.dateRoundedUp))
     }
+
+    /// How a claim holds the store-wide claim lock.
+    private enum ClaimLock {
+        /// It takes it, waiting for it if need be (its transaction holds no other lock).
+        case take
+        /// Its transaction holds it already, and run locks as well (outcomes were recorded in
+        /// it): the claim must not wait for a run's lock, so it throws ``ClaimNeedsRunLocks``
+        /// where it would take one (when a job that runs at most once lost its lease), having
+        /// claimed nothing; the claim is then made in a transaction of its own.
+        case heldWithRunLocks
+    }
+
+    /// Thrown by a claim made with ``ClaimLock/heldWithRunLocks`` that needs runs' locks.
+    private struct ClaimNeedsRunLocks: Error {}
 
     /// Claims jobs (see `JobStore/record(_:thenClaim:now:)`) inside the
     /// caller's transaction, holding the store-wide claim lock: the limits are counted from the
@@ -332,22 +384,27 @@ extension PostgresJobStore {
     /// lets its next job go (`ClaimPlanner.nextRelease`).
     ///
     /// The jobs claimed are marked with `token`. A try that follows one given up (which may
-    /// have committed unseen) first returns the jobs that one claimed, if any; and a try given
+    /// have committed unseen), or a claim after outcomes that were tried again (`claimedBefore`:
+    /// their given-up try may have claimed with them), first returns the jobs claimed under
+    /// the token, if any; and a try given
     /// up claims nothing once it has the lock, since a later try does its work. So a claim
     /// done twice never leaves jobs running that no worker runs (until their leases end; an
     /// at-most-once job would then be uncertain though it never started).
     private func claim(
-        _ claim: Claim, token: String, _ current: Try, _ connection: PostgresConnection
+        _ claim: Claim, token: String, _ current: Try, _ connection: PostgresConnection, lock: ClaimLock,
+        claimedBefore: Bool
     ) async throws -> ([ClaimedJob], Int64?) {
         let (worker, limit) = (claim.worker, claim.limit)
         guard limit > 0, !claim.kinds.isEmpty else { return ([], nil) }
         let now = Millis.of(claim.now)
         let expiry = Millis.of(claim.leaseExpiry)
         let kinds = claim.kinds.sorted()
-        try await connection.query(
-            "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
+        if lock == .take {
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtext(\(schema + ".claim")))", logger: logger)
+        }
         if current.wasGivenUp { return ([], nil) }
-        if current.isRetry {
+        if current.isRetry || claimedBefore {
             let earlier = try await claimedEarlier(token: token, worker: worker, connection)
             if !earlier.isEmpty { return (earlier, nil) }
         }
@@ -355,6 +412,7 @@ extension PostgresJobStore {
         // if it runs at most once, else due again.
         var (runs, leaseLost, runsWithAny) = try await rooms(now: now, connection)
         if leaseLost {
+            if lock == .heldWithRunLocks { throw ClaimNeedsRunLocks() }
             // Rare: made uncertain, they may have ended or stopped their runs; the rooms again.
             try await expireAtMostOnceLeases(now: now, connection)
             (runs, _, runsWithAny) = try await rooms(now: now, connection)

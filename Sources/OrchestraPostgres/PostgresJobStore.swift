@@ -16,12 +16,16 @@ import PostgresNIO
 /// }
 /// ```
 ///
-/// Every method is one transaction. Claims take a transaction-scoped advisory lock, so two
-/// workers never admit jobs past a limit together, and read ready jobs with
-/// `FOR UPDATE SKIP LOCKED`, so a claim never waits for rows another transaction is changing.
-/// A job whose worker died is claimable again once its lease expires. Outcomes are recorded in
-/// the transaction that releases the job's dependents, and an outcome of an attempt that is no
-/// longer the job's current one is refused.
+/// Every method is one transaction, but ``record(_:thenClaim:now:)``, which may be two. Claims
+/// take a transaction-scoped advisory lock, so two workers never admit jobs past a limit
+/// together, and read ready jobs with `FOR UPDATE SKIP LOCKED`, so a claim never waits for rows
+/// another transaction is changing. A job whose worker died is claimable again once its lease
+/// expires. Outcomes are recorded in the transaction that releases the job's dependents, and an
+/// outcome of an attempt that is no longer the job's current one is refused. When they release
+/// work and the claim lock is free at that moment, the worker's claim is made in the same
+/// transaction (the dependent of a chain starts one transaction sooner); else the claim has a
+/// transaction of its own, so that outcomes never wait for the claim lock while they hold
+/// their runs' locks.
 ///
 /// The tables live in their own PostgreSQL schema (`orchestra` by default), created and
 /// migrated by ``migrate()`` under an advisory lock, so many workers may start at once.

@@ -45,7 +45,8 @@ public protocol JobStore: Sendable {
     /// Records how attempts ended, then claims jobs if `claim` is given: a worker settles the
     /// jobs that ended and takes the next ones in one call (with no outcome, it only claims).
     /// ``SQLiteJobStore`` does both in one transaction; a store shared by many processes may use
-    /// two (the outcomes' first), as long as each outcome's own rules below hold.
+    /// two (the outcomes' first), as long as each outcome's own rules below hold (the PostgreSQL
+    /// store uses one when the outcomes released work and the claim's lock is free at once).
     ///
     /// The claim takes up to `claim.limit` jobs of `claim.kinds` that are ready and due at
     /// `claim.now` (or running under a lease that expired before it), highest priority first,
