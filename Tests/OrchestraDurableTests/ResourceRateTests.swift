@@ -206,7 +206,13 @@ struct ResourceRateTests {
                 try await waitUntil("\(count) started", guard: .seconds(10)) {
                     started.withLock(\.count) == count
                 }
-                // The handlers and the worker's wait for the next release (none after the last).
+                // The handlers and the worker's wait for the next release (none after the last,
+                // but its wait for its lease renewal: so the count does not say that the last
+                // handler sleeps, which it must before the clock moves).
+                let due = ManualClock.Instant(offset: .milliseconds(100 * (count - 1)) + .seconds(10))
+                try await waitUntil("job \(count)'s handler asleep", guard: .seconds(10)) {
+                    clock.pendingSleepers.contains(due)
+                }
                 try await clock.waitForSleepers(sleepers)
                 if count < 3 { _ = clock.advance(by: .milliseconds(100)) }
             }

@@ -95,12 +95,16 @@ struct HTTPCoordinatorRateTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             Self.send(3, to: "slow.test", through: api, in: &group)
             Self.send(3, to: "fast.test", through: api, in: &group)
-            try await waitUntil("one of each went") { recorder.instants(of: "slow").count == 1 }
-            try await clock.waitForSleepers(2)
-            clock.advance(by: .milliseconds(10))
-            try await clock.waitForSleepers(2)
-            clock.advance(by: .milliseconds(10))
-            try await waitUntil("fast.test done") { recorder.instants(of: "fast").count == 3 }
+            try await waitUntil("one of each went") {
+                recorder.instants(of: "slow").count == 1 && recorder.instants(of: "fast").count == 1
+            }
+            // The clock moves only once the fast.test request due has reached the transport:
+            // fast's driver sleeps again as soon as it grants one, before that request runs.
+            for sent in 2...3 {
+                try await clock.waitForSleepers(2)  // slow's driver (500 ms), fast's (the next 10 ms)
+                clock.advance(by: .milliseconds(10))
+                try await waitUntil("fast.test \(sent)") { recorder.instants(of: "fast").count == sent }
+            }
             #expect(recorder.instants(of: "slow").count == 1, "slow.test waits for its own rate only")
             clock.advance(by: .milliseconds(480))
             try await waitUntil("slow 2") { recorder.instants(of: "slow").count == 2 }
