@@ -385,11 +385,13 @@ extension PostgresJobStore {
     ///
     /// The jobs claimed are marked with `token`. A try that follows one given up (which may
     /// have committed unseen), or a claim after outcomes that were tried again (`claimedBefore`:
-    /// their given-up try may have claimed with them), first returns the jobs claimed under
-    /// the token, if any; and a try given
-    /// up claims nothing once it has the lock, since a later try does its work. So a claim
-    /// done twice never leaves jobs running that no worker runs (until their leases end; an
-    /// at-most-once job would then be uncertain though it never started).
+    /// their given-up try may have claimed with them), first returns the jobs claimed under the
+    /// token, if any; and a try given up claims nothing once it has the lock, since a later try
+    /// does its work. So a claim done twice never leaves jobs running that no worker runs (until
+    /// their leases end; an at-most-once job would then be uncertain though it never started).
+    ///
+    /// `lock` says whether the claim takes the claim lock or its transaction holds it already
+    /// (with run locks: see ``ClaimLock``).
     private func claim(
         _ claim: Claim, token: String, _ current: Try, _ connection: PostgresConnection, lock: ClaimLock,
         claimedBefore: Bool
