@@ -26,13 +26,6 @@ struct PostgresClaimWithOutcomesTests {
             worker: "w", kinds: [add.name], limit: limit, now: epoch, leaseExpiry: epoch.addingTimeInterval(3_600))
     }
 
-    static func store(_ file: TemporaryStore, tries: PostgresJobStore.TryHooks) throws -> PostgresJobStore {
-        try PostgresJobStore(
-            client: file.client!, schema: file.schema, location: "the test server", pollInterval: nil,
-            logger: Logger(label: "test"), outageTolerance: .seconds(60), connectivity: ConnectivityWatch(nil),
-            diagnose: nil, tries: tries)
-    }
-
     /// Submits `a`, `b` after `a`, and `c` (independent), then claims `a` alone (the longest
     /// path goes first) and returns it.
     static func submitAndClaimA(_ file: TemporaryStore) async throws -> ClaimedJob {
@@ -48,21 +41,11 @@ struct PostgresClaimWithOutcomesTests {
         return try #require(claimed.first)
     }
 
-    static func jobs(_ file: TemporaryStore, in state: String) async throws -> [String] {
-        var ids: [String] = []
-        for try await id in try await file.client!.query(
-            "SELECT id FROM \(unescaped: file.schema).jobs WHERE state = \(state) ORDER BY id"
-        ).decode(String.self) {
-            ids.append(id)
-        }
-        return ids
-    }
-
     @Test func anOutcomeThatReleasesADependentClaimsItInItsOwnTransaction() async throws {
         try await withTemporaryStore(.postgres) { file in
             let a = try await Self.submitAndClaimA(file)
             let transactions = Locked(0)
-            let store = try Self.store(file, tries: .init(afterTry: { _ in transactions.withLock { $0 += 1 } }))
+            let store = try file.postgresStore(tries: .init(afterTry: { _ in transactions.withLock { $0 += 1 } }))
             let outcome = AttemptOutcome(job: a, outcome: .succeeded(Data("1".utf8)))
             let (recorded, claimed) = try await store.record(
                 [outcome], thenClaim: Self.claim(limit: 1), now: Self.epoch)
@@ -72,7 +55,7 @@ struct PostgresClaimWithOutcomesTests {
             #expect(claimed.first?.dependencyOutputs == ["a": Data("1".utf8)])
             // One transaction: outcome and claim (two before).
             #expect(transactions.withLock { $0 } == 1)
-            #expect(try await Self.jobs(file, in: "running") == ["b"])
+            #expect(try await file.jobIDs(in: "running") == ["b"])
 
             // An outcome that releases nothing claims in a transaction of its own, as before.
             transactions.withLock { $0 = 0 }
@@ -91,7 +74,7 @@ struct PostgresClaimWithOutcomesTests {
     @Test func anOutcomeDoesNotWaitForTheClaimLockWhileItHoldsItsRunsLock() async throws {
         try await withTemporaryStore(.postgres) { file in
             let a = try await Self.submitAndClaimA(file)
-            let store = try Self.store(file, tries: .init())
+            let store = try file.postgresStore(tries: .init())
             let lockKey = file.schema + ".claim"
             let held = AsyncEvent()
             let release = AsyncEvent()
@@ -128,7 +111,7 @@ struct PostgresClaimWithOutcomesTests {
             }
             // Committed while the lock is held: the outcome did not wait for it.
             try await withTimeout(.seconds(30)) { try await committed.wait() }
-            #expect(try await Self.jobs(file, in: "succeeded") == ["a"])
+            #expect(try await file.jobIDs(in: "succeeded") == ["a"])
             // And the run is not locked: another outcome of it can be recorded meanwhile.
             var locked: [String] = []
             for try await id in try await file.client!.query(
@@ -137,7 +120,7 @@ struct PostgresClaimWithOutcomesTests {
                 locked.append(id)
             }
             #expect(locked == ["run"])
-            #expect(try await Self.jobs(file, in: "ready") == ["b", "c"])
+            #expect(try await file.jobIDs(in: "ready") == ["b", "c"])
             release.signal()
             try await holder.value
             let (recorded, claimed) = try await recording.value
@@ -158,8 +141,7 @@ struct PostgresClaimWithOutcomesTests {
             let release = AsyncEvent()
             defer { release.signal() }
             let firstTryOfTheFirstOperation = Locked(true)
-            let store = try Self.store(
-                file,
+            let store = try file.postgresStore(
                 tries: .init(
                     timer: { number, _ in
                         let isFirst = number == 1 && firstTryOfTheFirstOperation.withLock { $0 }
@@ -177,7 +159,7 @@ struct PostgresClaimWithOutcomesTests {
             #expect(recorded.map(\.recorded) == [true])
             #expect(claimed.map(\.key.jobID).sorted() == ["b", "c"])
             #expect(claimed.allSatisfy { $0.attempt == 1 })
-            #expect(try await Self.jobs(file, in: "running") == ["b", "c"])
+            #expect(try await file.jobIDs(in: "running") == ["b", "c"])
         }
     }
     /// A job that runs at most once lost its lease: the claim must make it uncertain, which
@@ -202,7 +184,7 @@ struct PostgresClaimWithOutcomesTests {
             #expect(a.key.jobID == "a")
 
             let transactions = Locked(0)
-            let store = try Self.store(file, tries: .init(afterTry: { _ in transactions.withLock { $0 += 1 } }))
+            let store = try file.postgresStore(tries: .init(afterTry: { _ in transactions.withLock { $0 += 1 } }))
             let later = Self.epoch.addingTimeInterval(10)
             let claim = Claim(
                 worker: "w", kinds: [Self.add.name], limit: 1, now: later, leaseExpiry: later.addingTimeInterval(3_600))
@@ -211,7 +193,7 @@ struct PostgresClaimWithOutcomesTests {
             #expect(recorded.map(\.recorded) == [true])
             #expect(claimed.map(\.key.jobID) == ["b"])
             #expect(transactions.withLock { $0 } == 2)
-            #expect(try await Self.jobs(file, in: "uncertain") == ["m"])
+            #expect(try await file.jobIDs(in: "uncertain") == ["m"])
         }
     }
 }

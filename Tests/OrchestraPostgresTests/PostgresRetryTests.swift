@@ -27,10 +27,7 @@ struct PostgresRetryTests {
         _ file: TemporaryStore, release: AsyncEvent
     ) throws -> PostgresJobStore {
         let firstEnded = AsyncEvent()
-        return try PostgresJobStore(
-            client: file.client!, schema: file.schema, location: "the test server", pollInterval: nil,
-            logger: Logger(label: "test"), outageTolerance: .seconds(60), connectivity: ConnectivityWatch(nil),
-            diagnose: nil,
+        return try file.postgresStore(
             tries: .init(
                 timer: { number, _ in
                     if number == 1 { try? await firstEnded.wait() } else { try? await release.wait() }
@@ -40,17 +37,6 @@ struct PostgresRetryTests {
                     firstEnded.signal()
                     try? await release.wait()
                 }))
-    }
-
-    /// The ids of the jobs of `file`'s store in `state`, sorted.
-    static func jobs(_ file: TemporaryStore, in state: String) async throws -> [String] {
-        var ids: [String] = []
-        for try await id in try await file.client!.query(
-            "SELECT id FROM \(unescaped: file.schema).jobs WHERE state = \(state) ORDER BY id"
-        ).decode(String.self) {
-            ids.append(id)
-        }
-        return ids
     }
 
     static func submitIndependentJobs(_ count: Int, to file: TemporaryStore) async throws {
@@ -74,9 +60,9 @@ struct PostgresRetryTests {
             // Without the claim's token the second try claimed 4 more: 8 running, 4 of them
             // run by nobody until their leases end.
             #expect(claimed.count == 4)
-            #expect(try await Self.jobs(file, in: "running") == claimed.map(\.key.jobID).sorted())
+            #expect(try await file.jobIDs(in: "running") == claimed.map(\.key.jobID).sorted())
             #expect(claimed.allSatisfy { $0.attempt == 1 })
-            #expect(try await Self.jobs(file, in: "ready").count == 6)
+            #expect(try await file.jobIDs(in: "ready").count == 6)
         }
     }
 
@@ -100,8 +86,8 @@ struct PostgresRetryTests {
             let recorded = try await store.record(outcomes, thenClaim: nil, now: Self.epoch).recorded
             // Without the look at what the given-up try recorded: [false, false].
             #expect(recorded.map(\.recorded) == [true, true])
-            #expect(try await Self.jobs(file, in: "succeeded") == [claimed[0].key.jobID])
-            #expect(try await Self.jobs(file, in: "failed") == [claimed[1].key.jobID])
+            #expect(try await file.jobIDs(in: "succeeded") == [claimed[0].key.jobID])
+            #expect(try await file.jobIDs(in: "failed") == [claimed[1].key.jobID])
             // Another worker's outcome for an attempt that is not current is still refused.
             let stale = AttemptOutcome(job: claimed[0], outcome: .succeeded(Data("2".utf8)))
             let again = try await plain.record([stale], thenClaim: nil, now: Self.epoch)
