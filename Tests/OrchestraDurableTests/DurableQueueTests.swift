@@ -337,8 +337,12 @@ struct DurableQueueTests {
             try await queue.submit(graph, runID: "renewed")
             let working = Task { try await queue.drain() }
             // The renewal sleeps a third of a lease while the job is held, renews, and sleeps again.
-            try await clock.waitForSleepers(1)
-            #expect(clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(20))])
+            // On PostgreSQL the worker also wakes once as its LISTEN starts (its sleep cancelled,
+            // a claim, then the same sleep again): wait for the renewal's deadline, not for any
+            // sleeper, which that wake-up may have removed by the time it is looked at.
+            try await waitUntil("the renewal sleeps") {
+                clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(20))]
+            }
             clock.advance(by: .seconds(20))
             try await waitUntil("the renewal sleeps again") {
                 clock.pendingSleepers == [ManualClock.Instant(offset: .seconds(40))]
