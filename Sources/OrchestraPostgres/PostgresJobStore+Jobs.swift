@@ -296,13 +296,17 @@ extension PostgresJobStore {
                 guard recordedNow.contains(outcome.job.key), case .succeeded = outcome.outcome else { return false }
                 return true
             }
+            var runsWithReadyJobs: Set<String> = []
             for (runID, ids) in Self.idsByRun(succeeded.map(\.job.key)) {
                 if try await self.releaseDependents(of: ids, in: runID, now: Millis.of(now), connection) {
                     released = true
+                    runsWithReadyJobs.insert(runID)
                 }
             }
-            // Each run's end looked for once, after all of its outcomes; told with its last.
-            for runID in Set(outcomes.map(\.job.key.runID)).sorted() {
+            // Each run's end looked for once, after all of its outcomes; told with its last. A
+            // run whose dependents were just made ready (after every failure's effect above) has
+            // a job to run: no statement to look (one round trip less for each link of a chain).
+            for runID in Set(outcomes.map(\.job.key.runID)).subtracting(runsWithReadyJobs).sorted() {
                 guard let ended = try await endRunIfDone(runID, now: Millis.of(now), connection),
                     let last = outcomes.indices.last(where: {
                         outcomes[$0].job.key.runID == runID && recorded[$0].recorded
