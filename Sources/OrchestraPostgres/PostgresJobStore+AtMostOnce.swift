@@ -30,7 +30,7 @@ extension PostgresJobStore {
                     connection) || ended
         }
         for runID in runs { _ = try await endRunIfDone(runID, now: now, connection) }
-        if ended { try await notifyOutcome(connection) }
+        if ended { try await notify(outcome: true, connection) }
     }
 
     /// Locks the rows of `runIDs` in id order, as recording outcomes does (so that the two never
@@ -111,8 +111,7 @@ extension PostgresJobStore {
                     """, logger: logger)
                 if !uncertain.isEmpty { _ = try await endRunIfDone(runID, now: now, connection) }
             }
-            if ended { try await notifyOutcome(connection) }
-            try await notifyWork(connection)
+            try await notify(work: "", outcome: ended, connection)
         }
     }
 
@@ -172,7 +171,7 @@ extension PostgresJobStore {
                     """,
                     logger: logger)
             }
-            try await notifyWork(connection)
+            try await notify(work: "", connection)
             return resent.count
         }
     }

@@ -49,7 +49,7 @@ extension PostgresJobStore {
                         \(rates.map { Int64($0.value.burst) })::BIGINT[])
                     """, logger: logger)
             }
-            try await notifyWork(connection)
+            try await notify(work: "", connection)
             return true
         }
         // Fresh statistics for the planner: before autovacuum gets to it, a table that just
@@ -185,7 +185,7 @@ extension PostgresJobStore {
                     }
                 }
             }
-            if !inserted.isEmpty { try await notifyWork(connection) }
+            if !inserted.isEmpty { try await notify(work: "", connection) }
             return inserted.count
         }
     }
@@ -202,29 +202,53 @@ extension PostgresJobStore {
                 throw DurableError.unknownRun(runID, store: location)
             }
             let ended = try await endRunIfDone(runID, now: Millis.of(now), connection)
-            if ended != nil { try await notifyOutcome(connection) }
             // Idle workers look again: the run they waited on may be over.
-            try await notifyWork(connection)
+            try await notify(work: "", outcome: ended != nil, connection)
             return ended
         }
     }
 
-    /// Wakes the processes waiting for outcomes of open runs (`LISTEN`), when the transaction
-    /// commits.
-    func notifyOutcome(_ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_notify(\(outcomeChannel), '')", logger: logger)
+    /// Says, when the transaction commits, that there is new work (to the workers that wait for
+    /// it, `LISTEN`: `work` names the worker whose outcomes released it, which claims next
+    /// anyway, or is empty) and new outcomes (to the processes waiting for those of open runs);
+    /// and with `tryingClaimLock`, asks for the store-wide claim lock without waiting. One
+    /// statement, none if there is nothing to do.
+    ///
+    /// - Returns: Whether the transaction holds the claim lock now (`false` if not asked).
+    @discardableResult
+    func notify(
+        work: String? = nil, outcome: Bool = false, tryingClaimLock: Bool = false, _ connection: PostgresConnection
+    ) async throws -> Bool {
+        var binds = PostgresBindings()
+        var notifications: [String] = []
+        if let work {
+            binds.append(workChannel)
+            binds.append(work)
+            notifications.append("pg_notify($\(binds.count - 1), $\(binds.count))")
+        }
+        if outcome {
+            binds.append(outcomeChannel)
+            notifications.append("pg_notify($\(binds.count), '')")
+        }
+        let sent = notifications.joined(separator: ", ")
+        guard tryingClaimLock else {
+            if !notifications.isEmpty {
+                try await connection.query(PostgresQuery(unsafeSQL: "SELECT \(sent)", binds: binds), logger: logger)
+            }
+            return false
+        }
+        binds.append(schema + ".claim")
+        let lock = "pg_try_advisory_xact_lock(hashtext($\(binds.count)))"
+        let sql = notifications.isEmpty ? "SELECT \(lock)" : "WITH n AS (SELECT \(sent)) SELECT \(lock) FROM n"
+        return try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            .decode(Bool.self).onlyRow() == true
     }
 
-    /// The channel on which ``notifyOutcome(_:)`` wakes the processes waiting for outcomes.
+    /// The channel on which ``notify(work:outcome:tryingClaimLock:_:)`` wakes the processes
+    /// waiting for outcomes.
     var outcomeChannel: String { "\(schema)_outcome" }
 
-    /// Wakes the workers waiting for work (`LISTEN`), when the transaction commits; the payload
-    /// names the worker whose outcomes released the work, if any (it claims next anyway).
-    func notifyWork(from worker: String = "", _ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_notify(\(workChannel), \(worker))", logger: logger)
-    }
-
-    /// The channel on which ``notifyWork(_:)`` wakes idle workers.
+    /// The channel on which ``notify(work:outcome:tryingClaimLock:_:)`` wakes idle workers.
     var workChannel: String { "\(schema)_work" }
 
     // MARK: - Claiming and recording
@@ -316,39 +340,12 @@ extension PostgresJobStore {
             }
             // Someone waits for the outcomes of an open run's jobs (the process that appends them).
             let outcomeWaited = zip(outcomes, recorded).contains { $1.recorded && openRuns.contains($0.job.key.runID) }
-            let lockKey = schema + ".claim"
             // With the work released, the claim lock if it is free now (never waited for), in
             // the same statement: a claim follows in this transaction if it was.
-            let locked: Bool?
-            switch (released, outcomeWaited, claim != nil) {
-            case (true, true, true):
-                locked = try await connection.query(
-                    """
-                    WITH n AS (SELECT pg_notify(\(workChannel), \(worker)), pg_notify(\(outcomeChannel), ''))
-                    SELECT pg_try_advisory_xact_lock(hashtext(\(lockKey))) FROM n
-                    """, logger: logger
-                ).decode(Bool.self).onlyRow()
-            case (true, false, true):
-                locked = try await connection.query(
-                    """
-                    WITH n AS (SELECT pg_notify(\(workChannel), \(worker)))
-                    SELECT pg_try_advisory_xact_lock(hashtext(\(lockKey))) FROM n
-                    """, logger: logger
-                ).decode(Bool.self).onlyRow()
-            case (true, true, false):
-                try await connection.query(
-                    "SELECT pg_notify(\(workChannel), \(worker)), pg_notify(\(outcomeChannel), '')", logger: logger)
-                locked = nil
-            case (true, false, false):
-                try await notifyWork(from: worker, connection)
-                locked = nil
-            case (false, true, _):
-                try await notifyOutcome(connection)
-                locked = nil
-            case (false, false, _):
-                locked = nil
-            }
-            guard locked == true, let claim else { return (recorded, nil, current.isRetry) }
+            let locked = try await notify(
+                work: released ? worker : nil, outcome: outcomeWaited, tryingClaimLock: released && claim != nil,
+                connection)
+            guard locked, let claim else { return (recorded, nil, current.isRetry) }
             do {
                 let together = try await self.claim(
                     claim, token: token, current, connection, lock: .heldWithRunLocks, claimedBefore: false)
