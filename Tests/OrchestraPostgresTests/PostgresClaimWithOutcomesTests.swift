@@ -137,22 +137,9 @@ struct PostgresClaimWithOutcomesTests {
     @Test func aClaimAfterOutcomesTriedAgainReturnsWhatTheirGivenUpTryClaimed() async throws {
         try await withTemporaryStore(.postgres) { file in
             let a = try await Self.submitAndClaimA(file)
-            let firstEnded = AsyncEvent()
             let release = AsyncEvent()
             defer { release.signal() }
-            let firstTryOfTheFirstOperation = Locked(true)
-            let store = try file.postgresStore(
-                tries: .init(
-                    timer: { number, _ in
-                        let isFirst = number == 1 && firstTryOfTheFirstOperation.withLock { $0 }
-                        if isFirst { try? await firstEnded.wait() } else { try? await release.wait() }
-                    },
-                    afterTry: { number in
-                        guard number == 1, firstTryOfTheFirstOperation.withLock({ $0 }) else { return }
-                        firstTryOfTheFirstOperation.withLock { $0 = false }
-                        firstEnded.signal()
-                        try? await release.wait()
-                    }))
+            let store = try file.postgresStoreGivingUpItsFirstTry(release: release)
             let outcome = AttemptOutcome(job: a, outcome: .succeeded(Data("1".utf8)))
             let (recorded, claimed) = try await store.record(
                 [outcome], thenClaim: Self.claim(limit: 2), now: Self.epoch)

@@ -21,24 +21,6 @@ struct PostgresRetryTests {
     static let add = JobKind<[Int], Int>("add")
     static let epoch = Date(timeIntervalSince1970: 1_800_000_000)
 
-    /// A store whose first try of each operation, once its transaction ended, waits until it
-    /// was given up (and until `release`); later tries run as usual.
-    static func storeGivingUpFirstTries(
-        _ file: TemporaryStore, release: AsyncEvent
-    ) throws -> PostgresJobStore {
-        let firstEnded = AsyncEvent()
-        return try file.postgresStore(
-            tries: .init(
-                timer: { number, _ in
-                    if number == 1 { try? await firstEnded.wait() } else { try? await release.wait() }
-                },
-                afterTry: { number in
-                    guard number == 1 else { return }
-                    firstEnded.signal()
-                    try? await release.wait()
-                }))
-    }
-
     static func submitIndependentJobs(_ count: Int, to file: TemporaryStore) async throws {
         let store = try await file.open()
         var graph = DurableGraph()
@@ -52,7 +34,7 @@ struct PostgresRetryTests {
             try await Self.submitIndependentJobs(10, to: file)
             let release = AsyncEvent()
             defer { release.signal() }
-            let store = try Self.storeGivingUpFirstTries(file, release: release)
+            let store = try file.postgresStoreGivingUpItsFirstTry(release: release)
             let claim = Claim(
                 worker: "w", kinds: [Self.add.name], limit: 4, now: Self.epoch,
                 leaseExpiry: Self.epoch.addingTimeInterval(3_600))
@@ -78,7 +60,7 @@ struct PostgresRetryTests {
 
             let release = AsyncEvent()
             defer { release.signal() }
-            let store = try Self.storeGivingUpFirstTries(file, release: release)
+            let store = try file.postgresStoreGivingUpItsFirstTry(release: release)
             let outcomes = [
                 AttemptOutcome(job: claimed[0], outcome: .succeeded(Data("1".utf8))),
                 AttemptOutcome(job: claimed[1], outcome: .failed("boom", retryAt: nil)),
