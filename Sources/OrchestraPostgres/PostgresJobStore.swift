@@ -125,13 +125,20 @@ public final class PostgresJobStore: JobStore {
     /// Calls `onNotification` once listening on `channel` has begun (anything sent before is
     /// looked for then) and at each notification (but those whose payload is `payload`),
     /// connecting again after a lost connection, until the task is cancelled.
+    ///
+    /// A connection lost to an outage is one (told to `onConnectivity`, as a failed operation
+    /// is), and listening again its end: a process that waits on its notifications (a
+    /// coordinator between outcomes, an idle worker) says so even if none of its operations
+    /// met the outage.
     private func listen(
         on channel: String, ignoring payload: String? = nil, _ onNotification: @escaping @Sendable () -> Void
     ) async throws {
+        let connectivity = self.connectivity
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
+                        connectivity.answered()
                         onNotification()
                         for try await notification in notifications where notification.payload != payload {
                             onNotification()
@@ -142,6 +149,7 @@ public final class PostgresJobStore: JobStore {
                 return
             } catch {
                 if Task.isCancelled { return }
+                if Self.isOutage(error) { connectivity.failed(mapped(error).message) }
             }
             // Not a wait for something to happen: the pause before connecting again.
             try await Task.sleep(for: pollInterval ?? .seconds(1))
@@ -659,6 +667,23 @@ public final class PostgresJobStore: JobStore {
         return text
     }
 
+    /// A client error without a server's message, in words (PostgresNIO's description of
+    /// every `PSQLError` is the same generic sentence).
+    static func reason(_ code: PSQLError.Code) -> String {
+        switch code {
+        case .serverClosedConnection: "the server closed the connection"
+        case .clientClosedConnection, .poolClosed: "the connection was closed"
+        case .connectionError: "the connection failed"
+        case .uncleanShutdown: "the connection ended without a clean shutdown"
+        case .queryCancelled: "the query was cancelled"
+        case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
+            "TLS could not be set up with the server"
+        case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
+            "the server asked for an authentication this client cannot give"
+        default: "the connection failed (\(code))"
+        }
+    }
+
     /// How long opening a connection may take.
     static let connectTimeout: Duration = .seconds(10)
 
@@ -697,6 +722,12 @@ public final class PostgresJobStore: JobStore {
                             "PostgreSQL at \(location) takes no more connections (\(message): its max_connections is reached by the processes connected to it)",
                         underlying: error)
                 }
+                // 57P01–57P03: shutting down, crashed, starting; 08xxx: the connection.
+                if code.hasPrefix("57P") || code.hasPrefix("08") {
+                    return DurableError(
+                        code: .connectionFailed, message: "PostgreSQL at \(location) cannot be reached: \(message)",
+                        underlying: error)
+                }
                 // 28xxx: invalid authorization; 3D000: no such database.
                 if code.hasPrefix("28") || code == "3D000" {
                     return DurableError(
@@ -708,6 +739,11 @@ public final class PostgresJobStore: JobStore {
                     code: .storeFailed, message: "PostgreSQL at \(location) failed: \(message) (\(code))",
                     underlying: error)
             }
+            // A connection closed by the server's error (the server shutting down): that error.
+            if let server = error.underlying as? PSQLError {
+                let inner = mapped(server, location: location)
+                return DurableError(code: inner.code, message: inner.message, underlying: error)
+            }
             if let underlying = error.underlying {
                 return DurableError(
                     code: .connectionFailed,
@@ -715,7 +751,7 @@ public final class PostgresJobStore: JobStore {
                     underlying: error)
             }
             return DurableError(
-                code: .connectionFailed, message: "PostgreSQL at \(location): \(String(reflecting: error.code))",
+                code: .connectionFailed, message: "PostgreSQL at \(location) cannot be reached: \(reason(error.code))",
                 underlying: error)
         }
         return DurableError(

@@ -113,9 +113,18 @@ struct PostgresOutageTests {
                 let run = await coordinator.finish(limit: .seconds(240))
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stdout.contains("300 requests sent, 300 succeeded"), "\(run)")
+                // The coordinator, waiting for outcomes, says it too.
+                #expect(run.stderr.contains("cannot be reached"), "\(run)")
+                #expect(run.stderr.contains("the store answers again"), "\(run)")
                 worker.child.send(SIGTERM)
                 let stopped = await worker.finish(limit: .seconds(60))
                 #expect(stopped.status == 0, "\(stopped)")
+                // In words: a connection the server closed as it shut down was once told as
+                // PostgresNIO's generic description of every error.
+                for said in [run.stderr, stopped.stderr] {
+                    #expect(!said.contains("PSQLError"), "\(said)")
+                    #expect(!said.contains("Generic description"), "\(said)")
+                }
             }
         }
     }
