@@ -142,7 +142,8 @@ struct AtMostOnceAcrossStoresTests {
     ) async throws {
         switch store {
         case .file:
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchestra-at-most-once-\(UUID())")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "orchestra-at-most-once-\(UUID())")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             try await body(["--state", folder.appendingPathComponent("run.db").path], nil)
