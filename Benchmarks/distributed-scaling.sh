@@ -6,6 +6,9 @@
 #   Benchmarks/distributed-scaling.sh                  # 3 rounds of 10,000 requests
 #   RUNS=5 REQUESTS=10000 Benchmarks/distributed-scaling.sh
 #   BIN=/tmp/orchestra-before RUNS=3 Benchmarks/distributed-scaling.sh   # another build
+#   VS=/tmp/orchestra-before CONFIGS="pg1 pg4" Benchmarks/distributed-scaling.sh
+#       # this build against another, alternating in every round, on the configurations named
+#       # (of memory, state, pg1, pg2, pg4; all by default)
 #
 # The workflow: a `for_each` of REQUESTS GETs of the demo server's /users/{id}, `limit: 64`;
 # each worker `--limit 32`. Every configuration runs RUNS times round-robin (one of each, then
@@ -23,7 +26,7 @@ if [ -z "${BIN:-}" ]; then
     timeout 1800 swift build -c release --product orchestra
     BIN=$PWD/.build/release/orchestra
 fi
-export BIN
+export BIN VS=${VS:-} CONFIGS=${CONFIGS:-memory state pg1 pg2 pg4}
 
 env_file=$(mktemp /tmp/distributed-scaling-env.XXXXXX)
 timeout 300 Scripts/postgres.sh start > "$env_file"
@@ -59,6 +62,7 @@ BIN, PSQL, URL, WORK = os.environ["BIN"], os.environ["PSQL"], os.environ["ORCHES
 DATA = os.path.join(os.environ["ORCHESTRA_POSTGRES_DIR"], "data")
 RUNS, REQUESTS = int(os.environ["RUNS"]), int(os.environ["REQUESTS"])
 WORKFLOW = os.path.join(WORK, "scale.yaml")
+BINS = [BIN] + ([os.environ["VS"]] if os.environ["VS"] else [])
 counter = 0
 
 
@@ -75,8 +79,8 @@ def children_cpu():
     return usage.children_user + usage.children_system
 
 
-def run(config):
-    """One run: (seconds, CPU s of the orchestra processes, CPU s of the server)."""
+def run(config, BIN):
+    """One run of BIN: (seconds, CPU s of the orchestra processes, CPU s of the server)."""
     global counter
     counter += 1
     arguments = [BIN, "run", WORKFLOW, "--no-color"]
@@ -113,30 +117,35 @@ def spread(values, fmt="{:.2f}"):
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
-configs = ["memory", "state", "pg1", "pg2", "pg4"]
+configs = os.environ["CONFIGS"].split()
 names = {"memory": "in memory", "state": "--state FILE", "pg1": "PostgreSQL, 1 worker",
          "pg2": "PostgreSQL, 2 workers", "pg4": "PostgreSQL, 4 workers"}
-results = {c: [] for c in configs}
+results = {(c, b): [] for c in configs for b in BINS}
 print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, {RUNS} rounds, "
       f"{REQUESTS:,} GETs", flush=True)
 for rnd in range(RUNS):
     for config in configs:
-        seconds, cpu, server = run(config)
-        results[config].append((seconds, cpu, server))
-        print(f"  round {rnd + 1}: {names[config]}: {seconds:.2f} s, {REQUESTS / seconds:,.0f} req/s, "
-              f"CPU {cpu:.1f} s (orchestra) / {server:.1f} s (PostgreSQL)", flush=True)
-memory = statistics.median(s for s, _, _ in results["memory"])
-one = statistics.median(s for s, _, _ in results["pg1"])
-print()
-print(f"| Run | Wall s | Requests/s | vs in memory | vs 1 worker | CPU s per 1,000 requests: orchestra / PostgreSQL |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
-for config in configs:
-    walls = [s for s, _, _ in results[config]]
-    wall = statistics.median(walls)
-    cpu = statistics.median(c / REQUESTS * 1000 for _, c, _ in results[config])
-    server = statistics.median(p / REQUESTS * 1000 for _, _, p in results[config])
-    versus_one = f"{one / wall:.2f}x" if config.startswith("pg") else "–"
-    server_text = f"{server:.2f}" if config.startswith("pg") else "–"
-    print(f"| {names[config]} | {spread(walls)} | {REQUESTS / wall:,.0f} | {memory / wall:.2f}x | {versus_one} | "
-          f"{cpu:.2f} / {server_text} |")
+        # Two builds alternate, the first one first in odd rounds and second in even ones.
+        for b in BINS if rnd % 2 == 0 else reversed(BINS):
+            seconds, cpu, server = run(config, b)
+            results[(config, b)].append((seconds, cpu, server))
+            print(f"  round {rnd + 1}: {b}: {names[config]}: {seconds:.2f} s, {REQUESTS / seconds:,.0f} req/s, "
+                  f"CPU {cpu:.1f} s (orchestra) / {server:.1f} s (PostgreSQL)", flush=True)
+for b in BINS:
+    memory = statistics.median(s for s, _, _ in results[("memory", b)]) if "memory" in configs else None
+    one = statistics.median(s for s, _, _ in results[("pg1", b)]) if "pg1" in configs else None
+    print()
+    print(f"{b}:")
+    print(f"| Run | Wall s | Requests/s | vs in memory | vs 1 worker | CPU s per 1,000 requests: orchestra / PostgreSQL |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for config in configs:
+        walls = [s for s, _, _ in results[(config, b)]]
+        wall = statistics.median(walls)
+        cpu = statistics.median(c / REQUESTS * 1000 for _, c, _ in results[(config, b)])
+        server = statistics.median(p / REQUESTS * 1000 for _, _, p in results[(config, b)])
+        versus_memory = f"{memory / wall:.2f}x" if memory else "–"
+        versus_one = f"{one / wall:.2f}x" if one and config.startswith("pg") else "–"
+        server_text = f"{server:.2f}" if config.startswith("pg") else "–"
+        print(f"| {names[config]} | {spread(walls)} | {REQUESTS / wall:,.0f} | {versus_memory} | {versus_one} | "
+              f"{cpu:.2f} / {server_text} |")
 PY
