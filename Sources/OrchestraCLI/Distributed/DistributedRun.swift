@@ -176,6 +176,17 @@ struct DistributedRun {
                 if abandoned > 0 { try await queue.cancel(runID: runID) }
             }
             let state = try await queue.run(runID).state
+            // An ended run's requests (credentials included) and responses leave the store; those
+            // that may have been sent stay for --resend-uncertain. Not fatal: the run is done.
+            if state != .running {
+                do {
+                    try await store.forgetPayloads(ofEndedRun: runID)
+                } catch {
+                    waitingNote(
+                        "could not clear the ended run's requests and responses from the store: \(error); they stay until the run is removed"
+                    )
+                }
+            }
             return (
                 result,
                 Summary(

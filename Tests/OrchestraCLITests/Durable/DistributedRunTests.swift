@@ -130,6 +130,48 @@ struct DistributedRunTests {
         }
     }
 
+    @Test("an ended run's requests and responses, credentials included, leave the store")
+    func anEndedRunLeavesNoCredentialsInTheStore() async throws {
+        try await Self.withServerAndSchema { server, schema in
+            let key = "k3y-\(UUID().uuidString)"
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                name: Credentials
+                vars: { base: "\(server.baseURL.absoluteString)", key: "\(key)" }
+                secrets: [key]
+                steps:
+                  - id: echo
+                    method: POST
+                    url: "{{vars.base}}/anything?api_key={{vars.key}}"
+                    headers: { Authorization: "Bearer {{vars.key}}", Idempotency-Key: "echo-1" }
+                    body: "password={{vars.key}}"
+                    expect: [200]
+                """)
+            // Kept while the run goes on: the worker sends what the store holds.
+            let run = try await Self.run(file, schema: schema, runID: "credentials", workers: 1)
+            #expect(run.status == 0, "\(run)")
+            #expect(!run.stdout.contains(key) && !run.stderr.contains(key), "\(run)")
+            let (jobs, holding) = try await PostgresJobStore.withStore(url: Self.url, schema: schema, pollInterval: nil)
+            {
+                store in
+                let rows = try await store.client.query(
+                    """
+                    SELECT COUNT(*)::INTEGER,
+                        COUNT(*) FILTER (WHERE position(convert_to(\(key), 'UTF8') IN input) > 0
+                            OR position(convert_to(\(key), 'UTF8') IN coalesce(output, ''::BYTEA)) > 0
+                            OR position(\(key) IN coalesce(error, '')) > 0)::INTEGER
+                    FROM \(unescaped: schema).jobs
+                    """
+                ).decode((Int, Int).self)
+                var found = (0, 0)
+                for try await row in rows { found = row }
+                return found
+            }
+            #expect(jobs == 1, "the run's job is kept, with its state")
+            #expect(holding == 0, "the key is in the store after the run ended")
+        }
+    }
+
     // Kills and restarts of sanitized processes starve a two-core machine: left to the plain pass.
     // PostgreSQL is restarted: a cluster of the test's own, so that no other test's processes
     // find the shared one down.
