@@ -277,7 +277,9 @@ public final class PostgresJobStore: JobStore {
         /// Where the server is, for messages: `host:port/database`.
         var location: String { "\(host):\(port)/\(database)" }
 
-        init(url: String) throws(DurableError) {
+        /// The server `url` names; a URL without a password takes one from `passwords`
+        /// (`PGPASSWORD`, `~/.pgpass`), as libpq clients do.
+        init(url: String, passwords: PostgresPasswordLookup = PostgresPasswordLookup()) throws(DurableError) {
             func refuse(_ problem: String) -> DurableError {
                 DurableError(code: .connectionFailed, message: "the PostgreSQL URL \(redacted(url)) \(problem)")
             }
@@ -299,8 +301,10 @@ public final class PostgresJobStore: JobStore {
             self.host = host
             self.port = port
             self.user = user
-            self.password = components.password
             self.database = database.isEmpty ? user : database
+            self.password =
+                components.password
+                ?? passwords.password(host: host, port: port, database: self.database, user: user)
             self.tls = tls
         }
 
@@ -678,7 +682,7 @@ public final class PostgresJobStore: JobStore {
         case .queryCancelled: "the query was cancelled"
         case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
             "TLS could not be set up with the server"
-        case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
+        case .unsupportedAuthMechanism, .saslError:
             "the server asked for an authentication this client cannot give"
         default: "the connection failed (\(code))"
         }
@@ -737,6 +741,13 @@ public final class PostgresJobStore: JobStore {
                 }
                 return DurableError(
                     code: .storeFailed, message: "PostgreSQL at \(location) failed: \(message) (\(code))",
+                    underlying: error)
+            }
+            if error.code == .authMechanismRequiresPassword {
+                return DurableError(
+                    code: .connectionFailed,
+                    message:
+                        "PostgreSQL at \(location) refused the connection: it asks for a password, and none was given (in the URL, PGPASSWORD or ~/.pgpass)",
                     underlying: error)
             }
             // A connection closed by the server's error (the server shutting down): that error.

@@ -47,7 +47,8 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The PostgreSQL store: postgres://user:password@host:port/database.", valueName: "url"))
+            "The PostgreSQL store: postgres://user[:password]@host:port/database (without a password: PGPASSWORD or ~/.pgpass).",
+            valueName: "url"))
     var state: String
 
     @Option(help: ArgumentHelp("The schema of the store.", valueName: "name"))

@@ -86,6 +86,35 @@ struct PostgresOutageTests {
         #expect(!worker.stderr.contains("not-the-password"), "the password was printed")
     }
 
+    @Test("a URL without its password takes it from PGPASSWORD or the password file, and says when there is none")
+    func aPasswordOffTheCommandLine() async throws {
+        guard var components = URLComponents(string: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"]!),
+            let password = components.password
+        else { return }
+        components.password = nil
+        let bare = try #require(components.string)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pgpass-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("pass").path
+        try "*:*:*:\(components.user ?? ""):\(password)\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        let missing = folder.appendingPathComponent("none").path
+
+        let none = try await OrchestraExecutable.run(
+            ["status", "--state", bare], environment: ["PGPASSWORD": "", "PGPASSFILE": missing], limit: .seconds(60))
+        #expect(none.status == 2, "\(none)")
+        #expect(none.stderr.contains("it asks for a password, and none was given"), "\(none)")
+        for environment in [["PGPASSWORD": password, "PGPASSFILE": missing], ["PGPASSWORD": "", "PGPASSFILE": file]] {
+            let status = try await OrchestraExecutable.run(
+                ["status", "--state", bare, "--schema", "pgpass_\(UInt32.random(in: 0...UInt32.max))"],
+                environment: environment, limit: .seconds(60))
+            // Connected and logged in: what it says is that the schema holds no store.
+            #expect(status.stderr.contains("there is no Orchestra store in schema"), "\(environment): \(status)")
+            #expect(!status.stderr.contains("password"), "\(status)")
+        }
+    }
+
     @Test(
         "an outage in the middle of a run is said when it begins and when it ends, and the run succeeds",
         .enabled(if: ExitTests.areEnabled))
