@@ -12,6 +12,8 @@
 #
 # ORCHESTRA_POSTGRES_MAX_CONNECTIONS=N at start sets the server's max_connections (default 200;
 # the connection-budget tests start a cluster that takes fewer connections than they open).
+# ORCHESTRA_POSTGRES_TLS_CERT=FILE and ORCHESTRA_POSTGRES_TLS_KEY=FILE (PEM) at start turn TLS on
+# with that certificate (the sslmode tests: a server whose certificate a private CA signed).
 #
 # initdb refuses to run as root: as root, the cluster belongs to the `postgres` system user the
 # Debian package creates. Everything it prints for `eval` goes to stdout; progress to stderr.
@@ -61,6 +63,13 @@ max_connections = ${ORCHESTRA_POSTGRES_MAX_CONNECTIONS:-200}
 fsync = off
 full_page_writes = off
 CONF
+    if [[ -n ${ORCHESTRA_POSTGRES_TLS_CERT:-} ]]; then
+        cp "$ORCHESTRA_POSTGRES_TLS_CERT" "$dir/data/server.crt"
+        cp "$ORCHESTRA_POSTGRES_TLS_KEY" "$dir/data/server.key"
+        chmod 600 "$dir/data/server.key"
+        if [[ $(id -u) == 0 ]]; then chown postgres "$dir/data/server.crt" "$dir/data/server.key"; fi
+        echo "ssl = on" >> "$dir/data/postgresql.conf"
+    fi
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start > /dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     echo "postgres.sh: PostgreSQL on 127.0.0.1:$port, cluster in $dir" >&2

@@ -268,10 +268,20 @@ public final class PostgresJobStore: JobStore {
         var password: String?
         var database: String
         var tls: TLSMode
+        /// `?sslrootcert=`: the CA certificates (PEM) that verify the server's certificate
+        /// (`verify-ca`, `verify-full`); `nil` for `~/.postgresql/root.crt` if it exists, else
+        /// the system's (as `sslrootcert=system` asks).
+        var rootCertificates: String?
 
-        /// `?sslmode=` of the URL.
-        enum TLSMode: String {
-            case disable, prefer, require
+        /// `?sslmode=` of the URL, as libpq reads it: `disable` no TLS; `allow` and `prefer`
+        /// (the default) TLS if the server offers it, `require` TLS or nothing, each encrypting
+        /// without checking the server's certificate; `verify-ca` checks that a trusted CA signed
+        /// it, `verify-full` also that it names the host. (libpq's `allow` tries without TLS
+        /// first; here it is `prefer`.) `require` with an `sslrootcert` is `verify-ca`, as in libpq.
+        enum TLSMode: String, CaseIterable {
+            case disable, allow, prefer, require
+            case verifyCA = "verify-ca"
+            case verifyFull = "verify-full"
         }
 
         /// Where the server is, for messages: `host:port/database`.
@@ -294,9 +304,22 @@ public final class PostgresJobStore: JobStore {
             let port = components.port ?? 5432
             guard (1...65_535).contains(port) else { throw refuse("has the port \(port), not 1…65535") }
             let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
-            guard let tls = TLSMode(rawValue: mode) else {
-                throw refuse("has sslmode=\(mode): expected disable, prefer or require")
+            guard var tls = TLSMode(rawValue: mode) else {
+                throw refuse(
+                    "has sslmode=\(mode): expected \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            var roots = components.queryItems?.first(where: { $0.name == "sslrootcert" })?.value
+            if roots == "system" { roots = nil }
+            if let roots {
+                guard let certificates = try? NIOSSLCertificate.fromPEMFile(roots), !certificates.isEmpty else {
+                    throw refuse("has sslrootcert=\(roots): no PEM certificate can be read from that file")
+                }
+                if tls == .require { tls = .verifyCA }
+            } else if tls == .verifyCA || tls == .verifyFull, let home = passwords.environment["HOME"] {
+                let file = (home as NSString).appendingPathComponent(".postgresql/root.crt")
+                if FileManager.default.fileExists(atPath: file) { roots = file }
+            }
+            self.rootCertificates = roots
             let database = String(components.path.drop(while: { $0 == "/" }))
             self.host = host
             self.port = port
@@ -308,12 +331,24 @@ public final class PostgresJobStore: JobStore {
             self.tls = tls
         }
 
+        /// The TLS of `sslmode` and `sslrootcert`.
+        var tlsConfiguration: TLSConfiguration {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            switch tls {
+            case .disable, .allow, .prefer, .require: configuration.certificateVerification = .none
+            case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+            case .verifyFull: configuration.certificateVerification = .fullVerification
+            }
+            if let rootCertificates { configuration.trustRoots = .file(rootCertificates) }
+            return configuration
+        }
+
         var clientConfiguration: PostgresClient.Configuration {
             let tls: PostgresClient.Configuration.TLS =
                 switch self.tls {
                 case .disable: .disable
-                case .prefer: .prefer(.makeClientConfiguration())
-                case .require: .require(.makeClientConfiguration())
+                case .allow, .prefer: .prefer(tlsConfiguration)
+                case .require, .verifyCA, .verifyFull: .require(tlsConfiguration)
                 }
             var configuration = PostgresClient.Configuration(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
@@ -383,8 +418,8 @@ public final class PostgresJobStore: JobStore {
             let tls: PostgresConnection.Configuration.TLS =
                 switch self.tls {
                 case .disable: .disable
-                case .prefer: .prefer(try .init(configuration: .makeClientConfiguration()))
-                case .require: .require(try .init(configuration: .makeClientConfiguration()))
+                case .allow, .prefer: .prefer(try .init(configuration: tlsConfiguration))
+                case .require, .verifyCA, .verifyFull: .require(try .init(configuration: tlsConfiguration))
                 }
             var configuration = PostgresConnection.Configuration(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
@@ -644,8 +679,20 @@ public final class PostgresJobStore: JobStore {
             // 53300: too many connections (more workers than max_connections allows).
             return state.hasPrefix("57P") || state.hasPrefix("08") || state == "53300"
         }
+        // A certificate that cannot be verified, or a TLS handshake that fails, is a setting
+        // to change, not an outage to wait out.
+        if let underlying = error.underlying, isTLSFailure(underlying) { return false }
         return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown]
             .contains(error.code)
+    }
+
+    /// SwiftNIO SSL's errors (a certificate not verified, a host it does not name, a handshake
+    /// that failed), read from their description: their types are in a module OrchestraPostgres
+    /// does not import.
+    static func isTLSFailure(_ error: any Error) -> Bool {
+        let text = "\(error)"
+        return text.contains("NIOSSL") || text.contains("handshakeFailed") || text.contains("BoringSSL")
+            || text.contains("CERTIFICATE_VERIFY_FAILED")
     }
 
     /// The client's pool refusing connections for a while after failing to open some (its
@@ -662,6 +709,18 @@ public final class PostgresJobStore: JobStore {
     /// set): Connection refused (errno: 111))`).
     static func networkReason(_ error: any Error) -> String {
         let text = "\(error)"
+        // NIOSSL's errors, in words (their description names BoringSSL's source files).
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return
+                "its TLS certificate could not be verified (sslmode=verify-ca or verify-full: give the CA that signed it with sslrootcert=FILE)"
+        }
+        if text.contains("failedToValidateHostname") {
+            return
+                "its TLS certificate does not name this host (sslmode=verify-full; verify-ca checks only who signed it)"
+        }
+        if isTLSFailure(error) {
+            return "the TLS handshake with it failed"
+        }
         if let match = text.firstMatch(of: /errno: (\d+)/), let number = Int32(match.1) {
             return String(cString: strerror(number)).lowercased()
         }
@@ -680,8 +739,8 @@ public final class PostgresJobStore: JobStore {
         case .connectionError: "the connection failed"
         case .uncleanShutdown: "the connection ended without a clean shutdown"
         case .queryCancelled: "the query was cancelled"
-        case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
-            "TLS could not be set up with the server"
+        case .sslUnsupported: "it does not accept TLS (sslmode=require or verify-…: use prefer, or turn ssl on)"
+        case .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest: "TLS could not be set up with the server"
         case .unsupportedAuthMechanism, .saslError:
             "the server asked for an authentication this client cannot give"
         default: "the connection failed (\(code))"
@@ -756,9 +815,10 @@ public final class PostgresJobStore: JobStore {
                 return DurableError(code: inner.code, message: inner.message, underlying: error)
             }
             if let underlying = error.underlying {
+                let failed = isTLSFailure(underlying) ? "could not be trusted" : "cannot be reached"
                 return DurableError(
                     code: .connectionFailed,
-                    message: "PostgreSQL at \(location) cannot be reached: \(networkReason(underlying))",
+                    message: "PostgreSQL at \(location) \(failed): \(networkReason(underlying))",
                     underlying: error)
             }
             return DurableError(

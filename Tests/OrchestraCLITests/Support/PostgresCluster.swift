@@ -29,10 +29,16 @@ struct PostgresCluster: Sendable {
     /// Runs `body` with a new cluster, stopped and removed afterwards, whether `body` throws
     /// or not; `maxConnections` sets its server's `max_connections` (200 by default).
     static func withOwnCluster<T>(
-        maxConnections: Int? = nil, _ body: (PostgresCluster) async throws -> T
+        maxConnections: Int? = nil, tls: (certificate: String, key: String)? = nil,
+        _ body: (PostgresCluster) async throws -> T
     ) async throws -> T {
-        let (status, output, errors) = try await script(
-            "start", environment: maxConnections.map { ["ORCHESTRA_POSTGRES_MAX_CONNECTIONS": "\($0)"] } ?? [:])
+        var environment: [String: String] = [:]
+        if let maxConnections { environment["ORCHESTRA_POSTGRES_MAX_CONNECTIONS"] = "\(maxConnections)" }
+        if let tls {
+            environment["ORCHESTRA_POSTGRES_TLS_CERT"] = tls.certificate
+            environment["ORCHESTRA_POSTGRES_TLS_KEY"] = tls.key
+        }
+        let (status, output, errors) = try await script("start", environment: environment)
         let exports = Dictionary(
             output.split(separator: "\n").compactMap { line -> (String, String)? in
                 guard line.hasPrefix("export "), let equals = line.firstIndex(of: "=") else { return nil }
