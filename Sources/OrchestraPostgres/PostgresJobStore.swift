@@ -287,9 +287,9 @@ public final class PostgresJobStore: JobStore {
         /// Where the server is, for messages: `host:port/database`.
         var location: String { "\(host):\(port)/\(database)" }
 
-        /// The server `url` names; a URL without a password takes one from `passwords`
-        /// (`PGPASSWORD`, `~/.pgpass`), as libpq clients do.
-        init(url: String, passwords: PostgresPasswordLookup = PostgresPasswordLookup()) throws(DurableError) {
+        /// The server `url` names; what it leaves out (a password, the CAs of `verify-…`) is
+        /// taken from `environment`, as libpq clients do.
+        init(url: String, environment: PostgresEnvironment = PostgresEnvironment()) throws(DurableError) {
             func refuse(_ problem: String) -> DurableError {
                 DurableError(code: .connectionFailed, message: "the PostgreSQL URL \(redacted(url)) \(problem)")
             }
@@ -315,9 +315,8 @@ public final class PostgresJobStore: JobStore {
                     throw refuse("has sslrootcert=\(roots): no PEM certificate can be read from that file")
                 }
                 if tls == .require { tls = .verifyCA }
-            } else if tls == .verifyCA || tls == .verifyFull, let home = passwords.environment["HOME"] {
-                let file = (home as NSString).appendingPathComponent(".postgresql/root.crt")
-                if FileManager.default.fileExists(atPath: file) { roots = file }
+            } else if tls == .verifyCA || tls == .verifyFull {
+                roots = environment.rootCertificates
             }
             self.rootCertificates = roots
             let database = String(components.path.drop(while: { $0 == "/" }))
@@ -327,7 +326,7 @@ public final class PostgresJobStore: JobStore {
             self.database = database.isEmpty ? user : database
             self.password =
                 components.password
-                ?? passwords.password(host: host, port: port, database: self.database, user: user)
+                ?? environment.password(host: host, port: port, database: self.database, user: user)
             self.tls = tls
         }
 

@@ -65,6 +65,16 @@ struct PostgresTLSTests {
             #expect(refused.status == 2, "\(refused)")
             #expect(refused.stderr.contains("its TLS certificate could not be verified"), "\(refused)")
             #expect(!refused.stderr.contains("NIOSSL") && !refused.stderr.contains("BoringSSL"), "\(refused)")
+            // The system's CAs asked for by name; and require with an sslrootcert is verify-ca,
+            // as in libpq: checked against that file (another CA's here).
+            for url in [
+                cluster.url + "?sslmode=verify-full&sslrootcert=system",
+                cluster.url + "?sslmode=require&sslrootcert=\(certificates.clientCA.path)",
+            ] {
+                let status = try await Self.status(url, home: home)
+                #expect(status.status == 2, "\(url): \(status)")
+                #expect(status.stderr.contains("its TLS certificate could not be verified"), "\(url): \(status)")
+            }
             // A worker does not wait for it as for an outage.
             let worker = try await OrchestraExecutable.run(
                 ["worker", "--state", cluster.url + "?sslmode=verify-full"], environment: ["HOME": home.path],

@@ -1,14 +1,16 @@
 import Foundation
 
-/// Where a PostgreSQL URL without a password finds one, as `psql` and every libpq client do:
-/// the `PGPASSWORD` environment variable, else the password file (`PGPASSFILE`, by default
-/// `~/.pgpass`): lines of `host:port:database:user:password`, each field `*` for any value,
-/// `\:` and `\\` for a colon and a backslash, `#` starting a comment; the first line that
-/// matches wins. As libpq does, a password file that its group or others may read is not used.
+/// What a PostgreSQL URL leaves out and a libpq client (`psql`) finds in its environment.
 ///
-/// So that a password need not be on the command line, where every user of the machine sees
-/// it (`ps`), nor in a shell's history.
-struct PostgresPasswordLookup {
+/// - The password of a URL without one: the `PGPASSWORD` environment variable, else the password
+///   file (`PGPASSFILE`, by default `~/.pgpass`): lines of `host:port:database:user:password`,
+///   each field `*` for any value, `\:` and `\\` for a colon and a backslash, `#` starting a
+///   comment; the first line that matches wins. As libpq does, a password file that its group
+///   or others may read is not used. So that a password need not be on the command line, where
+///   every user of the machine sees it (`ps`), nor in a shell's history.
+/// - The CAs that verify the server's certificate when the URL names none (`sslrootcert`):
+///   `~/.postgresql/root.crt` if it exists.
+struct PostgresEnvironment {
     var environment: [String: String]
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -22,6 +24,13 @@ struct PostgresPasswordLookup {
             let text = try? String(contentsOfFile: path, encoding: .utf8)
         else { return nil }
         return Self.password(in: text, host: host, port: port, database: database, user: user)
+    }
+
+    /// `~/.postgresql/root.crt` in `HOME`, if it exists.
+    var rootCertificates: String? {
+        guard let home = environment["HOME"], !home.isEmpty else { return nil }
+        let file = (home as NSString).appendingPathComponent(".postgresql/root.crt")
+        return FileManager.default.fileExists(atPath: file) ? file : nil
     }
 
     /// `PGPASSFILE`, or `~/.pgpass` in `HOME`.

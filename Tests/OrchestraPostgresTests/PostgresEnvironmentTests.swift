@@ -7,7 +7,7 @@ import Testing
 /// A URL without a password finds it where libpq clients do: `PGPASSWORD`, then the password
 /// file (`PGPASSFILE`, `~/.pgpass`), which is not read if its group or others may read it.
 @Suite("PostgreSQL passwords kept off the command line", .takesTurns)
-struct PostgresPasswordLookupTests {
+struct PostgresEnvironmentTests {
     static let file = """
         # comments and lines of the wrong shape are skipped
         not:a:line
@@ -19,7 +19,7 @@ struct PostgresPasswordLookupTests {
 
     @Test func theFirstMatchingLineOfAPasswordFileWinsAndStarMatchesAnything() {
         let find = { (host: String, port: Int, database: String, user: String) in
-            PostgresPasswordLookup.password(in: Self.file, host: host, port: port, database: database, user: user)
+            PostgresEnvironment.password(in: Self.file, host: host, port: port, database: database, user: user)
         }
         #expect(find("db.internal", 5432, "app", "app") == "first")
         #expect(find("db.internal", 5433, "app", "app") == nil)
@@ -35,7 +35,7 @@ struct PostgresPasswordLookupTests {
         let path = folder.appendingPathComponent("pass").path
         try Self.file.write(toFile: path, atomically: true, encoding: .utf8)
         let lookup = { (environment: [String: String]) in
-            PostgresPasswordLookup(environment: environment).password(
+            PostgresEnvironment(environment: environment).password(
                 host: "db.internal", port: 5432, database: "app", user: "app")
         }
 
@@ -54,13 +54,13 @@ struct PostgresPasswordLookupTests {
     }
 
     @Test func aURLsOwnPasswordIsUsedAsItIs() throws {
-        let lookup = PostgresPasswordLookup(environment: ["PGPASSWORD": "from-env"])
-        let given = try PostgresJobStore.Server(url: "postgres://app:in%40url@db:5432/app", passwords: lookup)
+        let lookup = PostgresEnvironment(environment: ["PGPASSWORD": "from-env"])
+        let given = try PostgresJobStore.Server(url: "postgres://app:in%40url@db:5432/app", environment: lookup)
         #expect(given.password == "in@url")
-        let missing = try PostgresJobStore.Server(url: "postgres://app@db:5432/app", passwords: lookup)
+        let missing = try PostgresJobStore.Server(url: "postgres://app@db:5432/app", environment: lookup)
         #expect(missing.password == "from-env")
         let none = try PostgresJobStore.Server(
-            url: "postgres://app@db/app", passwords: PostgresPasswordLookup(environment: [:]))
+            url: "postgres://app@db/app", environment: PostgresEnvironment(environment: [:]))
         #expect(none.password == nil)
     }
 }
