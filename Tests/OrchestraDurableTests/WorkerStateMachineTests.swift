@@ -22,6 +22,8 @@ struct WorkerStateMachineTests {
         case storeFailed
         /// Inputs from other tasks: they return no action.
         case ended(String)
+        /// An attempt ended with an output of 10 MB (an HTTP job's large response).
+        case endedLarge(String)
         case signal
         case stop(at: Double)
 
@@ -33,6 +35,7 @@ struct WorkerStateMachineTests {
             case .renewed(let at): "renewed at t+\(Int(at))"
             case .storeFailed: "store failed"
             case .ended(let id): "\(id) ended"
+            case .endedLarge(let id): "\(id) ended with 10 MB"
             case .signal: "signal"
             case .stop(let at): "stop at t+\(Int(at))"
             }
@@ -91,12 +94,12 @@ struct WorkerStateMachineTests {
 
     static func key(_ id: String) -> JobKey { JobKey(runID: "r", jobID: id) }
 
-    static func outcome(_ id: String) -> AttemptOutcome {
+    static func outcome(_ id: String, output: Data = Data()) -> AttemptOutcome {
         AttemptOutcome(
             job: ClaimedJob(
                 key: key(id), kind: "add", input: Data(), attempt: 1, dependencyOutputs: [:], timeout: nil,
                 retry: .never),
-            outcome: .succeeded(Data()))
+            outcome: .succeeded(output))
     }
 
     /// An action, short: `claim 2`, `settle [a] claim 1`, `wait until t+20`, `fail unknownJobKind`.
@@ -142,6 +145,18 @@ struct WorkerStateMachineTests {
                 (.next(at: 2), "settle [b] claim 2"),
                 (.claimed([], at: 2), "look after t+2"),
                 (.looked(.noRunLeft, at: 2), "finish"),
+            ]),
+        Case(
+            name: "outcomes with large outputs are recorded a few at a time (16 MB), one at least, one call after another",
+            modes: [.drainPrivate, .workShared],
+            steps: [
+                (.next(at: 0), "claim 2"),
+                (.claimed(["a", "b"], at: 0), "wait until t+20"),
+                (.endedLarge("a"), nil),
+                (.endedLarge("b"), nil),
+                (.next(at: 1), "settle [a] claim 2"),
+                (.claimed([], at: 1), "settle [b]"),
+                (.claimed([], at: 1), "look after t+1"),
             ]),
         Case(
             name: "a long-lived worker with no run left waits for a signal, and claims on it",
@@ -362,6 +377,7 @@ struct WorkerStateMachineTests {
                 case .storeFailed:
                     action = machine.storeFailed(DurableError(code: .connectionFailed, message: "the server is gone"))
                 case .ended(let id): machine.attemptEnded(Self.outcome(id))
+                case .endedLarge(let id): machine.attemptEnded(Self.outcome(id, output: Data(count: 10 << 20)))
                 case .signal: machine.workSignalled()
                 case .stop(let at): machine.stopRequested(at: Self.date(at))
                 }

@@ -21,7 +21,8 @@ import Foundation
 ///
 /// The rules it keeps, for every mode (``Policy``):
 /// - one store call at a time, and every outcome waiting is recorded in the call that claims
-///   the next jobs;
+///   the next jobs (at most ``settleBytes`` of outputs a call: the rest in the calls that
+///   follow at once);
 /// - never more than `limit` attempts, and no claim once a stop is requested;
 /// - while it holds a lease, it renews them all every `renewalInterval`;
 /// - a stop lets the running attempts end for up to `gracePeriod`, then gives back the leases
@@ -186,7 +187,7 @@ struct WorkerStateMachine: Sendable {
                 needsLook = false
                 claimedAt = now
             }
-            return .settle(takeEnded(), claim: claim)
+            return .settle(takeEnded(upTo: Self.settleBytes), claim: claim)
         }
         if graceDeadline != nil {
             guard !running.isEmpty else {
@@ -297,6 +298,28 @@ struct WorkerStateMachine: Sendable {
     private mutating func takeEnded() -> [AttemptOutcome] {
         defer { ended.removeAll() }
         return ended
+    }
+
+    /// The outputs one settle records at most, in bytes (but always one outcome, whatever its
+    /// size): the outcomes beyond wait for the next settle, which follows at once. Large
+    /// outputs (an HTTP job's 60 MB response) in one transaction made it take longer than a
+    /// store operation may (10 s on PostgreSQL), so it was given up and sent again whole, and a
+    /// statement could outgrow PostgreSQL's 1 GB message limit.
+    static let settleBytes = 16 << 20
+
+    /// The ended outcomes, oldest first, whose outputs come to at most `budget` bytes (at
+    /// least one); the others stay.
+    private mutating func takeEnded(upTo budget: Int) -> [AttemptOutcome] {
+        var bytes = 0
+        var count = 0
+        for outcome in ended {
+            let size = if case .succeeded(let output) = outcome.outcome { output.count } else { 0 }
+            if count > 0, bytes + size > budget { break }
+            bytes += size
+            count += 1
+        }
+        defer { ended.removeFirst(count) }
+        return Array(ended.prefix(count))
     }
 
     /// Whether `deadline` has come at `now`. Within a millisecond counts: the driver sleeps to
