@@ -147,7 +147,8 @@ struct WorkerStateMachineTests {
                 (.looked(.noRunLeft, at: 2), "finish"),
             ]),
         Case(
-            name: "outcomes with large outputs are recorded a few at a time (16 MB), one at least, one call after another",
+            name:
+                "outcomes with large outputs are recorded a few at a time (16 MB), one at least, one call after another",
             modes: [.drainPrivate, .workShared],
             steps: [
                 (.next(at: 0), "claim 2"),
