@@ -8,7 +8,7 @@ extension PostgresJobStore {
         /// The jobs whose input (and, with ``outputs``, output and error) were cleared.
         public var jobs: Int
         /// Whether outputs and errors were cleared too: the run has no job that may have been
-        /// sent (``DurableJobState/uncertain``), so nothing can go on with it.
+        /// sent (`DurableJobState.uncertain`), so nothing can go on with it.
         public var outputs: Bool
 
         public init(jobs: Int, outputs: Bool) {
@@ -18,7 +18,7 @@ extension PostgresJobStore {
     }
 
     /// Clears what the jobs of run `runID` carried once it has ended: their inputs and, when
-    /// no job of the run is ``DurableJobState/uncertain``, their outputs and errors too. The
+    /// no job of the run is `DurableJobState.uncertain`, their outputs and errors too. The
     /// jobs, their states and attempts stay, and the run's record: ``runSummaries(id:limit:)``
     /// counts them as before.
     ///
