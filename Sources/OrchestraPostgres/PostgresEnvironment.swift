@@ -27,7 +27,7 @@ struct PostgresEnvironment {
     }
 
     /// `~/.postgresql/root.crt` in `HOME`, if it exists.
-    var rootCertificates: String? {
+    var rootCertificateFile: String? {
         guard let home = environment["HOME"], !home.isEmpty else { return nil }
         let file = (home as NSString).appendingPathComponent(".postgresql/root.crt")
         return FileManager.default.fileExists(atPath: file) ? file : nil

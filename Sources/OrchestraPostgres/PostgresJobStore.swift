@@ -268,10 +268,10 @@ public final class PostgresJobStore: JobStore {
         var password: String?
         var database: String
         var tls: TLSMode
-        /// `?sslrootcert=`: the CA certificates (PEM) that verify the server's certificate
-        /// (`verify-ca`, `verify-full`); `nil` for `~/.postgresql/root.crt` if it exists, else
-        /// the system's (as `sslrootcert=system` asks).
-        var rootCertificates: String?
+        /// The CA certificates that verify the server's certificate (`verify-ca`, `verify-full`),
+        /// read once from `?sslrootcert=`, else from `~/.postgresql/root.crt` if it exists; `nil`
+        /// for the system's (as `sslrootcert=system` asks).
+        var rootCertificates: [NIOSSLCertificate]?
 
         /// `?sslmode=` of the URL, as libpq reads it: `disable` no TLS; `allow` and `prefer`
         /// (the default) TLS if the server offers it, `require` TLS or nothing, each encrypting
@@ -308,17 +308,24 @@ public final class PostgresJobStore: JobStore {
                 throw refuse(
                     "has sslmode=\(mode): expected \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            var roots = components.queryItems?.first(where: { $0.name == "sslrootcert" })?.value
-            if roots == "system" { roots = nil }
-            if let roots {
-                guard let certificates = try? NIOSSLCertificate.fromPEMFile(roots), !certificates.isEmpty else {
-                    throw refuse("has sslrootcert=\(roots): no PEM certificate can be read from that file")
+            func certificates(in file: String, named name: String) throws(DurableError) -> [NIOSSLCertificate] {
+                guard let found = try? NIOSSLCertificate.fromPEMFile(file), !found.isEmpty else {
+                    throw refuse("has \(name): no PEM certificate can be read from that file")
                 }
-                if tls == .require { tls = .verifyCA }
-            } else if tls == .verifyCA || tls == .verifyFull {
-                roots = environment.rootCertificates
+                return found
             }
-            self.rootCertificates = roots
+            switch components.queryItems?.first(where: { $0.name == "sslrootcert" })?.value {
+            case "system"?:
+                rootCertificates = nil
+            case let file?:
+                rootCertificates = try certificates(in: file, named: "sslrootcert=\(file)")
+                if tls == .require { tls = .verifyCA }
+            case nil:
+                let file = tls == .verifyCA || tls == .verifyFull ? environment.rootCertificateFile : nil
+                rootCertificates = try file.map { file throws(DurableError) in
+                    try certificates(in: file, named: "no sslrootcert, and \(file)")
+                }
+            }
             let database = String(components.path.drop(while: { $0 == "/" }))
             self.host = host
             self.port = port
@@ -338,7 +345,7 @@ public final class PostgresJobStore: JobStore {
             case .verifyCA: configuration.certificateVerification = .noHostnameVerification
             case .verifyFull: configuration.certificateVerification = .fullVerification
             }
-            if let rootCertificates { configuration.trustRoots = .file(rootCertificates) }
+            if let rootCertificates { configuration.trustRoots = .certificates(rootCertificates) }
             return configuration
         }
 

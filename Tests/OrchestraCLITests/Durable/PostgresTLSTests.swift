@@ -59,6 +59,10 @@ struct PostgresTLSTests {
                 at: certificates.ca, to: trusting.appendingPathComponent(".postgresql/root.crt"))
             let fromHome = try await Self.status(cluster.url + "?sslmode=verify-full", home: trusting)
             #expect(fromHome.stderr.contains(Self.connected), "\(fromHome)")
+            // But not when the URL asks for the system's CAs.
+            let system = try await Self.status(cluster.url + "?sslmode=verify-full&sslrootcert=system", home: trusting)
+            #expect(system.status == 2, "\(system)")
+            #expect(system.stderr.contains("its TLS certificate could not be verified"), "\(system)")
 
             // Not verified (the system's CAs did not sign it): exit 2 at once, in words.
             let refused = try await Self.status(cluster.url + "?sslmode=verify-full", home: home)
