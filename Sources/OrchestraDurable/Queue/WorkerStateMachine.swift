@@ -295,11 +295,6 @@ struct WorkerStateMachine: Sendable {
         }
     }
 
-    private mutating func takeEnded() -> [AttemptOutcome] {
-        defer { ended.removeAll() }
-        return ended
-    }
-
     /// The outputs one settle records at most, in bytes (but always one outcome, whatever its
     /// size): the outcomes beyond wait for the next settle, which follows at once. Large
     /// outputs (an HTTP job's 60 MB response) in one transaction made it take longer than a
@@ -308,8 +303,8 @@ struct WorkerStateMachine: Sendable {
     static let settleBytes = 16 << 20
 
     /// The ended outcomes, oldest first, whose outputs come to at most `budget` bytes (at
-    /// least one); the others stay.
-    private mutating func takeEnded(upTo budget: Int) -> [AttemptOutcome] {
+    /// least one; all of them by default); the others stay.
+    private mutating func takeEnded(upTo budget: Int = .max) -> [AttemptOutcome] {
         var bytes = 0
         var count = 0
         for outcome in ended {
