@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 7
+    static let schemaVersion = 8
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -243,6 +243,25 @@ extension PostgresJobStore {
             [
                 "ALTER TABLE \(table("jobs")) ADD COLUMN IF NOT EXISTS claim_token TEXT",
                 "UPDATE \(table("orchestra_store")) SET value = '7' WHERE key = 'schema'",
+            ],
+            // Each step's figures as the run's coordinator saw them (recordSteps): its requests
+            // that succeeded, failed and may have been sent, and a `for_each` list's length,
+            // in file order (`position`). (IF NOT EXISTS: as above.)
+            [
+                """
+                CREATE TABLE IF NOT EXISTS \(table("run_steps")) (
+                    run_id TEXT NOT NULL REFERENCES \(table("runs")) (id) ON DELETE CASCADE,
+                    position BIGINT NOT NULL,
+                    step TEXT NOT NULL,
+                    for_each BOOLEAN NOT NULL,
+                    total BIGINT,
+                    succeeded BIGINT NOT NULL,
+                    failed BIGINT NOT NULL,
+                    maybe_sent BIGINT NOT NULL,
+                    PRIMARY KEY (run_id, position)
+                )
+                """,
+                "UPDATE \(table("orchestra_store")) SET value = '8' WHERE key = 'schema'",
             ],
         ]
     }

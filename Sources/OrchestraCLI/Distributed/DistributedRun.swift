@@ -90,7 +90,7 @@ struct DistributedRun {
     func run<T: Sendable>(
         announce: (String) -> Void, waitingNote: @escaping @Sendable (String) -> Void,
         cancelled: @escaping @Sendable () -> Bool, rateEvents: RateEventRelay? = nil,
-        hostFigures: (T) -> [DurableHostFigures] = { _ in [] },
+        hostFigures: (T) -> [DurableHostFigures] = { _ in [] }, steps: WorkflowStepTally? = nil,
         _ body: (any HTTPTransport) async throws -> T
     ) async throws -> (T, Summary) {
         let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -157,10 +157,20 @@ struct DistributedRun {
                     jobTimeout: jobTimeout, resource: { self.resource(for: $0) }, jobPrefix: jobPrefix)
                 return try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await Self.watchForWorkers(store, runID: runID, schema: self.schema, waitingNote) }
+                    if let steps {
+                        // A new run shows its steps at once; a run that goes on keeps the
+                        // figures of its earlier coordinator until this one has news.
+                        group.addTask {
+                            await Self.recordSteps(of: steps, in: store, runID: runID, from: created ? -1 : 0)
+                        }
+                    }
                     defer { group.cancelAll() }
                     return (try await body(transport), transport.counts)
                 }
             }
+            // The steps as the workflow ended them, for `orchestra status`; a failure to keep them
+            // loses no request.
+            if let steps { try? await store.recordSteps(Self.figures(steps.figures.steps), of: runID) }
             // What only this coordinator saw of each host (429s, the rate its server set), kept in
             // the run for `orchestra status`; a failure to keep them loses no request.
             try? await store.recordHosts(hostFigures(result), of: runID)
@@ -193,6 +203,36 @@ struct DistributedRun {
                     runID: runID, location: store.location, reused: counts.reused, requests: counts.appended,
                     unanswered: counts.unanswered, abandoned: abandoned, state: state)
             )
+        }
+    }
+
+    /// How often a coordinator writes its steps' figures to the run while it goes, when they
+    /// changed: what `orchestra status` shows of a run that is going on is at most this old.
+    static let stepsInterval: Duration = .seconds(2)
+
+    /// Writes `tally`'s figures to run `runID` whenever they have changed since version `from`,
+    /// looking every `interval`, until cancelled. A write that fails is tried again at the next
+    /// look (the figures are only for `orchestra status`: no request depends on them).
+    static func recordSteps<C: Clock<Duration>>(
+        of tally: WorkflowStepTally, in store: PostgresJobStore, runID: String, from version: Int,
+        interval: Duration = stepsInterval, clock: C = ContinuousClock()
+    ) async {
+        var recorded = version
+        while !Task.isCancelled {
+            let (steps, version) = tally.figures
+            if version != recorded, (try? await store.recordSteps(figures(steps), of: runID)) != nil {
+                recorded = version
+            }
+            do { try await clock.sleep(for: interval) } catch { return }
+        }
+    }
+
+    /// The steps' figures as the store keeps them.
+    static func figures(_ steps: [WorkflowStateSummary.Step]) -> [DurableStepFigures] {
+        steps.map {
+            DurableStepFigures(
+                step: $0.id, forEach: $0.forEach, total: $0.total, succeeded: $0.succeeded, failed: $0.failed,
+                maybeSent: $0.maybeSent)
         }
     }
 

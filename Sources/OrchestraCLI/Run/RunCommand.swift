@@ -253,11 +253,15 @@ struct RunCommand: AsyncParsableCommand {
         // and a server's pause holds the jobs the store has for its host.
         let runnerWorkflow = isDistributed ? workflow.leavingHostRatesToTheStore : workflow
         let rateEvents = RateEventRelay()
+        // Handed to workers, the steps' figures are kept in the run for `orchestra status` (a
+        // state file's records give them).
+        let steps = isDistributed ? WorkflowStepTally(workflow: workflow) : nil
         let run = { @Sendable (transport: any HTTPTransport) async throws -> WorkflowReport in
             let runner = self.runner(
                 runnerWorkflow, transport: transport, cookieJar: cookieJar, state: stateFile, rateEvents: rateEvents)
             return try await signals.cancellingOnSignal {
                 await runner.run { event in
+                    steps?.observe(event)
                     if text { progress.handle(event) }
                 }
             }
@@ -266,7 +270,7 @@ struct RunCommand: AsyncParsableCommand {
         var distributed: DistributedRun.Summary?
         if isDistributed, let state {
             (report, distributed) = try await runDistributed(
-                workflow, state: state, console: console, signals: signals, rateEvents: rateEvents, run)
+                workflow, state: state, console: console, signals: signals, rateEvents: rateEvents, steps: steps, run)
             // The store held the hosts' rates: the report names them as a local run's does.
             report.hosts = workflow.limits.namingHostRates(in: report.hosts)
         } else {
@@ -310,7 +314,7 @@ struct RunCommand: AsyncParsableCommand {
     ///   if the store fails once the run has started.
     private func runDistributed(
         _ workflow: Workflow, state: String, console: Console, signals: TerminationSignals, rateEvents: RateEventRelay,
-        _ run: @escaping @Sendable (any HTTPTransport) async throws -> WorkflowReport
+        steps: WorkflowStepTally?, _ run: @escaping @Sendable (any HTTPTransport) async throws -> WorkflowReport
     ) async throws -> (WorkflowReport, DistributedRun.Summary) {
         let runID = self.runID ?? DistributedRun.newRunID(file: options.file)
         var distributed = DistributedRun(url: state, schema: schema ?? "orchestra", runID: runID, workflow: workflow)
@@ -339,7 +343,7 @@ struct RunCommand: AsyncParsableCommand {
                             tooManyRequests: host.tooManyRequests, pauses: host.pauses)
                     }
                 },
-                run)
+                steps: steps, run)
         } catch {
             let opened = started.withLock { $0 }
             Console.standardError.line("orchestra run: error: --state: \(TerminalText.safe("\(error)"))")

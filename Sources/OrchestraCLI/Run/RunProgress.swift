@@ -46,7 +46,7 @@ final class RunProgress: Sendable {
         switch event {
         case .started:
             return
-        case .progress(let step, let finished, let total):
+        case .progress(let step, let finished, let total, _):
             guard console.isTerminal, showsBar else { return }
             output = state.withLock { state in
                 guard !state.interrupted else { return clearAfterInterruption(&state) }

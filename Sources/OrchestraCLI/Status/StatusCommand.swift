@@ -19,7 +19,9 @@ struct StatusCommand: AsyncParsableCommand {
 
             --state postgres://user:password@host:port/database: the most recent durable runs \
             of the store in --schema, newest first: each run's state, its jobs by state, how \
-            many workers run them now, and each host's rate, requests and 429s. Only read; workers may be running.
+            many workers run them now, and each host's rate, requests and 429s; with one run \
+            shown (--run ID), also the table of its steps a state file gives, as the run's \
+            coordinator judged them (written every 2 s while it runs). Only read; workers may be running.
 
             Exit status: 0 every request (every listed run) succeeded, 1 some are still to be \
             sent or did not succeed, 2 the state cannot be read, 3 the PostgreSQL store's \
@@ -108,24 +110,7 @@ struct StatusCommand: AsyncParsableCommand {
             console.paint("\(name)\(TerminalText.quoted(summary.file))", .bold),
             "state: \(TerminalText.quoted(path)) · \(Format.count(summary.runs, "run")) · last written \(timestamp(summary.updated))",
         ]
-        let header = ["step", "succeeded", "failed", "may have been sent", "pending"]
-        let rows = summary.steps.map { step -> [String] in
-            let pending: String
-            if let count = step.pending {
-                pending = step.forEach ? "\(count) of \(step.total ?? 0)" : "\(count)"
-            } else {
-                pending = "list not read yet"
-            }
-            return [
-                TerminalText.quoted(step.id), "\(step.succeeded)", "\(step.failed)", "\(step.maybeSent)", pending,
-            ]
-        }
-        let marks = summary.steps.map { step in
-            step.isDone
-                ? console.paint("✓", .green)
-                : step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
-        }
-        lines += table(header: header, rows: rows, marks: marks, console: console)
+        lines += stepLines(summary.steps, console: console)
         if let open = summary.openRun {
             lines.insert(
                 console.paint(
@@ -143,12 +128,39 @@ struct StatusCommand: AsyncParsableCommand {
                 header: ["host", "requests", "rate", "server's rate", "429s", "pauses"], rows: rows,
                 marks: rows.map { _ in " " }, console: console)
         }
-        let done = summary.steps.count(where: \.isDone)
-        lines.append(
-            console.paint(
-                "\(done) of \(Format.count(summary.steps.count, "step")) done",
-                summary.isComplete ? .green : .yellow))
+        lines.append(doneLine(summary.steps, console: console))
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// A table of the steps, in file order: how many of each one's requests succeeded, failed,
+    /// may have been sent and are still to be sent, each row after a mark. The same for a state
+    /// file's run and a PostgreSQL store's.
+    static func stepLines(_ steps: [WorkflowStateSummary.Step], console: Console) -> [String] {
+        let header = ["step", "succeeded", "failed", "may have been sent", "pending"]
+        let rows = steps.map { step -> [String] in
+            let pending: String
+            if let count = step.pending {
+                pending = step.forEach ? "\(count) of \(step.total ?? 0)" : "\(count)"
+            } else {
+                pending = "list not read yet"
+            }
+            return [
+                TerminalText.quoted(step.id), "\(step.succeeded)", "\(step.failed)", "\(step.maybeSent)", pending,
+            ]
+        }
+        let marks = steps.map { step in
+            step.isDone
+                ? console.paint("✓", .green)
+                : step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
+        }
+        return table(header: header, rows: rows, marks: marks, console: console)
+    }
+
+    /// `3 of 4 steps done`, green once every step is.
+    static func doneLine(_ steps: [WorkflowStateSummary.Step], console: Console) -> String {
+        let done = steps.count(where: \.isDone)
+        return console.paint(
+            "\(done) of \(Format.count(steps.count, "step")) done", done == steps.count ? .green : .yellow)
     }
 
     /// A table's lines: the header dimmed, the first column left-aligned and the others
@@ -176,19 +188,23 @@ struct StatusCommand: AsyncParsableCommand {
             "updated": .string(timestamp(summary.updated)),
             "complete": .bool(summary.isComplete),
             "hosts": .array(summary.hosts.map(json(of:))),
-            "steps": .array(
-                summary.steps.map { step in
-                    .object([
-                        "id": .string(step.id),
-                        "for_each": .bool(step.forEach),
-                        "total": step.forEach ? step.total.map(JSONValue.integer) ?? .null : .integer(1),
-                        "succeeded": .integer(step.succeeded),
-                        "failed": .integer(step.failed),
-                        "may_have_been_sent": .integer(step.maybeSent),
-                        "pending": step.pending.map(JSONValue.integer) ?? .null,
-                        "done": .bool(step.isDone),
-                    ])
-                }),
+            "steps": .array(summary.steps.map(json(of:))),
+        ])
+    }
+
+    /// A step's figures: `id`, `for_each`, `total`, `succeeded`, `failed`,
+    /// `may_have_been_sent`, `pending`, `done`. The same for a state file's run and a
+    /// PostgreSQL store's.
+    static func json(of step: WorkflowStateSummary.Step) -> JSONValue {
+        .object([
+            "id": .string(step.id),
+            "for_each": .bool(step.forEach),
+            "total": step.forEach ? step.total.map(JSONValue.integer) ?? .null : .integer(1),
+            "succeeded": .integer(step.succeeded),
+            "failed": .integer(step.failed),
+            "may_have_been_sent": .integer(step.maybeSent),
+            "pending": step.pending.map(JSONValue.integer) ?? .null,
+            "done": .bool(step.isDone),
         ])
     }
 

@@ -28,8 +28,9 @@ struct StoreStatus {
         let location: String
         let paces: [String: [DurableResourcePace]]
         let hosts: [String: [DurableHostFigures]]
+        let steps: [String: [WorkflowStateSummary.Step]]
         do {
-            (summaries, location, paces, hosts) = try await PostgresJobStore.withStore(
+            (summaries, location, paces, hosts, steps) = try await PostgresJobStore.withStore(
                 url: url, schema: schema, pollInterval: nil,
                 logger: Logger(label: "orchestra.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
                 migrating: false
@@ -37,14 +38,17 @@ struct StoreStatus {
                 let summaries = try await store.runSummaries(id: runID, limit: last)
                 var paces: [String: [DurableResourcePace]] = [:]
                 var hosts: [String: [DurableHostFigures]] = [:]
+                var steps: [String: [WorkflowStateSummary.Step]] = [:]
                 for summary in summaries {
                     // A store of an older schema (not migrated: status only reads) has no rates.
                     let found = (try? await store.resourcePaces(of: summary.run.id)) ?? []
                     if !found.isEmpty { paces[summary.run.id] = found }
                     let seen = (try? await store.hosts(of: summary.run.id)) ?? []
                     if !seen.isEmpty { hosts[summary.run.id] = seen }
+                    let judged = (try? await store.steps(of: summary.run.id)) ?? []
+                    if !judged.isEmpty { steps[summary.run.id] = judged.map(Self.step(of:)) }
                 }
-                return (summaries, store.location, paces, hosts)
+                return (summaries, store.location, paces, hosts, steps)
             }
         } catch {
             Console.standardError.line("orchestra status: error: --state: \(TerminalText.safe("\(error)"))")
@@ -58,8 +62,12 @@ struct StoreStatus {
         }
         let console = Console.standardOutput(noColor: noColor)
         switch output {
-        case .text: console.write(text(summaries, location: location, paces: paces, hosts: hosts, console: console))
-        case .json: console.write(json(summaries, location: location, paces: paces, hosts: hosts).prettyText + "\n")
+        case .text:
+            console.write(
+                text(summaries, location: location, paces: paces, hosts: hosts, steps: steps, console: console))
+        case .json:
+            console.write(
+                json(summaries, location: location, paces: paces, hosts: hosts, steps: steps).prettyText + "\n")
         }
         if !summaries.allSatisfy({ $0.run.state == .succeeded }) { throw ExitCode(1) }
     }
@@ -67,7 +75,8 @@ struct StoreStatus {
     /// The store, then a table of the runs.
     func text(
         _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
-        hosts: [String: [DurableHostFigures]] = [:], console: Console
+        hosts: [String: [DurableHostFigures]] = [:], steps: [String: [WorkflowStateSummary.Step]] = [:],
+        console: Console
     ) -> String {
         var lines = [
             console.paint("PostgreSQL store \(TerminalText.quoted(schema)) at \(TerminalText.safe(location))", .bold)
@@ -114,6 +123,11 @@ struct StoreStatus {
                 lines.append(console.paint("  \(TerminalText.quoted(summary.run.id)) · " + line, .dim))
             }
         }
+        // One run shown: its steps as its coordinator judged them, as a state file's are shown.
+        if summaries.count == 1, let summary = summaries.first, let steps = steps[summary.run.id] {
+            lines += StatusCommand.stepLines(steps, console: console)
+            lines.append(StatusCommand.doneLine(steps, console: console))
+        }
         let going = summaries.count { $0.run.state == .running }
         lines.append(
             console.paint(
@@ -141,10 +155,21 @@ struct StoreStatus {
         ])
     }
 
-    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […], "hosts": […]}]}`.
+    /// A step's figures as the store keeps them.
+    static func step(of figures: DurableStepFigures) -> WorkflowStateSummary.Step {
+        var step = WorkflowStateSummary.Step(id: figures.step, forEach: figures.forEach)
+        step.total = figures.total
+        step.succeeded = figures.succeeded
+        step.failed = figures.failed
+        step.maybeSent = figures.maybeSent
+        return step
+    }
+
+    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […], "hosts": […], "steps": […]}]}`;
+    /// `steps` as a state file's (empty for a run no coordinator recorded them for).
     func json(
         _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
-        hosts: [String: [DurableHostFigures]] = [:]
+        hosts: [String: [DurableHostFigures]] = [:], steps: [String: [WorkflowStateSummary.Step]] = [:]
     ) -> JSONValue {
         let runs: [JSONValue] = summaries.map { summary in
             let resources: [JSONValue] = (paces[summary.run.id] ?? []).map(Self.json(of:))
@@ -161,6 +186,7 @@ struct StoreStatus {
                 "jobs": .object(jobs),
                 "resources": .array(resources),
                 "hosts": .array(seen),
+                "steps": .array((steps[summary.run.id] ?? []).map(StatusCommand.json(of:))),
             ])
         }
         return .object(["store": .string(location), "schema": .string(schema), "runs": .array(runs)])

@@ -36,7 +36,7 @@ extension StepExecutor {
             stateFailure = try await fanOutRecorded(
                 step, list: list, elements: elements, values: values, state: state, into: &outcome)
         } else {
-            emit(.progress(step: step.id, finished: 0, total: total))
+            emit(.progress(step: step.id, finished: 0, total: total, counts: outcome.counts))
             // The library's window: at most `window` elements started at once, each one's
             // outcome received as it ends. Cancelled, no element starts any more and those
             // running are cancelled, their outcomes still received: every element that started
@@ -50,7 +50,7 @@ extension StepExecutor {
                 guard case .success(let end) = ended else { continue }
                 outcome.record(index, end.result, end.report)
                 finished += 1
-                emit(.progress(step: step.id, finished: finished, total: total))
+                emit(.progress(step: step.id, finished: finished, total: total, counts: outcome.counts))
             }
             // Cancelled before every element started: the rest are cancelled unsent, counted at
             // once without a report each (5,000,000 reports took 26 s to build, sort and redact

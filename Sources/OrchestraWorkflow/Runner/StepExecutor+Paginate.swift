@@ -177,7 +177,7 @@ extension StepExecutor {
         defer { channel.leave() }
         let kept = keptCaptures(of: step)
         var outcome = FanOutOutcome(keepsAll: keepsItemReports, keeping: kept, count: 0)
-        emit(.progress(step: step.id, finished: 0, total: 0))
+        emit(.progress(step: step.id, finished: 0, total: 0, counts: outcome.counts))
         var pagesFailed: (any Error)?
         var total = 0
         let window = self.window
@@ -207,7 +207,7 @@ extension StepExecutor {
                 running -= 1
                 finished += 1
                 outcome.record(index, end.result, end.report)
-                emit(.progress(step: step.id, finished: finished, total: total))
+                emit(.progress(step: step.id, finished: finished, total: total, counts: outcome.counts))
             }
         }
         report(outcome, of: step.id)

@@ -179,7 +179,7 @@ extension StepExecutor {
             throw StepFailure("--state: \(error)")
         }
         cursor = StateRecordCursor(state: state, step: step.id)
-        emit(.progress(step: step.id, finished: 0, total: total))
+        emit(.progress(step: step.id, finished: 0, total: total, counts: outcome.counts))
         var stateFailure: (any Error)?
         /// An element's index, how it ended, and its report.
         typealias Ended = (Int, Result<[String: JSONValue], any Error>, StepReport?)
@@ -230,7 +230,7 @@ extension StepExecutor {
                         outcome.record(index, .failure(StepFailure(report.error ?? "")), report)
                     }
                     finished += 1
-                    emit(.progress(step: step.id, finished: finished, total: total))
+                    emit(.progress(step: step.id, finished: finished, total: total, counts: outcome.counts))
                 }
             }
             await fill(&group)
@@ -238,7 +238,7 @@ extension StepExecutor {
                 outcome.record(index, result, report)
                 finished += 1
                 running -= 1
-                emit(.progress(step: step.id, finished: finished, total: total))
+                emit(.progress(step: step.id, finished: finished, total: total, counts: outcome.counts))
                 await fill(&group)
             }
             // Cancelled (or the state file failed) before every element started: the rest are

@@ -11,6 +11,9 @@ package struct StepReport: Sendable, Hashable {
         package var succeeded = 0
         package var failed = 0
         package var cancelled = 0
+        /// Failed elements (counted in ``failed`` too) not sent because an earlier run, or a
+        /// worker that stopped, may have sent them.
+        package var maybeSent = 0
         /// Elements not sent because the `--state` file records them as succeeded.
         package var recorded = 0
 
@@ -22,7 +25,9 @@ package struct StepReport: Sendable, Hashable {
             if item.recorded { recorded += 1 }
             switch item.state {
             case .succeeded: succeeded += 1
-            case .failed: failed += 1
+            case .failed:
+                failed += 1
+                if item.maybeSent { maybeSent += 1 }
             case .cancelled: cancelled += 1
             case .skipped: break
             }
@@ -137,8 +142,8 @@ package enum WorkflowEvent: Sendable {
     /// A step ended, however it ended.
     case finished(StepReport)
     /// How far a `for_each` step is: `finished` of its `total` elements have ended (sent once
-    /// with 0 when the step knows its list, then once per element).
-    case progress(step: String, finished: Int, total: Int)
+    /// with 0 when the step knows its list, then once per element), `counts` how.
+    case progress(step: String, finished: Int, total: Int, counts: StepReport.ItemCounts)
 }
 
 /// Every step's report, in file order, and the run's totals.

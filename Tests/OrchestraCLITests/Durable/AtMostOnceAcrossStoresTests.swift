@@ -102,10 +102,15 @@ struct AtMostOnceAcrossStoresTests {
                     server.openGate()
                     first = try await OrchestraExecutable.run(run, limit: .seconds(120))
                 }
+                // `orchestra status` judges the steps alike in both stores: the same table, the same JSON.
+                let (table, steps) = try await Self.status(state: state, schema: schema)
+                let charge = steps.last ?? [:]
                 if scenario.resent {
                     #expect(first.status == 0, "\(first)")
                     #expect(first.stdout.contains("\(Self.count) requests sent, \(Self.count) succeeded"), "\(first)")
                     #expect(paths.allSatisfy { server.arrivals(of: $0) == 2 }, "\(paths.map(server.arrivals(of:)))")
+                    #expect(table.last == "\(Self.count) 0 0 0 of \(Self.count)", "\(table)")
+                    #expect(charge["succeeded"] as? Int == Self.count && charge["done"] as? Bool == true, "\(steps)")
                     await DistributedRunTests.stop(workers)
                     return
                 }
@@ -113,6 +118,13 @@ struct AtMostOnceAcrossStoresTests {
                 #expect(first.stdout.contains("may have been sent: in flight when"), "\(first)")
                 #expect(first.stdout.contains("is not safe to send twice, so it was not sent again"), "\(first)")
                 #expect(paths.allSatisfy { server.arrivals(of: $0) == 1 }, "\(paths.map(server.arrivals(of:)))")
+                #expect(table == ["1 0 0 0", "0 0 \(Self.count) 0 of \(Self.count)"], "\(table)")
+                #expect(steps.compactMap { $0["id"] as? String } == ["list", "charge"], "\(steps)")
+                #expect(steps.first?["done"] as? Bool == true, "\(steps)")
+                #expect(
+                    charge["total"] as? Int == Self.count && charge["succeeded"] as? Int == 0
+                        && charge["failed"] as? Int == 0 && charge["may_have_been_sent"] as? Int == Self.count
+                        && charge["pending"] as? Int == 0 && charge["done"] as? Bool == false, "\(steps)")
 
                 // Going on with the run, --resend-uncertain sends them again; the list is read back.
                 let again = try await OrchestraExecutable.run(run + ["--resend-uncertain"], limit: .seconds(120))
@@ -132,6 +144,27 @@ struct AtMostOnceAcrossStoresTests {
         ])
         #expect(run.status == 2, "\(run)")
         #expect(run.stderr.contains("--resend-uncertain goes on with a run: give its --run-id"), "\(run)")
+    }
+
+    /// What `orchestra status` says of the run's steps: the figures of each row of its step
+    /// table (succeeded, failed, may have been sent, pending; the step's name and mark left
+    /// out) and its JSON `steps`. A state file's, or the PostgreSQL run `charges`'s.
+    static func status(state: [String], schema: String?) async throws -> (table: [String], steps: [[String: Any]]) {
+        let arguments =
+            schema.map { ["status", "--state", DistributedRunTests.url, "--schema", $0, "--run", "charges"] }
+            ?? ["status", "--state", state[1]]
+        let text = try await OrchestraExecutable.run(arguments + ["--no-color"])
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        let header = try #require(lines.firstIndex { $0.contains("may have been sent") }, "\(text)")
+        let table = lines[(header + 1)...].prefix { ["✓", "✗", "…"].contains($0.first.map(String.init)) }.map {
+            $0.split(separator: " ").dropFirst(2).joined(separator: " ")
+        }
+        #expect(lines.contains("1 of 2 steps done") || lines.contains("2 of 2 steps done"), "\(text)")
+        let json = try await OrchestraExecutable.run(arguments + ["--output", "json"])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+        let holder = schema == nil ? document : try #require((document["runs"] as? [[String: Any]])?.first)
+        return (table, try #require(holder["steps"] as? [[String: Any]], "\(json)"))
     }
 
     /// Runs `body` with the arguments of `orchestra run` that keep its run in a new store of

@@ -68,7 +68,7 @@ struct ForEachRunnerTests {
             await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) { event in
                 switch event {
                 case .started(let step): events.append("start \(step)")
-                case .progress(let step, let finished, let total): events.append("\(step) \(finished)/\(total)")
+                case .progress(let step, let finished, let total, _): events.append("\(step) \(finished)/\(total)")
                 case .finished(let report): events.append("end \(report.id)")
                 }
             }

@@ -1,0 +1,61 @@
+import Foundation
+import OrchestraDurable
+import OrchestraPostgres
+import OrchestraTestKit
+import OrchestraWorkflow
+import TestSupport
+import Testing
+
+@testable import OrchestraCLI
+
+/// A distributed run's coordinator writes its steps' figures to the run while it goes, for
+/// `orchestra status`: at once for a new run, then whenever they have changed.
+@Suite(
+    "orchestra run --state postgres://…: the steps' figures written as the run goes",
+    .enabled(
+        if: ProcessInfo.processInfo.environment["ORCHESTRA_POSTGRES_URL"] != nil,
+        "no PostgreSQL: eval \"$(Scripts/postgres.sh start)\" sets ORCHESTRA_POSTGRES_URL"),
+    .timeLimit(.minutes(2)), .takesTurns)
+struct StepFiguresRecordingTests {
+    /// `name succeeded/failed/may have been sent` of each step the store holds for run `run`.
+    static func stored(_ store: PostgresJobStore) async throws -> [String] {
+        try await store.steps(of: "run").map { "\($0.step) \($0.succeeded)/\($0.failed)/\($0.maybeSent)" }
+    }
+
+    @Test("written at the start, again after a change, not again without one")
+    func writtenWhenChanged() async throws {
+        let workflow = try Workflow.parse(
+            """
+            steps:
+              - { id: login, url: "http://x.test/login" }
+              - { id: ping, url: "http://x.test/ping" }
+            """, file: "flow.yaml")
+        try await DistributedRunTests.withSchema { schema in
+            try await PostgresJobStore.withStore(url: DistributedRunTests.url, schema: schema, pollInterval: nil) {
+                store in
+                #expect(try await DurableQueue(store: store).open(runID: "run"))
+                let tally = WorkflowStepTally(workflow: workflow)
+                let clock = ManualClock()
+                let recording = Task {
+                    await DistributedRun.recordSteps(of: tally, in: store, runID: "run", from: -1, clock: clock)
+                }
+                defer { recording.cancel() }
+                // The loop records, then sleeps: once it sleeps, the first record is in.
+                try await clock.waitForSleepers(1)
+                #expect(try await Self.stored(store) == ["login 0/0/0", "ping 0/0/0"])
+
+                tally.observe(
+                    .finished(StepReport(id: "login", state: .succeeded, method: "GET", url: "http://x.test/login")))
+                #expect(clock.advance(by: DistributedRun.stepsInterval) == 1)
+                try await clock.waitForSleepers(1)
+                #expect(try await Self.stored(store) == ["login 1/0/0", "ping 0/0/0"])
+
+                // Nothing new: what the store holds is left as it is.
+                try await store.recordSteps([], of: "run")
+                #expect(clock.advance(by: DistributedRun.stepsInterval) == 1)
+                try await clock.waitForSleepers(1)
+                #expect(try await Self.stored(store).isEmpty)
+            }
+        }
+    }
+}
