@@ -45,6 +45,23 @@ struct DistributedRun {
         /// Requests given up on whose jobs were left when the workflow ended, cancelled then.
         var abandoned: Int
         var state: DurableRunState
+
+        /// What a coordinator's transport `counts`, in a run it `created` or one it goes on
+        /// with. A job found already stored in a run this coordinator created is one of its own
+        /// appends, tried again after its first try committed unseen (an outage): it was
+        /// handed to workers by this coordinator, not read back from an earlier one.
+        init(
+            runID: String, location: String, counts: DurableHTTPTransport.Counts, created: Bool, abandoned: Int,
+            state: DurableRunState
+        ) {
+            self.runID = runID
+            self.location = location
+            reused = created ? 0 : counts.reused
+            requests = counts.appended + (created ? counts.reused : 0)
+            unanswered = counts.unanswered
+            self.abandoned = abandoned
+            self.state = state
+        }
     }
 
     /// A new run id: the workflow file's name and the time, `orders-20261126-071500-3fa9`.
@@ -200,8 +217,8 @@ struct DistributedRun {
             return (
                 result,
                 Summary(
-                    runID: runID, location: store.location, reused: counts.reused, requests: counts.appended,
-                    unanswered: counts.unanswered, abandoned: abandoned, state: state)
+                    runID: runID, location: store.location, counts: counts, created: created, abandoned: abandoned,
+                    state: state)
             )
         }
     }
