@@ -8,7 +8,8 @@ import Foundation
 ///   comment; the first line that matches wins. As libpq does, a password file that its group
 ///   or others may read is not used. So that a password need not be on the command line, where
 ///   every user of the machine sees it (`ps`), nor in a shell's history.
-/// - The CAs that verify the server's certificate when the URL names none (`sslrootcert`):
+/// - The TLS mode and the CAs when the URL gives no `sslmode` or `sslrootcert`: `PGSSLMODE` and
+///   `PGSSLROOTCERT`; the CAs that verify the server's certificate when neither names any:
 ///   `~/.postgresql/root.crt` if it exists.
 struct PostgresEnvironment {
     var environment: [String: String]
@@ -24,6 +25,11 @@ struct PostgresEnvironment {
             let text = try? String(contentsOfFile: path, encoding: .utf8)
         else { return nil }
         return Self.password(in: text, host: host, port: port, database: database, user: user)
+    }
+
+    /// The environment variable `name`, if set and not empty (libpq ignores an empty one).
+    func value(of name: String) -> String? {
+        environment[name].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// `~/.postgresql/root.crt` in `HOME`, if it exists.

@@ -250,8 +250,9 @@ public final class PostgresJobStore: JobStore {
     public static let defaultConnections = 2
 
     /// The client configuration for `url`: `postgres://user:password@host:port/database`
-    /// (or `postgresql://`), the port 5432 by default; `?sslmode=disable|prefer|require`
-    /// (default prefer). Also returns where the server is, for messages (never the password).
+    /// (or `postgresql://`), the port 5432 by default; `?sslmode=` and `?sslrootcert=` as
+    /// libpq reads them (else `PGSSLMODE` and `PGSSLROOTCERT`; `sslmode` prefer by default).
+    /// Also returns where the server is, for messages (never the password).
     ///
     /// - Throws: `DurableError` with code `DurableError/Code/connectionFailed` naming what
     ///   is missing or wrong in the URL.
@@ -269,11 +270,12 @@ public final class PostgresJobStore: JobStore {
         var database: String
         var tls: TLSMode
         /// The CA certificates that verify the server's certificate (`verify-ca`, `verify-full`),
-        /// read once from `?sslrootcert=`, else from `~/.postgresql/root.crt` if it exists; `nil`
+        /// read once from `?sslrootcert=` (else `PGSSLROOTCERT`), else from
+        /// `~/.postgresql/root.crt` if it exists; `nil`
         /// for the system's (as `sslrootcert=system` asks).
         var rootCertificates: [NIOSSLCertificate]?
 
-        /// `?sslmode=` of the URL, as libpq reads it: `disable` no TLS; `allow` and `prefer`
+        /// `?sslmode=` of the URL (else `PGSSLMODE`), as libpq reads it: `disable` no TLS; `allow` and `prefer`
         /// (the default) TLS if the server offers it, `require` TLS or nothing, each encrypting
         /// without checking the server's certificate; `verify-ca` checks that a trusted CA signed
         /// it, `verify-full` also that it names the host. (libpq's `allow` tries without TLS
@@ -303,27 +305,35 @@ public final class PostgresJobStore: JobStore {
             guard let user = components.user, !user.isEmpty else { throw refuse("has no user name") }
             let port = components.port ?? 5432
             guard (1...65_535).contains(port) else { throw refuse("has the port \(port), not 1…65535") }
-            let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
-            guard var tls = TLSMode(rawValue: mode) else {
-                throw refuse(
-                    "has sslmode=\(mode): expected \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
+            // The URL's parameter, else the environment's variable (as libpq reads them), and
+            // what to call it in a message.
+            func parameter(_ name: String, variable: String) -> (value: String, source: String)? {
+                if let value = components.queryItems?.first(where: { $0.name == name })?.value {
+                    return (value, "has \(name)=\(value)")
+                }
+                return environment.value(of: variable).map { ($0, "has no \(name), and \(variable) is '\($0)'") }
             }
-            func certificates(in file: String, named name: String) throws(DurableError) -> [NIOSSLCertificate] {
+            let mode = parameter("sslmode", variable: "PGSSLMODE")
+            guard var tls = TLSMode(rawValue: mode?.value ?? "prefer") else {
+                throw refuse(
+                    "\(mode?.source ?? ""): expected \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            func certificates(in file: String, named source: String) throws(DurableError) -> [NIOSSLCertificate] {
                 guard let found = try? NIOSSLCertificate.fromPEMFile(file), !found.isEmpty else {
-                    throw refuse("has \(name): no PEM certificate can be read from that file")
+                    throw refuse("\(source): no PEM certificate can be read from that file")
                 }
                 return found
             }
-            switch components.queryItems?.first(where: { $0.name == "sslrootcert" })?.value {
-            case "system"?:
+            switch parameter("sslrootcert", variable: "PGSSLROOTCERT") {
+            case ("system", _)?:
                 rootCertificates = nil
-            case let file?:
-                rootCertificates = try certificates(in: file, named: "sslrootcert=\(file)")
+            case let (file, source)?:
+                rootCertificates = try certificates(in: file, named: source)
                 if tls == .require { tls = .verifyCA }
             case nil:
                 let file = tls == .verifyCA || tls == .verifyFull ? environment.rootCertificateFile : nil
                 rootCertificates = try file.map { file throws(DurableError) in
-                    try certificates(in: file, named: "no sslrootcert, and \(file)")
+                    try certificates(in: file, named: "has no sslrootcert, and \(file)")
                 }
             }
             let database = String(components.path.drop(while: { $0 == "/" }))

@@ -1,4 +1,5 @@
 import Foundation
+import OrchestraDurable
 import TestSupport
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 
 /// A URL without a password finds it where libpq clients do: `PGPASSWORD`, then the password
 /// file (`PGPASSFILE`, `~/.pgpass`), which is not read if its group or others may read it.
-@Suite("PostgreSQL passwords kept off the command line", .takesTurns)
+@Suite("What a PostgreSQL URL leaves out, found where libpq finds it: passwords, TLS mode and CAs", .takesTurns)
 struct PostgresEnvironmentTests {
     static let file = """
         # comments and lines of the wrong shape are skipped
@@ -62,5 +63,30 @@ struct PostgresEnvironmentTests {
         let none = try PostgresJobStore.Server(
             url: "postgres://app@db/app", environment: PostgresEnvironment(environment: [:]))
         #expect(none.password == nil)
+    }
+
+    @Test func pgsslmodeAndPgsslrootcertApplyWhenTheURLGivesNeitherAndAreNamedWhenWrong() throws {
+        let server = { (url: String, environment: [String: String]) throws(DurableError) in
+            try PostgresJobStore.Server(url: url, environment: PostgresEnvironment(environment: environment))
+        }
+        #expect(try server("postgres://app@db/app", ["PGSSLMODE": "require"]).tls == .require)
+        #expect(try server("postgres://app@db/app?sslmode=disable", ["PGSSLMODE": "require"]).tls == .disable)
+        #expect(try server("postgres://app@db/app", ["PGSSLMODE": ""]).tls == .prefer, "empty: not set")
+        #expect(try server("postgres://app@db/app", [:]).tls == .prefer)
+        let wrongMode = #expect(throws: DurableError.self) {
+            try server("postgres://app:secret@db/app", ["PGSSLMODE": "maybe"])
+        }
+        #expect(wrongMode?.message.contains("has no sslmode, and PGSSLMODE is 'maybe': expected disable") == true)
+        #expect(wrongMode?.message.contains("secret") == false)
+        // PGSSLROOTCERT names the CAs (and makes require verify-ca); the URL's sslrootcert wins.
+        let missing = "/nonexistent/ca-\(UUID()).pem"
+        let wrongFile = #expect(throws: DurableError.self) {
+            try server("postgres://app@db/app?sslmode=require", ["PGSSLROOTCERT": missing])
+        }
+        #expect(
+            wrongFile?.message.contains(
+                "has no sslrootcert, and PGSSLROOTCERT is '\(missing)': no PEM certificate can be read") == true)
+        let system = try server("postgres://app@db/app?sslmode=require&sslrootcert=system", ["PGSSLROOTCERT": missing])
+        #expect(system.tls == .require && system.rootCertificates == nil)
     }
 }

@@ -47,7 +47,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The PostgreSQL store: postgres://user[:password]@host:port/database (without a password: PGPASSWORD or ~/.pgpass).",
+            "The PostgreSQL store: postgres://user[:password]@host:port/database (without a password: PGPASSWORD or ~/.pgpass; TLS: ?sslmode= and ?sslrootcert=, else PGSSLMODE and PGSSLROOTCERT).",
             valueName: "url"))
     var state: String
 

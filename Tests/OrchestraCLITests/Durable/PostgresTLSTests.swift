@@ -18,10 +18,10 @@ import Testing
 struct PostgresTLSTests {
     /// `orchestra status` of a schema that holds no store: what it says tells whether it
     /// connected (and logged in) or not.
-    static func status(_ url: String, home: URL) async throws -> ProcessOutput {
+    static func status(_ url: String, home: URL, environment: [String: String] = [:]) async throws -> ProcessOutput {
         try await OrchestraExecutable.run(
-            ["status", "--state", url, "--schema", "no_store_here"], environment: ["HOME": home.path],
-            limit: .seconds(60))
+            ["status", "--state", url, "--schema", "no_store_here"],
+            environment: environment.merging(["HOME": home.path]) { given, _ in given }, limit: .seconds(60))
     }
 
     static let connected = "there is no Orchestra store in schema 'no_store_here'"
@@ -79,6 +79,16 @@ struct PostgresTLSTests {
                 #expect(status.status == 2, "\(url): \(status)")
                 #expect(status.stderr.contains("its TLS certificate could not be verified"), "\(url): \(status)")
             }
+            // PGSSLMODE and PGSSLROOTCERT, as libpq reads them, when the URL gives neither.
+            let fromEnvironment = try await Self.status(
+                cluster.url, home: home, environment: ["PGSSLMODE": "verify-full", "PGSSLROOTCERT": ca])
+            #expect(fromEnvironment.stderr.contains(Self.connected), "\(fromEnvironment)")
+            let unverified = try await Self.status(cluster.url, home: home, environment: ["PGSSLMODE": "verify-full"])
+            #expect(unverified.status == 2, "\(unverified)")
+            #expect(unverified.stderr.contains("its TLS certificate could not be verified"), "\(unverified)")
+            let urlWins = try await Self.status(
+                cluster.url + "?sslmode=require", home: home, environment: ["PGSSLMODE": "verify-full"])
+            #expect(urlWins.stderr.contains(Self.connected), "\(urlWins)")
             // A worker does not wait for it as for an outage.
             let worker = try await OrchestraExecutable.run(
                 ["worker", "--state", cluster.url + "?sslmode=verify-full"], environment: ["HOME": home.path],
