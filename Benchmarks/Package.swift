@@ -18,6 +18,7 @@ let package = Package(
         // (a path dependency's identity is otherwise its directory name).
         .package(name: "Orchestra", path: ".."),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Only the MallocInterposer trait, which backs the malloc metrics. The default
         // RuntimeInterposer trait would also pull in swift-runtime-interposer, not mirrored here.
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -60,6 +61,15 @@ let package = Package(
                 .product(name: "OrchestraPostgres", package: "Orchestra"),
             ],
             path: "Tools/ClaimThroughput"
+        ),
+        // AsyncHTTPClient alone, as `hey` sends requests: the floor under `orchestra run`'s cost
+        // per request (BENCHMARKS.md, "Per request, against hey").
+        .executableTarget(
+            name: "HTTPFloor",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
+            ],
+            path: "Tools/HTTPFloor"
         ),
     ],
     swiftLanguageModes: [.v6]

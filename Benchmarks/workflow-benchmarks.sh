@@ -10,6 +10,7 @@
 #   Benchmarks/workflow-benchmarks.sh steps      # run 20,000 independent steps vs one for_each of 20,000
 #   Benchmarks/workflow-benchmarks.sh data       # --data: 1,000 rows x 3 steps, --parallel 32 vs --parallel 1
 #   Benchmarks/workflow-benchmarks.sh hey        # 10,000 GETs, 32 at once: orchestra run vs hey (Debian's `hey`)
+#   Benchmarks/workflow-benchmarks.sh floor      # the same GETs by AsyncHTTPClient alone vs hey, and orchestra run vs it
 #   Benchmarks/workflow-benchmarks.sh state      # 10,000 GETs / POSTs, 32 at once: with --state vs in memory
 #   Benchmarks/workflow-benchmarks.sh paginate   # paginate: streamed into for_each, 1,000,000 vs 100,000 items
 set -euo pipefail
@@ -133,4 +134,19 @@ if [[ $what == all || $what == state ]]; then
             -- sh -c "rm -f $states/run.state*; exec $bin run $file --var base=$base --transport asynchttpclient --state $states/run.state"
     done
     rm -rf "$states"
+fi
+
+if [[ $what == all || $what == floor ]]; then
+    # What the HTTP client costs with nothing of Orchestra around it (Benchmarks/Tools/HTTPFloor:
+    # AsyncHTTPClient, 32 tasks each sending its share, as hey does): the floor under the
+    # command's ratio to hey, and the command's own cost above that floor.
+    which hey > /dev/null || { echo "needs hey (apt-get install hey)" >&2; exit 1; }
+    swift build -c release --package-path Benchmarks --product HTTPFloor
+    floor=$PWD/Benchmarks/.build/release/HTTPFloor
+    echo "== 10,000 GETs of /status/200, 32 at once: AsyncHTTPClient alone (A) vs hey -n 10000 -c 32 (B)"
+    farm-bench -n 5 --timeout 900 --vs "hey -n 10000 -c 32 $base/status/200?i=1" \
+        -- "$floor" "$base/status/200?i=1" 10000 32
+    echo "== the same: orchestra run for_each (A) vs AsyncHTTPClient alone (B)"
+    farm-bench -n 5 --timeout 900 --vs "$floor $base/status/200?i=1 10000 32" \
+        -- "$bin" run "$workflows/for-each-limit-32.yaml" --var "base=$base" --transport asynchttpclient
 fi
