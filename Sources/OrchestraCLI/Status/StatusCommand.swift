@@ -24,7 +24,7 @@ struct StatusCommand: AsyncParsableCommand {
             coordinator judged them (written every 2 s while it runs). Only read; workers may be running.
 
             Exit status: 0 every request (every listed run) succeeded, 1 some are still to be \
-            sent or did not succeed, 2 the state cannot be read, 3 the PostgreSQL store's \
+            sent or did not succeed (for a workflow's run, as its coordinator judged its steps), 2 the state cannot be read, 3 the PostgreSQL store's \
             server cannot be reached (trying again later may work).
             """
     )

@@ -69,7 +69,7 @@ struct StoreStatus {
             console.write(
                 json(summaries, location: location, paces: paces, hosts: hosts, steps: steps).prettyText + "\n")
         }
-        if !summaries.allSatisfy({ $0.run.state == .succeeded }) { throw ExitCode(1) }
+        if !summaries.allSatisfy({ Self.isComplete($0, steps: steps[$0.run.id]) }) { throw ExitCode(1) }
     }
 
     /// The store, then a table of the runs.
@@ -98,6 +98,8 @@ struct StoreStatus {
         }
         let marks = summaries.map { summary in
             switch summary.run.state {
+            case .succeeded where !Self.isComplete(summary, steps: steps[summary.run.id]):
+                console.paint("✗", .red)
             case .succeeded: console.paint("✓", .green)
             case .running: console.paint("…", .yellow)
             case .failed, .cancelled: console.paint("✗", .red)
@@ -132,8 +134,16 @@ struct StoreStatus {
         lines.append(
             console.paint(
                 "\(Format.count(summaries.count, "run")) shown, \(going) still running",
-                going == 0 && summaries.allSatisfy { $0.run.state == .succeeded } ? .green : .yellow))
+                going == 0 && summaries.allSatisfy { Self.isComplete($0, steps: steps[$0.run.id]) }
+                    ? .green : .yellow))
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// Whether a run is done and everything in it succeeded: every job, and, for a workflow's
+    /// run, every step as its coordinator judged it (`steps`; a job whose request got a
+    /// response has succeeded, whatever the response).
+    static func isComplete(_ summary: DurableRunSummary, steps: [WorkflowStateSummary.Step]?) -> Bool {
+        summary.run.state == .succeeded && (steps?.allSatisfy(\.isDone) ?? true)
     }
 
     /// A host as the run's coordinators saw it: `host`, `requests`, `rate`, `effective_rate`,
@@ -165,8 +175,9 @@ struct StoreStatus {
         return step
     }
 
-    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […], "hosts": […], "steps": […]}]}`;
-    /// `steps` as a state file's (empty for a run no coordinator recorded them for).
+    /// `{"store", "schema", "runs": [{"id", "state", "created", "ended", "limit", "workers", "jobs": {state: n}, "resources": […], "hosts": […], "steps": […], "complete"}]}`;
+    /// `steps` as a state file's (empty for a run no coordinator recorded them for),
+    /// `complete` as ``isComplete(_:steps:)``.
     func json(
         _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
         hosts: [String: [DurableHostFigures]] = [:], steps: [String: [WorkflowStateSummary.Step]] = [:]
@@ -187,6 +198,7 @@ struct StoreStatus {
                 "resources": .array(resources),
                 "hosts": .array(seen),
                 "steps": .array((steps[summary.run.id] ?? []).map(StatusCommand.json(of:))),
+                "complete": .bool(Self.isComplete(summary, steps: steps[summary.run.id])),
             ])
         }
         return .object(["store": .string(location), "schema": .string(schema), "runs": .array(runs)])

@@ -58,4 +58,36 @@ struct StepFiguresRecordingTests {
             }
         }
     }
+
+    @Test(
+        "a request refused by its server is a job that succeeded and a step that failed: status judges the run by its steps, exit 1"
+    )
+    func aRunIsJudgedByItsSteps() async throws {
+        // Port 1: nothing listens, every connection is refused, on the worker.
+        let file = try WorkflowCommandTests.workflowFile(
+            """
+            steps:
+              - { id: refused, url: "http://127.0.0.1:1/nothing", retry: 1 }
+            """)
+        try await DistributedRunTests.withSchema { schema in
+            let run = try await DistributedRunTests.run(file, schema: schema, runID: "refused", workers: 1)
+            #expect(run.status == 1, "\(run)")
+            let status = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "refused", "--no-color",
+            ])
+            #expect(status.status == 1, "\(status)")
+            let lines = status.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            // The run's row: its jobs all succeeded, yet it is marked as not done.
+            #expect(lines.contains { $0.prefix(4) == ["✗", "refused", "succeeded", "1"] }, "\(status)")
+            #expect(lines.contains { $0 == ["✗", "refused", "0", "1", "0", "0"] }, "\(status)")
+            let json = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "refused", "--output",
+                "json",
+            ])
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+            let only = try #require((document["runs"] as? [[String: Any]])?.first, "\(json)")
+            #expect(only["state"] as? String == "succeeded" && only["complete"] as? Bool == false, "\(json)")
+        }
+    }
 }
