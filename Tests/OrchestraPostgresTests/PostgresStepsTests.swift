@@ -48,4 +48,34 @@ struct PostgresStepsTests {
             #expect(try await store.steps(of: "no-such-run").isEmpty)
         }
     }
+
+    @Test(
+        "given what was recorded last, only the steps that moved are written; another number of steps replaces them all"
+    )
+    func onlyTheStepsThatMovedAreWritten() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            _ = try await file.open()
+            let store = try file.postgresStore(tries: .init())
+            let queue = DurableQueue(store: store, clock: ManualClock())
+            var graph = DurableGraph()
+            try graph.add("a", Self.step, input: 1)
+            #expect(try await queue.submit(graph, runID: "run"))
+            let steps = (0..<3).map {
+                DurableStepFigures(step: "s\($0)", forEach: false, total: nil, succeeded: 0, failed: 0, maybeSent: 0)
+            }
+            try await store.recordSteps(steps, of: "run")
+            // A mark in the first row, which a write of that row would undo.
+            _ = try await file.client!.query(
+                "UPDATE \(unescaped: file.schema).run_steps SET succeeded = 99 WHERE run_id = 'run' AND position = 0")
+            var moved = steps
+            moved[1].succeeded = 1
+            try await store.recordSteps(moved, of: "run", changedFrom: steps)
+            #expect(try await store.steps(of: "run").map(\.succeeded) == [99, 1, 0])
+            try await store.recordSteps(moved, of: "run", changedFrom: moved)
+            #expect(try await store.steps(of: "run").map(\.succeeded) == [99, 1, 0], "nothing moved: nothing written")
+            // Fewer steps than last time: all of them, and nothing else, as given.
+            try await store.recordSteps(Array(moved.prefix(2)), of: "run", changedFrom: moved)
+            #expect(try await store.steps(of: "run") == Array(moved.prefix(2)))
+        }
+    }
 }

@@ -235,10 +235,15 @@ struct DistributedRun {
         interval: Duration = stepsInterval, clock: C = ContinuousClock()
     ) async {
         var recorded = version
+        // What this loop wrote last: only the steps that moved since are written again.
+        var written: [DurableStepFigures]?
         while !Task.isCancelled {
             let (steps, version) = tally.figures
-            if version != recorded, (try? await store.recordSteps(figures(steps), of: runID)) != nil {
-                recorded = version
+            if version != recorded {
+                let now = figures(steps)
+                if (try? await store.recordSteps(now, of: runID, changedFrom: written)) != nil {
+                    (recorded, written) = (version, now)
+                }
             }
             do { try await clock.sleep(for: interval) } catch { return }
         }
