@@ -19,7 +19,8 @@ struct StatusCommand: AsyncParsableCommand {
 
             --state postgres://user:password@host:port/database: the most recent durable runs \
             of the store in --schema, newest first: each run's state, its jobs by state, how \
-            many workers run them now, and each host's rate, requests and 429s; with one run \
+            many workers run them now, how many of a workflow's steps are done, and each \
+            host's rate, requests and 429s; with one run \
             shown (--run ID), also the table of its steps a state file gives, as the run's \
             coordinator judged them (written every 2 s while it runs). Only read; workers may be running.
 

@@ -83,17 +83,19 @@ struct StoreStatus {
         ]
         guard !summaries.isEmpty else { return (lines + ["no runs"]).map { $0 + "\n" }.joined() }
         // uncertain: may have been sent, not sent again (DurableJobOptions.atMostOnce).
+        // The jobs by state, then (a workflow's run) its steps done as its coordinator judged them.
         let header = [
-            "run", "state", "succeeded", "failed", "uncertain", "skipped", "running", "waiting", "workers", "started",
+            "run", "state", "succeeded", "failed", "uncertain", "skipped", "running", "waiting", "workers",
+            "steps done", "started",
         ]
         let rows = summaries.map { summary -> [String] in
             let jobs = summary.jobs
             let count = { (states: [DurableJobState]) in "\(states.reduce(0) { $0 + (jobs[$1] ?? 0) })" }
+            let done = steps[summary.run.id].map { "\($0.count(where: \.isDone))/\($0.count)" } ?? "–"
             return [
                 TerminalText.quoted(summary.run.id), summary.run.state.rawValue, count([.succeeded]),
                 count([.failed]), count([.uncertain]), count([.skipped, .cancelled]), count([.running]),
-                count([.ready, .blocked]),
-                "\(summary.workers)", StatusCommand.timestamp(summary.run.created),
+                count([.ready, .blocked]), "\(summary.workers)", done, StatusCommand.timestamp(summary.run.created),
             ]
         }
         let marks = summaries.map { summary in

@@ -55,12 +55,14 @@ struct PostgresStatusTests {
             ])
             #expect(all.status == 1, "\(all)")
             let rows = all.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-            let byRun = Dictionary(rows.filter { $0.count == 11 }.map { ($0[1], Array($0[0...9])) }) { first, _ in first
+            let byRun = Dictionary(rows.filter { $0.count == 12 }.map { ($0[1], Array($0[0...10])) }) { first, _ in
+                first
             }
-            // mark, run, state, succeeded, failed, uncertain, skipped, running, waiting, workers
-            #expect(byRun["done"] == ["✓", "done", "succeeded", "3", "0", "0", "0", "0", "0", "0"], "\(all)")
-            #expect(byRun["broken"] == ["✗", "broken", "failed", "0", "1", "0", "1", "0", "0", "0"], "\(all)")
-            #expect(byRun["pending"] == ["…", "pending", "running", "0", "0", "0", "0", "0", "4", "0"], "\(all)")
+            // mark, run, state, succeeded, failed, uncertain, skipped, running, waiting, workers,
+            // steps done (none: not a workflow's run)
+            #expect(byRun["done"] == ["✓", "done", "succeeded", "3", "0", "0", "0", "0", "0", "0", "–"], "\(all)")
+            #expect(byRun["broken"] == ["✗", "broken", "failed", "0", "1", "0", "1", "0", "0", "0", "–"], "\(all)")
+            #expect(byRun["pending"] == ["…", "pending", "running", "0", "0", "0", "0", "0", "4", "0", "–"], "\(all)")
             #expect(all.stdout.contains("3 runs shown, 1 still running"), "\(all)")
 
             let json = try await OrchestraExecutable.run([
