@@ -17,15 +17,21 @@ import Testing
 struct PostgresStepsTests {
     static let step = JobKind<Int, Int>("step")
 
-    @Test("recorded in file order, replaced whole by the next record, dropped for a run that does not exist")
-    func recordedReplacedAndDropped() async throws {
+    /// A new store with one run, `run`, for `body`.
+    static func withRun(_ body: (TemporaryStore, PostgresJobStore) async throws -> Void) async throws {
         try await withTemporaryStore(.postgres) { file in
             _ = try await file.open()
             let store = try file.postgresStore(tries: .init())
-            let queue = DurableQueue(store: store, clock: ManualClock())
             var graph = DurableGraph()
             try graph.add("a", Self.step, input: 1)
-            #expect(try await queue.submit(graph, runID: "run"))
+            #expect(try await DurableQueue(store: store, clock: ManualClock()).submit(graph, runID: "run"))
+            try await body(file, store)
+        }
+    }
+
+    @Test("recorded in file order, replaced whole by the next record, dropped for a run that does not exist")
+    func recordedReplacedAndDropped() async throws {
+        try await Self.withRun { file, store in
             #expect(try await store.steps(of: "run").isEmpty, "no coordinator recorded any")
 
             let first = [
@@ -53,13 +59,7 @@ struct PostgresStepsTests {
         "given what was recorded last, only the steps that moved are written; another number of steps replaces them all"
     )
     func onlyTheStepsThatMovedAreWritten() async throws {
-        try await withTemporaryStore(.postgres) { file in
-            _ = try await file.open()
-            let store = try file.postgresStore(tries: .init())
-            let queue = DurableQueue(store: store, clock: ManualClock())
-            var graph = DurableGraph()
-            try graph.add("a", Self.step, input: 1)
-            #expect(try await queue.submit(graph, runID: "run"))
+        try await Self.withRun { file, store in
             let steps = (0..<3).map {
                 DurableStepFigures(step: "s\($0)", forEach: false, total: nil, succeeded: 0, failed: 0, maybeSent: 0)
             }

@@ -72,7 +72,7 @@ struct StoreStatus {
         if !summaries.allSatisfy({ Self.isComplete($0, steps: steps[$0.run.id]) }) { throw ExitCode(1) }
     }
 
-    /// The store, then a table of the runs.
+    /// The store, then a table of the runs (with one run shown, its steps as a state file's are).
     func text(
         _ summaries: [DurableRunSummary], location: String, paces: [String: [DurableResourcePace]] = [:],
         hosts: [String: [DurableHostFigures]] = [:], steps: [String: [WorkflowStateSummary.Step]] = [:],
