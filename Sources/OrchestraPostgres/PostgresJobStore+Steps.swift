@@ -76,7 +76,7 @@ extension PostgresJobStore {
         }
     }
 
-    /// The step figures of run `runID` (``recordSteps(_:of:)``), in file order; none if no
+    /// The step figures of run `runID` (``recordSteps(_:of:changedFrom:)``), in file order; none if no
     /// coordinator of the run recorded them (a run of an earlier version).
     public func steps(of runID: String) async throws -> [DurableStepFigures] {
         try await read { [self] connection in
