@@ -51,18 +51,25 @@ struct WorkflowStepTallyTests {
                 "list false - 0/0/0 pending 1", "each true - 0/0/0 pending -", "charge false - 0/0/0 pending 1",
                 "after false - 0/0/0 pending 1", "ping false - 0/0/0 pending 1",
             ])
-        let midway = Locked<[String]>([])
+        // After each of the for_each's progress events: the elements ended so far, and the
+        // step's figures then. (The elements end in any order: element 2 fails whenever it ends.)
+        let midway = Locked<[(ended: Int, figures: WorkflowStateSummary.Step)]>([])
         let report = try await withHangGuard {
             await WorkflowRunner(workflow: workflow, transport: transport).run(clock: ManualClock()) { event in
                 tally.observe(event)
-                // limit 1: the elements end one by one; after the third (element 2), this.
-                if case .progress("each", 3, _, _) = event {
-                    midway.withLock { $0 = Self.rows([tally.figures.steps[1]]) }
+                if case .progress("each", let finished, _, _) = event {
+                    midway.withLock { $0.append((finished, tally.figures.steps[1])) }
                 }
             }
         }
         #expect(!report.allSucceeded)
-        #expect(midway.withLock { $0 } == ["each true 4 2/1/0 pending 1"])
+        let seen = midway.withLock { $0 }
+        #expect(seen.map(\.ended) == [0, 1, 2, 3, 4], "once when the list is read, then once per element")
+        #expect(
+            seen.allSatisfy {
+                $0.figures.total == 4 && $0.figures.succeeded + $0.figures.failed == $0.ended
+                    && $0.figures.failed <= 1 && $0.figures.pending == 4 - $0.ended
+            }, "\(seen)")
         let end = tally.figures
         #expect(
             Self.rows(end.steps) == [
