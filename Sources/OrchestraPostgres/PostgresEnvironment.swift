@@ -20,7 +20,7 @@ struct PostgresEnvironment {
 
     /// The password for `user` on `database` at `host:port`, or `nil`.
     func password(host: String, port: Int, database: String, user: String) -> String? {
-        if let password = environment["PGPASSWORD"], !password.isEmpty { return password }
+        if let password = value(of: "PGPASSWORD") { return password }
         guard let path = passwordFile, Self.isPrivate(path),
             let text = try? String(contentsOfFile: path, encoding: .utf8)
         else { return nil }
@@ -34,15 +34,15 @@ struct PostgresEnvironment {
 
     /// `~/.postgresql/root.crt` in `HOME`, if it exists.
     var rootCertificateFile: String? {
-        guard let home = environment["HOME"], !home.isEmpty else { return nil }
+        guard let home = value(of: "HOME") else { return nil }
         let file = (home as NSString).appendingPathComponent(".postgresql/root.crt")
         return FileManager.default.fileExists(atPath: file) ? file : nil
     }
 
     /// `PGPASSFILE`, or `~/.pgpass` in `HOME`.
     var passwordFile: String? {
-        if let file = environment["PGPASSFILE"], !file.isEmpty { return file }
-        guard let home = environment["HOME"], !home.isEmpty else { return nil }
+        if let file = value(of: "PGPASSFILE") { return file }
+        guard let home = value(of: "HOME") else { return nil }
         return (home as NSString).appendingPathComponent(".pgpass")
     }
 
