@@ -107,7 +107,7 @@ struct DistributedRun {
     func run<T: Sendable>(
         announce: (String) -> Void, waitingNote: @escaping @Sendable (String) -> Void,
         cancelled: @escaping @Sendable () -> Bool, rateEvents: RateEventRelay? = nil,
-        hostFigures: (T) -> [DurableHostFigures] = { _ in [] }, steps: WorkflowStepTally? = nil,
+        hostFigures: (T) -> [DurableHostFigures] = { _ in [] }, steps tally: WorkflowStepTally? = nil,
         _ body: (any HTTPTransport) async throws -> T
     ) async throws -> (T, Summary) {
         let quiet = Logger(label: "orchestra.run", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -167,6 +167,9 @@ struct DistributedRun {
                 Task { try? await queue.pauseResource(resource, of: runID, for: duration) }
             }
             defer { rateEvents?.forward(nil) }
+            // A new run shows its steps at once; a run that goes on keeps the figures of its
+            // earlier coordinator until this one has news.
+            let steps = tally.map { StepRecorder(tally: $0, store: store, runID: runID, from: created ? -1 : 0) }
             let (result, counts) = try await queue.withOutcomes(of: runID) { outcomes in
                 let transport = DurableHTTPTransport(
                     queue: queue, runID: runID, outcomes: outcomes,
@@ -174,20 +177,14 @@ struct DistributedRun {
                     jobTimeout: jobTimeout, resource: { self.resource(for: $0) }, jobPrefix: jobPrefix)
                 return try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await Self.watchForWorkers(store, runID: runID, schema: self.schema, waitingNote) }
-                    if let steps {
-                        // A new run shows its steps at once; a run that goes on keeps the
-                        // figures of its earlier coordinator until this one has news.
-                        group.addTask {
-                            await Self.recordSteps(of: steps, in: store, runID: runID, from: created ? -1 : 0)
-                        }
-                    }
+                    if let steps { group.addTask { await steps.keepRecording() } }
                     defer { group.cancelAll() }
                     return (try await body(transport), transport.counts)
                 }
             }
             // The steps as the workflow ended them, for `orchestra status`; a failure to keep them
             // loses no request.
-            if let steps { try? await store.recordSteps(Self.figures(steps.figures.steps), of: runID) }
+            await steps?.record()
             // What only this coordinator saw of each host (429s, the rate its server set), kept in
             // the run for `orchestra status`; a failure to keep them loses no request.
             try? await store.recordHosts(hostFigures(result), of: runID)
@@ -220,41 +217,6 @@ struct DistributedRun {
                     runID: runID, location: store.location, counts: counts, created: created, abandoned: abandoned,
                     state: state)
             )
-        }
-    }
-
-    /// How often a coordinator writes its steps' figures to the run while it goes, when they
-    /// changed: what `orchestra status` shows of a run that is going on is at most this old.
-    static let stepsInterval: Duration = .seconds(2)
-
-    /// Writes `tally`'s figures to run `runID` whenever they have changed since version `from`,
-    /// looking every `interval`, until cancelled. A write that fails is tried again at the next
-    /// look (the figures are only for `orchestra status`: no request depends on them).
-    static func recordSteps<C: Clock<Duration>>(
-        of tally: WorkflowStepTally, in store: PostgresJobStore, runID: String, from version: Int,
-        interval: Duration = stepsInterval, clock: C = ContinuousClock()
-    ) async {
-        var recorded = version
-        // What this loop wrote last: only the steps that moved since are written again.
-        var written: [DurableStepFigures]?
-        while !Task.isCancelled {
-            let (steps, version) = tally.figures
-            if version != recorded {
-                let now = figures(steps)
-                if (try? await store.recordSteps(now, of: runID, changedFrom: written)) != nil {
-                    (recorded, written) = (version, now)
-                }
-            }
-            do { try await clock.sleep(for: interval) } catch { return }
-        }
-    }
-
-    /// The steps' figures as the store keeps them.
-    static func figures(_ steps: [WorkflowStateSummary.Step]) -> [DurableStepFigures] {
-        steps.map {
-            DurableStepFigures(
-                step: $0.id, forEach: $0.forEach, total: $0.total, succeeded: $0.succeeded, failed: $0.failed,
-                maybeSent: $0.maybeSent)
         }
     }
 

@@ -36,9 +36,8 @@ struct StepFiguresRecordingTests {
                 #expect(try await DurableQueue(store: store).open(runID: "run"))
                 let tally = WorkflowStepTally(workflow: workflow)
                 let clock = ManualClock()
-                let recording = Task {
-                    await DistributedRun.recordSteps(of: tally, in: store, runID: "run", from: -1, clock: clock)
-                }
+                let recorder = StepRecorder(tally: tally, store: store, runID: "run", from: -1)
+                let recording = Task { await recorder.keepRecording(clock: clock) }
                 defer { recording.cancel() }
                 // The loop records, then sleeps: once it sleeps, the first record is in.
                 try await clock.waitForSleepers(1)
@@ -46,13 +45,13 @@ struct StepFiguresRecordingTests {
 
                 tally.observe(
                     .finished(StepReport(id: "login", state: .succeeded, method: "GET", url: "http://x.test/login")))
-                #expect(clock.advance(by: DistributedRun.stepsInterval) == 1)
+                #expect(clock.advance(by: StepRecorder.interval) == 1)
                 try await clock.waitForSleepers(1)
                 #expect(try await Self.stored(store) == ["login 1/0/0", "ping 0/0/0"])
 
                 // Nothing new: what the store holds is left as it is.
                 try await store.recordSteps([], of: "run")
-                #expect(clock.advance(by: DistributedRun.stepsInterval) == 1)
+                #expect(clock.advance(by: StepRecorder.interval) == 1)
                 try await clock.waitForSleepers(1)
                 #expect(try await Self.stored(store).isEmpty)
             }
