@@ -20,29 +20,42 @@ import Darwin
 /// "sending" record is committed, so that a later run knows it may have been sent. A record
 /// lost in a kill is at worst a request sent again that is safe to send again.
 ///
-/// One process at a time: the file is locked (`flock`) while it is open, and released when the
-/// process ends, however it ends.
+/// One process at a time: the file is locked (`flock`) while it is open, and released when
+/// its run's writer has written the run's end (``runWriter()`` returns), or when the process
+/// ends, however it ends.
 package final class WorkflowState: Sendable {
     /// The file, for messages.
     package let path: String
     /// This run's number: 1 for the first run with the file, 2 for the first resume…
     package let run: Int
     private let database: DatabaseQueue
-    private let lockDescriptor: Int32
+    /// The descriptor holding the file's lock, until it is released (`nil` after).
+    private let lockDescriptor: Locked<Int32?>
     private let writer = Locked(WriterState())
 
     private init(path: String, run: Int, database: DatabaseQueue, lockDescriptor: Int32) {
         self.path = path
         self.run = run
         self.database = database
-        self.lockDescriptor = lockDescriptor
+        self.lockDescriptor = Locked(lockDescriptor)
     }
 
     deinit {
         // A state opened but never run to its end (the command failed before the run): the file
         // is not behind anything, and says so.
         if writer.withLock({ !$0.closed && $0.failure == nil }) { try? Self.endRun(run, database) }
-        close(lockDescriptor)
+        releaseLock()
+    }
+
+    /// Lets another run use the file: called once the run's last write is done, not left to
+    /// `deinit`, which may come later than the next run in the same process (a test, an app
+    /// running a workflow twice) if a task still holds this object.
+    private func releaseLock() {
+        let descriptor = lockDescriptor.withLock { descriptor in
+            defer { descriptor = nil }
+            return descriptor
+        }
+        if let descriptor { close(descriptor) }
     }
 
     /// Opens (or creates) the state file at `path` for a run of `workflow`.
@@ -284,6 +297,7 @@ package final class WorkflowState: Sendable {
             if failure == nil, (try? Self.endRun(run, database)) != nil {
                 writer.withLock { $0.closed = true }
             }
+            releaseLock()
         }
         while let (writes, upTo) = await nextBatch() {
             let run = self.run

@@ -342,4 +342,25 @@ struct WorkflowStateRunTests {
             #expect(summary.digest == changed.digest)
         }
     }
+
+    /// CI once saw a run refused the file the run before it had just ended: the lock went with
+    /// the state object, which something still held. The lock now goes when the run's writer
+    /// ends; here the first run's state is still held while the second run opens the file.
+    @Test func aRunThatEndedFreesTheFileForTheNextRunWhileItsStateIsStillHeld() async throws {
+        let workflow = try parse("steps:\n  - { id: a, url: \"http://x.test/a\" }")
+        try await withStateFile { path in
+            let first = try WorkflowState.open(path: path, workflow: workflow, force: false)
+            let error = #expect(throws: WorkflowStateError.self) {
+                try WorkflowState.open(path: path, workflow: workflow, force: false)
+            }
+            #expect(error?.code == .inUse, "a run that has not ended holds the file")
+            let report = await WorkflowRunner(
+                workflow: workflow, transport: ScriptedHTTPTransport { _, _ in respond() }, state: first
+            ).run(clock: ManualClock())
+            #expect(report.allSucceeded)
+            let second = try WorkflowState.open(path: path, workflow: workflow, force: false)
+            #expect(second.run == 2)
+            withExtendedLifetime(first) {}
+        }
+    }
 }
