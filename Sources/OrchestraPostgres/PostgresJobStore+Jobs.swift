@@ -288,10 +288,8 @@ extension PostgresJobStore {
             var openRuns: Set<String> = []
             // Runs locked in id order: two workers recording in the same runs never deadlock.
             for runID in Set(outcomes.map(\.job.key.runID)).sorted() {
-                let open = try await connection.query(
-                    "SELECT open_for_jobs FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE",
-                    logger: logger
-                ).decode(Bool.self).onlyRow()
+                let open = try await connection.execute(PreparedStatements.LockRun(runID: runID), logger: logger)
+                    .onlyRow()
                 if open == true { openRuns.insert(runID) }
             }
             // Every outcome in one statement, each only if its attempt is still the current one;
@@ -474,30 +472,11 @@ extension PostgresJobStore {
                 runID, id, kind, priority, criticalPath, runAt, position, input, attempts, timeout, maxAttempts,
                 initialDelay, multiplier, maxDelay, uses
             )
-                in try await connection.query(
-                    """
-                    SELECT j.run_id, j.id, j.kind, j.priority, j.critical_path, j.run_at, j.position, j.input,
-                        j.attempts, j.timeout_ns, j.max_attempts, j.initial_delay_ns, j.multiplier, j.max_delay_ns,
-                        CASE WHEN j.run_id = ANY(\(runsWithResources)) THEN ARRAY(
-                            SELECT name FROM \(unescaped: table("job_resources")) r
-                            WHERE r.run_id = j.run_id AND r.job_id = j.id) ELSE '{}' END
-                    FROM \(unescaped: table("jobs")) j
-                    WHERE j.state = 'ready' AND j.run_at <= \(now) AND j.kind = ANY(\(kinds))
-                        AND j.run_id = ANY(\(page.runs))
-                        AND NOT EXISTS (SELECT 1 FROM \(unescaped: table("job_resources")) r
-                            JOIN unnest(\(page.fullResources.map(\.runID))::TEXT[],
-                                \(page.fullResources.map(\.name))::TEXT[]) AS f (run_id, name)
-                                ON f.run_id = r.run_id AND f.name = r.name
-                            WHERE r.run_id = j.run_id AND r.job_id = j.id)
-                    ORDER BY \(unescaped: ClaimPlanner.orderBy("j."))
-                    LIMIT \(page.size)
-                    FOR UPDATE OF j SKIP LOCKED
-                    """, logger: logger
-                ).decode(
-                    (
-                        String, String, String, Int, Double, Int64, Int, Data, Int, Int64?, Int, Int64, Double, Int64,
-                        [String]
-                    ).self)
+                in try await connection.execute(
+                    PreparedStatements.ClaimPage(
+                        runsWithResources: runsWithResources, now: now, kinds: kinds, runs: page.runs,
+                        fullResources: page.fullResources.map { ($0.runID, $0.name) }, size: page.size),
+                    logger: logger)
             {
                 let key = JobKey(runID: runID, jobID: id)
                 candidates.append(
@@ -588,25 +567,9 @@ extension PostgresJobStore {
         var leaseLost = false
         var withResources: Set<String> = []
         // One row even when no run is running: the lease of a cancelled run's job counts too.
-        for try await (runID, jobLimit, running, hasResources, lost) in try await connection.query(
-            """
-            WITH reaped AS (
-                UPDATE \(unescaped: table("jobs")) SET state = 'ready', run_at = lease_expiry, lease_owner = NULL,
-                    lease_expiry = NULL
-                WHERE state = 'running' AND lease_expiry <= \(now) AND NOT at_most_once
-                RETURNING run_id
-            )
-            SELECT r.id, r.job_limit,
-                ((SELECT COUNT(*) FROM \(unescaped: table("jobs")) j WHERE j.run_id = r.id AND j.state = 'running')
-                    - (SELECT COUNT(*) FROM reaped WHERE reaped.run_id = r.id))::INTEGER,
-                EXISTS (SELECT 1 FROM \(unescaped: table("run_resources")) rr WHERE rr.run_id = r.id)
-                    OR EXISTS (SELECT 1 FROM \(unescaped: table("run_rates")) p WHERE p.run_id = r.id),
-                x.lost
-            FROM (SELECT EXISTS (SELECT 1 FROM \(unescaped: table("jobs"))
-                    WHERE state = 'running' AND lease_expiry <= \(now) AND at_most_once) AS lost) x
-            LEFT JOIN \(unescaped: table("runs")) r ON r.state = 'running'
-            """, logger: logger
-        ).decode((String?, Int?, Int?, Bool?, Bool).self) {
+        for try await (runID, jobLimit, running, hasResources, lost) in try await connection.execute(
+            PreparedStatements.Rooms(now: now), logger: logger)
+        {
             leaseLost = lost
             guard let runID, let jobLimit else { continue }
             rooms[runID] = ClaimPlanner.Room(limit: jobLimit, inUse: running ?? 0)
@@ -636,20 +599,8 @@ extension PostgresJobStore {
         for (runID, ids) in Self.idsByRun(jobs.map(\.key)) {
             // The update runs whether or not the query reads it (and only if `marking` is
             // given); the outputs are of other jobs.
-            let query: PostgresQuery = """
-                WITH marked AS (
-                    UPDATE \(unescaped: table("jobs")) SET state = 'running', attempts = attempts + 1,
-                        lease_owner = \(marking?.worker ?? ""), lease_expiry = \(marking?.expiry ?? 0),
-                        claim_token = \(marking?.token ?? "")
-                    WHERE \(marking != nil) AND run_id = \(runID) AND id = ANY(\(ids))
-                    RETURNING id
-                )
-                SELECT d.job_id, d.depends_on, j.output FROM \(unescaped: table("dependencies")) d
-                JOIN \(unescaped: table("jobs")) j ON j.run_id = d.run_id AND j.id = d.depends_on
-                WHERE d.run_id = \(runID) AND d.job_id = ANY(\(ids))
-                """
-            for try await (id, dependency, output) in try await connection.query(query, logger: logger).decode(
-                (String, String, Data?).self)
+            for try await (id, dependency, output) in try await connection.execute(
+                PreparedStatements.DependencyOutputs(runID: runID, ids: ids, marking: marking), logger: logger)
             {
                 if let index = positions[JobKey(runID: runID, jobID: id)] {
                     jobs[index].dependencyOutputs[dependency] = output ?? Data()
@@ -722,20 +673,12 @@ extension PostgresJobStore {
             }
         }
         var current: Set<JobKey> = []
-        for try await (runID, id) in try await connection.query(
-            """
-            UPDATE \(unescaped: table("jobs")) j SET state = o.state,
-                output = CASE WHEN o.state = 'succeeded' THEN o.output END,
-                error = CASE WHEN o.has_error THEN o.error END,
-                run_at = CASE WHEN o.run_at >= 0 THEN o.run_at ELSE j.run_at END,
-                lease_owner = NULL, lease_expiry = NULL
-            FROM unnest(\(runs)::TEXT[], \(ids)::TEXT[], \(attempts)::BIGINT[], \(states)::TEXT[],
-                \(outputs)::BYTEA[], \(errors)::TEXT[], \(hasError)::BOOLEAN[], \(runAts)::BIGINT[])
-                AS o (run_id, id, attempt, state, output, error, has_error, run_at)
-            WHERE j.run_id = o.run_id AND j.id = o.id AND j.state = 'running' AND j.attempts = o.attempt
-            RETURNING j.run_id, j.id
-            """, logger: logger
-        ).decode((String, String).self) {
+        for try await (runID, id) in try await connection.execute(
+            PreparedStatements.RecordAttempts(
+                runs: runs, ids: ids, attempts: attempts, states: states, outputs: outputs, errors: errors,
+                hasError: hasError, runAts: runAts),
+            logger: logger)
+        {
             current.insert(JobKey(runID: runID, jobID: id))
         }
         return current
@@ -747,18 +690,10 @@ extension PostgresJobStore {
     private func releaseDependents(
         of ids: [String], in runID: String, now: Int64, _ connection: PostgresConnection
     ) async throws -> Bool {
-        let rows = try await connection.query(
-            """
-            UPDATE \(unescaped: table("jobs")) j SET waiting_on = j.waiting_on - d.done,
-                state = CASE WHEN j.waiting_on = d.done AND j.state = 'blocked' THEN 'ready' ELSE j.state END,
-                run_at = CASE WHEN j.waiting_on = d.done AND j.state = 'blocked' THEN \(now) ELSE j.run_at END
-            FROM (SELECT job_id, COUNT(*)::INTEGER AS done FROM \(unescaped: table("dependencies"))
-                WHERE run_id = \(runID) AND depends_on = ANY(\(ids)) GROUP BY job_id) d
-            WHERE j.run_id = \(runID) AND j.id = d.job_id
-            RETURNING j.state
-            """, logger: logger)
+        let rows = try await connection.execute(
+            PreparedStatements.ReleaseDependents(runID: runID, ids: ids, now: now), logger: logger)
         var released = false
-        for try await state in rows.decode(String.self) where state == "ready" { released = true }
+        for try await state in rows where state == "ready" { released = true }
         return released
     }
 
@@ -804,12 +739,8 @@ extension PostgresJobStore {
     {
         // EXISTS stops at the first open job; the count is made only once none is left (made
         // for every outcome, it cost as much as the run's jobs: a run quadratic in its size).
-        let open = try await connection.query(
-            """
-            SELECT EXISTS (SELECT 1 FROM \(unescaped: table("jobs")) WHERE run_id = \(runID)
-                AND state IN ('blocked', 'ready', 'running'))
-            """, logger: logger
-        ).decode(Bool.self).onlyRow()
+        let open = try await connection.execute(PreparedStatements.RunHasOpenJobs(runID: runID), logger: logger)
+            .onlyRow()
         guard open == false else { return nil }
         let unsuccessful =
             try await connection.query(

@@ -52,6 +52,11 @@ public final class PostgresJobStore: JobStore {
     let diagnose: (@Sendable () async -> String?)?
     /// For tests: see ``TryHooks``.
     let tries: TryHooks
+    /// Whether the client's connections start with their `search_path` set to ``schema`` (a
+    /// client of ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``);
+    /// else each transaction sets it (``usesSchema(_:)``) for the prepared statements, which
+    /// name their tables without it.
+    let connectionsUseSchema: Bool
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -88,7 +93,7 @@ public final class PostgresJobStore: JobStore {
     init(
         client: PostgresClient, schema: String, location: String, pollInterval: Duration?, logger: Logger,
         outageTolerance: Duration?, connectivity: ConnectivityWatch, diagnose: (@Sendable () async -> String?)?,
-        tries: TryHooks = TryHooks()
+        tries: TryHooks = TryHooks(), connectionsUseSchema: Bool = false
     ) throws(DurableError) {
         guard Self.isIdentifier(schema) else {
             throw DurableError(
@@ -106,6 +111,7 @@ public final class PostgresJobStore: JobStore {
         self.connectivity = connectivity
         self.diagnose = diagnose
         self.tries = tries
+        self.connectionsUseSchema = connectionsUseSchema
     }
 
     /// Listens (`LISTEN`) on the store's work channel on a connection of its own, calling
@@ -218,10 +224,12 @@ public final class PostgresJobStore: JobStore {
         // And should it happen (another process took the last ones), a keep-alive query on an
         // idle connection brings that connection back to the pool within a second.
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(1))
+        // The prepared statements' tables (`PreparedStatements`), on every connection from its start.
+        configuration.options.additionalStartupParameters.append(("search_path", searchPath(schema)))
         let store = try PostgresJobStore(
             client: PostgresClient(configuration: configuration), schema: schema, location: server.location,
             pollInterval: pollInterval, logger: logger, outageTolerance: outageTolerance, connectivity: connectivity,
-            diagnose: server.diagnosis(logger: logger))
+            diagnose: server.diagnosis(logger: logger), connectionsUseSchema: true)
         let client = store.client
         // Detached, not a child task: `PostgresClient.run()` closes the pool at a graceful
         // shutdown of the `ServiceGroup` it runs in (it reads the group's task-local), and a
@@ -502,10 +510,26 @@ public final class PostgresJobStore: JobStore {
         _ body: @escaping @Sendable (PostgresConnection, Try) async throws -> T
     ) async throws -> T {
         let (client, logger) = (self.client, self.logger)
-        return try await retrying(timeout: timeout) { current in
-            try await client.withTransaction(logger: logger) { connection in try await body(connection, current) }
+        return try await retrying(timeout: timeout) { [self] current in
+            try await client.withTransaction(logger: logger) { connection in
+                try await usesSchema(connection)
+                return try await body(connection, current)
+            }
         }
     }
+
+    /// Sets the transaction's `search_path` to ``schema``, for the prepared statements
+    /// (`PreparedStatements`), unless the connection started with it: one statement, for a
+    /// store over a client it was given (which may serve other schemas too).
+    func usesSchema(_ connection: PostgresConnection) async throws {
+        guard !connectionsUseSchema else { return }
+        try await connection.query("SELECT set_config('search_path', \(Self.searchPath(schema)), true)", logger: logger)
+    }
+
+    /// The `search_path` of a store's connections: its schema, then the session's temporary
+    /// tables (last, not first as by default: a temporary table named `jobs` on a client shared
+    /// with the app must not stand in for the store's).
+    static func searchPath(_ schema: String) -> String { "\(schema), pg_temp" }
 
     /// One try of an operation: its number, from 1, and whether it was given up (its time
     /// ran out; a later try is on its way or done). A try given up goes on, unseen, until its
