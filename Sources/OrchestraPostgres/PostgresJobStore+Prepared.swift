@@ -2,17 +2,18 @@ import Foundation
 import OrchestraDurable
 import PostgresNIO
 
-/// The statements of a worker's claims and outcomes, which it sends for every job: prepared
-/// (parsed and planned) once per connection, not for each use.
+/// The statements of a worker's claims and outcomes, which it sends for every job, and of a
+/// coordinator's reads of outcomes: prepared once per connection (parsed once, and planned once
+/// when one plan fits every use), not parsed and planned at each use.
 ///
 /// Sent as other statements are (unnamed, with their values), PostgreSQL parses and plans each
 /// one at every use: most of a chain link's time on the server (BENCHMARKS.md, "Where a link's
 /// time goes now"). A prepared statement's SQL is fixed, so it names its tables without their
 /// schema and reads them from the connection's `search_path`, which the store sets to its
-/// schema (``PostgresJobStore/usesSchema(_:)``). PostgreSQL plans a prepared statement again
-/// when the `search_path` it was planned with changes, so a client shared by stores of several
-/// schemas stays correct. Every value is cast in the SQL, so its type is the one PostgresNIO
-/// sends.
+/// schema (``PostgresJobStore/preparing(_:)``, which also has the store's connections plan
+/// again as their tables grow). PostgreSQL plans a prepared statement again when the
+/// `search_path` it was planned with changes, so a client shared by stores of several schemas
+/// stays correct. Every value is cast in the SQL, so its type is the one PostgresNIO sends.
 ///
 /// PostgresNIO remembers a statement whose preparation failed as failed for the rest of its
 /// connection: these are first used after ``PostgresJobStore/migrate()`` (or `check()`) made
@@ -215,6 +216,34 @@ enum PreparedStatements {
         init(runID: String) {
             var bindings = PostgresBindings(capacity: 1)
             bindings.append(runID)
+            self.bindings = bindings
+        }
+
+        func makeBindings() -> PostgresBindings { bindings }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Jobs of a run by id, in the order they were added: each looked up by its whole key, in a
+    /// subquery run once per id (`OFFSET 0` keeps PostgreSQL from turning it into a join). As
+    /// `run_id = $1 AND id = ANY($2)`, it read every job of the run and kept those asked for (it
+    /// estimated a new run at a row or a few), so each outcome read cost a scan of the run.
+    struct JobsByID: PostgresPreparedStatement {
+        static let sql = """
+            SELECT j.id, j.kind, j.state, j.attempts, j.error, j.output, j.run_at, j.input
+            FROM unnest($2::TEXT[]) AS k (id)
+            CROSS JOIN LATERAL (
+                SELECT id, kind, state, attempts, error, output, run_at, input, position
+                FROM jobs WHERE run_id = $1::TEXT AND id = k.id OFFSET 0
+            ) j
+            ORDER BY j.position
+            """
+        typealias Row = PostgresJobStore.JobRow
+        let bindings: PostgresBindings
+
+        init(runID: String, ids: [String]) {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(runID)
+            bindings.append(ids)
             self.bindings = bindings
         }
 

@@ -96,30 +96,19 @@ extension PostgresJobStore {
     private func jobRecords(of runID: String, ids: [String]?) async throws -> [DurableJobRecord] {
         try await read { [self] connection in
             var records: [DurableJobRecord] = []
-            // Jobs by id: each looked up by its whole key, in a subquery run once per id (`OFFSET
-            // 0` keeps PostgreSQL from turning it into a join). As `run_id = $1 AND id = ANY($2)`,
-            // it read every job of the run and kept those asked for (it estimated a new run at
-            // a row or a few), so each outcome read cost a scan of the run.
-            let query: PostgresQuery =
+            // Jobs by id (a coordinator's outcome reads, prepared): `PreparedStatements.JobsByID`.
+            let rows: AsyncThrowingMapSequence<PostgresRowSequence, JobRow> =
                 if let ids {
-                    """
-                    SELECT j.id, j.kind, j.state, j.attempts, j.error, j.output, j.run_at, j.input
-                    FROM unnest(\(ids)::TEXT[]) AS k (id)
-                    CROSS JOIN LATERAL (
-                        SELECT id, kind, state, attempts, error, output, run_at, input, position
-                        FROM \(unescaped: table("jobs")) WHERE run_id = \(runID) AND id = k.id OFFSET 0
-                    ) j
-                    ORDER BY j.position
-                    """
+                    try await connection.execute(PreparedStatements.JobsByID(runID: runID, ids: ids), logger: logger)
                 } else {
-                    """
-                    SELECT id, kind, state, attempts, error, output, run_at, input FROM \(unescaped: table("jobs"))
-                    WHERE run_id = \(runID) ORDER BY position
-                    """
+                    try await connection.query(
+                        """
+                        SELECT id, kind, state, attempts, error, output, run_at, input FROM \(unescaped: table("jobs"))
+                        WHERE run_id = \(runID) ORDER BY position
+                        """, logger: logger
+                    ).decode(JobRow.self)
                 }
-            for try await (id, kind, state, attempts, error, output, runAt, input) in try await connection.query(
-                query, logger: logger
-            ).decode((String, String, String, Int, String?, Data?, Int64, Data).self) {
+            for try await (id, kind, state, attempts, error, output, runAt, input) in rows {
                 let state = DurableJobState(rawValue: state) ?? .failed
                 records.append(
                     DurableJobRecord(
@@ -129,6 +118,9 @@ extension PostgresJobStore {
             return records
         }
     }
+
+    /// A row of the job columns ``jobs(of:)`` reads.
+    typealias JobRow = (String, String, String, Int, String?, Data?, Int64, Data)
 
     /// The most recent runs, newest first, with how many of their jobs stand where and how many
     /// workers run them: what `orchestra status` shows.

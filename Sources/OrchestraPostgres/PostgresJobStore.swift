@@ -54,9 +54,11 @@ public final class PostgresJobStore: JobStore {
     let tries: TryHooks
     /// Whether the client's connections start with their `search_path` set to ``schema`` (a
     /// client of ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``);
-    /// else each transaction sets it (``usesSchema(_:)``) for the prepared statements, which
-    /// name their tables without it.
+    /// else each transaction sets it for the prepared statements, which name their tables
+    /// without it (``preparing(_:)``).
     let connectionsUseSchema: Bool
+    /// The transactions each of the store's own connections ran since it last dropped its plans.
+    private let sinceReplanning = Locked<[PostgresConnection.ID: Int]>([:])
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -512,19 +514,47 @@ public final class PostgresJobStore: JobStore {
         let (client, logger) = (self.client, self.logger)
         return try await retrying(timeout: timeout) { [self] current in
             try await client.withTransaction(logger: logger) { connection in
-                try await usesSchema(connection)
+                try await preparing(connection)
                 return try await body(connection, current)
             }
         }
     }
 
-    /// Sets the transaction's `search_path` to ``schema``, for the prepared statements
-    /// (`PreparedStatements`), unless the connection started with it: one statement, for a
-    /// store over a client it was given (which may serve other schemas too).
-    func usesSchema(_ connection: PostgresConnection) async throws {
-        guard !connectionsUseSchema else { return }
-        try await connection.query("SELECT set_config('search_path', \(Self.searchPath(schema)), true)", logger: logger)
+    /// Readies `connection` for the prepared statements (`PreparedStatements`): one statement,
+    /// none most of the time.
+    ///
+    /// - A connection of the store's own client (it started with the store's `search_path`)
+    ///   drops its cached plans (`DISCARD PLANS`) every ``replanningInterval`` transactions.
+    ///   After five uses of a prepared statement, PostgreSQL may plan it once for any values
+    ///   (a generic plan), from the tables as they are then, and keeps that plan: made while a
+    ///   new run had a few jobs, it found jobs by id by reading every job of the run (`run_id`
+    ///   in the index, the ids a filter), and kept doing so as the run grew to thousands (a run
+    ///   of 10,000 requests took 10.3 s instead of 6). Planned again, it fits the tables as
+    ///   they are now.
+    /// - A store over a client it was given sets the transaction's `search_path` to its schema,
+    ///   and plans for each use (`plan_cache_mode`): the client's connections, and their plans,
+    ///   are the app's too.
+    func preparing(_ connection: PostgresConnection) async throws {
+        guard connectionsUseSchema else {
+            try await connection.query(
+                """
+                SELECT set_config('search_path', \(Self.searchPath(schema)), true),
+                    set_config('plan_cache_mode', 'force_custom_plan', true)
+                """, logger: logger)
+            return
+        }
+        let due = sinceReplanning.withLock { counts in
+            let count = counts[connection.id, default: 0] + 1
+            counts[connection.id] = count < Self.replanningInterval ? count : 0
+            return count == Self.replanningInterval
+        }
+        if due { try await connection.query("DISCARD PLANS", logger: logger) }
     }
+
+    /// How many transactions a connection of the store's own runs between two `DISCARD PLANS`
+    /// (``preparing(_:)``): a plan made for a smaller table is used at most this many times
+    /// more.
+    static let replanningInterval = 256
 
     /// The `search_path` of a store's connections: its schema, then the session's temporary
     /// tables (last, not first as by default: a temporary table named `jobs` on a client shared
@@ -563,9 +593,17 @@ public final class PostgresJobStore: JobStore {
 
     /// Runs `body` on a connection, outside a transaction (reads), retried as
     /// ``transaction(_:)`` is.
+    /// A store over a client it was given reads in a transaction, to set its `search_path`
+    /// there for the prepared statements (``preparing(_:)``).
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        guard connectionsUseSchema else { return try await transaction(body) }
         let client = self.client
-        return try await retrying { _ in try await client.withConnection { connection in try await body(connection) } }
+        return try await retrying { [self] _ in
+            try await client.withConnection { connection in
+                try await preparing(connection)
+                return try await body(connection)
+            }
+        }
     }
 
     /// How long an operation keeps trying while the server cannot be reached, by default,
