@@ -544,6 +544,8 @@ public final class PostgresJobStore: JobStore {
             return
         }
         let due = sinceReplanning.withLock { counts in
+            // Connections lost to outages leave their counts behind: forgotten now and then.
+            if counts[connection.id] == nil, counts.count >= 64 { counts = [:] }
             let count = counts[connection.id, default: 0] + 1
             counts[connection.id] = count < Self.replanningInterval ? count : 0
             return count == Self.replanningInterval
