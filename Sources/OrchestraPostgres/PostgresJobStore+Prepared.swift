@@ -20,8 +20,14 @@ import PostgresNIO
 /// the tables, and never in a transaction that an earlier error aborted (the store's
 /// transactions end at their first error).
 enum PreparedStatements {
+    /// The values of a statement, in the order of its parameters.
+    static func bindings<each Value: PostgresDynamicTypeEncodable>(_ values: repeat each Value) -> PostgresBindings {
+        var bindings = PostgresBindings()
+        repeat bindings.append(each values)
+        return bindings
+    }
     /// `PostgresJobStore.recordAttempts`: each outcome, if its attempt is still the job's current one.
-    struct RecordAttempts: PostgresPreparedStatement {
+    struct RecordAttempts: StoreStatement {
         static let sql = """
             UPDATE jobs j SET state = o.state,
                 output = CASE WHEN o.state = 'succeeded' THEN o.output END,
@@ -40,25 +46,15 @@ enum PreparedStatements {
             runs: [String], ids: [String], attempts: [Int], states: [String], outputs: [ByteBuffer],
             errors: [String], hasError: [Bool], runAts: [Int64]
         ) {
-            var bindings = PostgresBindings(capacity: 8)
-            bindings.append(runs)
-            bindings.append(ids)
-            bindings.append(attempts)
-            bindings.append(states)
-            bindings.append(outputs)
-            bindings.append(errors)
-            bindings.append(hasError)
-            bindings.append(runAts)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(runs, ids, attempts, states, outputs, errors, hasError, runAts)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// `PostgresJobStore.releaseDependents`: the dependents of succeeded jobs, ready once none
     /// is left to wait on.
-    struct ReleaseDependents: PostgresPreparedStatement {
+    struct ReleaseDependents: StoreStatement {
         static let sql = """
             UPDATE jobs j SET waiting_on = j.waiting_on - d.done,
                 state = CASE WHEN j.waiting_on = d.done AND j.state = 'blocked' THEN 'ready' ELSE j.state END,
@@ -72,20 +68,15 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String, ids: [String], now: Int64) {
-            var bindings = PostgresBindings(capacity: 3)
-            bindings.append(runID)
-            bindings.append(ids)
-            bindings.append(now)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(runID, ids, now)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// `PostgresJobStore.rooms`: expired leases of jobs that may run again made ready, and each
     /// running run's limit and running jobs.
-    struct Rooms: PostgresPreparedStatement {
+    struct Rooms: StoreStatement {
         static let sql = """
             WITH reaped AS (
                 UPDATE jobs SET state = 'ready', run_at = lease_expiry, lease_owner = NULL, lease_expiry = NULL
@@ -106,18 +97,15 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(now: Int64) {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(now)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(now)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// A page of a claim: the ready jobs in claim order, of the runs with room, using no full
     /// resource; locked, those another transaction holds skipped.
-    struct ClaimPage: PostgresPreparedStatement {
+    struct ClaimPage: StoreStatement {
         static let sql = """
             SELECT j.run_id, j.id, j.kind, j.priority, j.critical_path, j.run_at, j.position, j.input,
                 j.attempts, j.timeout_ns, j.max_attempts, j.initial_delay_ns, j.multiplier, j.max_delay_ns,
@@ -142,24 +130,16 @@ enum PreparedStatements {
             runsWithResources: [String], now: Int64, kinds: [String], runs: [String], fullResources: [(String, String)],
             size: Int
         ) {
-            var bindings = PostgresBindings(capacity: 7)
-            bindings.append(runsWithResources)
-            bindings.append(now)
-            bindings.append(kinds)
-            bindings.append(runs)
-            bindings.append(fullResources.map(\.0))
-            bindings.append(fullResources.map(\.1))
-            bindings.append(size)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(
+                runsWithResources, now, kinds, runs, fullResources.map(\.0), fullResources.map(\.1), size)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
-    /// `PostgresJobStore.withDependencyOutputs`: jobs marked running (if `mark`) and the outputs
+    /// `PostgresJobStore.withDependencyOutputs`: jobs marked running (if `marking` says under which lease) and the outputs
     /// of their dependencies.
-    struct DependencyOutputs: PostgresPreparedStatement {
+    struct DependencyOutputs: StoreStatement {
         static let sql = """
             WITH marked AS (
                 UPDATE jobs SET state = 'running', attempts = attempts + 1,
@@ -175,22 +155,15 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String, ids: [String], marking: (worker: String, expiry: Int64, token: String)?) {
-            var bindings = PostgresBindings(capacity: 6)
-            bindings.append(runID)
-            bindings.append(ids)
-            bindings.append(marking?.worker ?? "")
-            bindings.append(marking?.expiry ?? 0)
-            bindings.append(marking?.token ?? "")
-            bindings.append(marking != nil)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(
+                runID, ids, marking?.worker ?? "", marking?.expiry ?? 0, marking?.token ?? "", marking != nil)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// `PostgresJobStore.endRunIfDone`: whether the run has a job left to run.
-    struct RunHasOpenJobs: PostgresPreparedStatement {
+    struct RunHasOpenJobs: StoreStatement {
         static let sql = """
             SELECT EXISTS (SELECT 1 FROM jobs WHERE run_id = $1::TEXT AND state IN ('blocked', 'ready', 'running'))
             """
@@ -198,28 +171,22 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String) {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(runID)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(runID)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// The lock of a run whose outcomes a transaction records, and whether it takes new jobs.
-    struct LockRun: PostgresPreparedStatement {
+    struct LockRun: StoreStatement {
         static let sql = "SELECT open_for_jobs FROM runs WHERE id = $1::TEXT FOR UPDATE"
         typealias Row = Bool
         let bindings: PostgresBindings
 
         init(runID: String) {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(runID)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(runID)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
@@ -227,7 +194,7 @@ enum PreparedStatements {
     /// subquery run once per id (`OFFSET 0` keeps PostgreSQL from turning it into a join). As
     /// `run_id = $1 AND id = ANY($2)`, it read every job of the run and kept those asked for (it
     /// estimated a new run at a row or a few), so each outcome read cost a scan of the run.
-    struct JobsByID: PostgresPreparedStatement {
+    struct JobsByID: StoreStatement {
         static let sql = """
             SELECT j.id, j.kind, j.state, j.attempts, j.error, j.output, j.run_at, j.input
             FROM unnest($2::TEXT[]) AS k (id)
@@ -241,13 +208,18 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String, ids: [String]) {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(runID)
-            bindings.append(ids)
-            self.bindings = bindings
+            bindings = PreparedStatements.bindings(runID, ids)
         }
 
-        func makeBindings() -> PostgresBindings { bindings }
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
+}
+
+/// A prepared statement of the store, its values bound when it is made.
+protocol StoreStatement: PostgresPreparedStatement {
+    var bindings: PostgresBindings { get }
+}
+
+extension StoreStatement {
+    func makeBindings() -> PostgresBindings { bindings }
 }
