@@ -62,6 +62,12 @@ public final class PostgresJobStore: JobStore {
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
+    /// The client may serve the app and stores of other schemas too: each of the store's
+    /// transactions sets its own `search_path` and `plan_cache_mode` (for that transaction
+    /// only) for the statements it prepares on the client's connections. A store of
+    /// ``withStore(url:schema:pollInterval:logger:migrating:waitingUpTo:connections:outageTolerance:onConnectivity:_:)``
+    /// has a client of its own, and needs neither.
+    ///
     /// - Parameters:
     ///   - client: A client that runs (`client.run()`) while the store is used.
     ///   - schema: The PostgreSQL schema of the tables; stores in different schemas of one
@@ -595,6 +601,7 @@ public final class PostgresJobStore: JobStore {
 
     /// Runs `body` on a connection, outside a transaction (reads), retried as
     /// ``transaction(_:)`` is.
+    ///
     /// A store over a client it was given reads in a transaction, to set its `search_path`
     /// there for the prepared statements (``preparing(_:)``).
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
