@@ -280,7 +280,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 if let failure = collector.failure { throw failure }
                 throw error
             }
-            return (Self.httpResponse(status: response.head.status, headers: response.head.headers), response.body)
+            // The same response, read under the collector's lock (see `ResponseCollector.collected`).
+            let collected = collector.collected ?? response
+            return (Self.httpResponse(status: collected.head.status, headers: collected.head.headers), collected.body)
         }
     }
 

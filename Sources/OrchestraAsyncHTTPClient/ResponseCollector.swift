@@ -33,6 +33,15 @@ final class ResponseCollector: HTTPClientResponseDelegate {
     /// Why the collector failed the request, if it did.
     var failure: (any Error)? { state.withLock { $0.failure } }
 
+    /// The response as collected, read under the collector's lock, once the request's future
+    /// has completed. Take it from here, not from the future: the future completes on the event
+    /// loop and resumes the waiting task through the Swift runtime, which ThreadSanitizer does
+    /// not see as synchronisation (it reported the task's read of the head the event loop had
+    /// written as a race, failing a sanitized `orchestra worker`); the lock it does see.
+    var collected: CollectedResponse? {
+        state.withLock { state in state.head.map { CollectedResponse(head: $0, body: state.body.data) } }
+    }
+
     private let state: Locked<State>
     private let progress: @Sendable (_ received: Int, _ expected: Int?) -> Void
 
