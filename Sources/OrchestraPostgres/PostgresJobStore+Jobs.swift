@@ -475,7 +475,7 @@ extension PostgresJobStore {
                 in try await connection.execute(
                     PreparedStatements.ClaimPage(
                         runsWithResources: runsWithResources, now: now, kinds: kinds, runs: page.runs,
-                        fullResources: page.fullResources.map { ($0.runID, $0.name) }, size: page.size),
+                        fullResources: page.fullResources, size: page.size),
                     logger: logger)
             {
                 let key = JobKey(runID: runID, jobID: id)

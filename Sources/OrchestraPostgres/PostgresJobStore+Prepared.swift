@@ -20,12 +20,6 @@ import PostgresNIO
 /// the tables, and never in a transaction that an earlier error aborted (the store's
 /// transactions end at their first error).
 enum PreparedStatements {
-    /// The values of a statement, in the order of its parameters.
-    static func bindings<each Value: PostgresDynamicTypeEncodable>(_ values: repeat each Value) -> PostgresBindings {
-        var bindings = PostgresBindings()
-        repeat bindings.append(each values)
-        return bindings
-    }
     /// `PostgresJobStore.recordAttempts`: each outcome, if its attempt is still the job's current one.
     struct RecordAttempts: StoreStatement {
         static let sql = """
@@ -46,7 +40,7 @@ enum PreparedStatements {
             runs: [String], ids: [String], attempts: [Int], states: [String], outputs: [ByteBuffer],
             errors: [String], hasError: [Bool], runAts: [Int64]
         ) {
-            bindings = PreparedStatements.bindings(runs, ids, attempts, states, outputs, errors, hasError, runAts)
+            bindings = Self.bind(runs, ids, attempts, states, outputs, errors, hasError, runAts)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -68,7 +62,7 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String, ids: [String], now: Int64) {
-            bindings = PreparedStatements.bindings(runID, ids, now)
+            bindings = Self.bind(runID, ids, now)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -97,7 +91,7 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(now: Int64) {
-            bindings = PreparedStatements.bindings(now)
+            bindings = Self.bind(now)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -127,11 +121,11 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(
-            runsWithResources: [String], now: Int64, kinds: [String], runs: [String], fullResources: [(String, String)],
-            size: Int
+            runsWithResources: [String], now: Int64, kinds: [String], runs: [String],
+            fullResources: [ClaimPlanner.Resource], size: Int
         ) {
-            bindings = PreparedStatements.bindings(
-                runsWithResources, now, kinds, runs, fullResources.map(\.0), fullResources.map(\.1), size)
+            bindings = Self.bind(
+                runsWithResources, now, kinds, runs, fullResources.map(\.runID), fullResources.map(\.name), size)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -155,7 +149,7 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String, ids: [String], marking: (worker: String, expiry: Int64, token: String)?) {
-            bindings = PreparedStatements.bindings(
+            bindings = Self.bind(
                 runID, ids, marking?.worker ?? "", marking?.expiry ?? 0, marking?.token ?? "", marking != nil)
         }
 
@@ -171,7 +165,7 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String) {
-            bindings = PreparedStatements.bindings(runID)
+            bindings = Self.bind(runID)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -184,7 +178,7 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String) {
-            bindings = PreparedStatements.bindings(runID)
+            bindings = Self.bind(runID)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -208,7 +202,7 @@ enum PreparedStatements {
         let bindings: PostgresBindings
 
         init(runID: String, ids: [String]) {
-            bindings = PreparedStatements.bindings(runID, ids)
+            bindings = Self.bind(runID, ids)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -222,4 +216,11 @@ protocol StoreStatement: PostgresPreparedStatement {
 
 extension StoreStatement {
     func makeBindings() -> PostgresBindings { bindings }
+
+    /// The values of a statement, in the order of its parameters.
+    static func bind<each Value: PostgresDynamicTypeEncodable>(_ values: repeat each Value) -> PostgresBindings {
+        var bindings = PostgresBindings()
+        repeat bindings.append(each values)
+        return bindings
+    }
 }

@@ -57,7 +57,8 @@ public final class PostgresJobStore: JobStore {
     /// else each transaction sets it for the prepared statements, which name their tables
     /// without it (``preparing(_:)``).
     let connectionsUseSchema: Bool
-    /// The transactions each of the store's own connections ran since it last dropped its plans.
+    /// The operations (transactions and reads) each of the store's own connections ran since it
+    /// last dropped its plans.
     private let sinceReplanning = Locked<[PostgresConnection.ID: Int]>([:])
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
@@ -530,7 +531,7 @@ public final class PostgresJobStore: JobStore {
     /// none most of the time.
     ///
     /// - A connection of the store's own client (it started with the store's `search_path`)
-    ///   drops its cached plans (`DISCARD PLANS`) every ``replanningInterval`` transactions.
+    ///   drops its cached plans (`DISCARD PLANS`) every ``replanningInterval`` operations.
     ///   After five uses of a prepared statement, PostgreSQL may plan it once for any values
     ///   (a generic plan), from the tables as they are then, and keeps that plan: made while a
     ///   new run had a few jobs, it found jobs by id by reading every job of the run (`run_id`
@@ -559,9 +560,9 @@ public final class PostgresJobStore: JobStore {
         if due { try await connection.query("DISCARD PLANS", logger: logger) }
     }
 
-    /// How many transactions a connection of the store's own runs between two `DISCARD PLANS`
-    /// (``preparing(_:)``): a plan made for a smaller table is used at most this many times
-    /// more.
+    /// How many operations (transactions and reads) a connection of the store's own runs between
+    /// two `DISCARD PLANS` (``preparing(_:)``): a plan made for a smaller table is used at most
+    /// this many times more.
     static let replanningInterval = 256
 
     /// The `search_path` of a store's connections: its schema, then the session's temporary

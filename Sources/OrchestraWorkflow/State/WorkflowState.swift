@@ -29,15 +29,13 @@ package final class WorkflowState: Sendable {
     /// This run's number: 1 for the first run with the file, 2 for the first resume…
     package let run: Int
     private let database: DatabaseQueue
-    /// The descriptor holding the file's lock, until it is released (`nil` after).
-    private let lockDescriptor: Locked<Int32?>
-    private let writer = Locked(WriterState())
+    private let writer: Locked<WriterState>
 
     private init(path: String, run: Int, database: DatabaseQueue, lockDescriptor: Int32) {
         self.path = path
         self.run = run
         self.database = database
-        self.lockDescriptor = Locked(lockDescriptor)
+        writer = Locked(WriterState(lockDescriptor: lockDescriptor))
     }
 
     deinit {
@@ -51,9 +49,9 @@ package final class WorkflowState: Sendable {
     /// `deinit`, which may come later than the next run in the same process (a test, an app
     /// running a workflow twice) if a task still holds this object.
     private func releaseLock() {
-        let descriptor = lockDescriptor.withLock { descriptor in
-            defer { descriptor = nil }
-            return descriptor
+        let descriptor = writer.withLock { state in
+            defer { state.lockDescriptor = nil }
+            return state.lockDescriptor
         }
         if let descriptor { close(descriptor) }
     }
@@ -427,6 +425,8 @@ package final class WorkflowState: Sendable {
         var failure: WorkflowStateError?
         /// Whether the file's mark of this run was cleared: the run ended in it.
         var closed = false
+        /// The descriptor holding the file's lock, until it is released (`nil` after).
+        var lockDescriptor: Int32?
 
         enum Batch {
             case writes([Write], upTo: Int)
