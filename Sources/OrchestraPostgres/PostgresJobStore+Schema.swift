@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresJobStore {
     /// The schema version this build writes and reads.
-    static let schemaVersion = 8
+    static let schemaVersion = 9
     /// What the schema's `orchestra_store` table says it holds.
     static let format = "orchestra-durable"
 
@@ -262,6 +262,11 @@ extension PostgresJobStore {
                 )
                 """,
                 "UPDATE \(table("orchestra_store")) SET value = '8' WHERE key = 'schema'",
+            ],
+            // Whether a step's `when:` skipped it (nothing to send). (IF NOT EXISTS: as above.)
+            [
+                "ALTER TABLE \(table("run_steps")) ADD COLUMN IF NOT EXISTS skipped BOOLEAN NOT NULL DEFAULT false",
+                "UPDATE \(table("orchestra_store")) SET value = '9' WHERE key = 'schema'",
             ],
         ]
     }

@@ -18,15 +18,20 @@ public struct DurableStepFigures: Sendable, Hashable {
     public var succeeded: Int
     public var failed: Int
     public var maybeSent: Int
+    /// Whether a `when:` (its own or a dependency's) skipped it: it has nothing to send.
+    public var skipped: Bool
 
     /// A step's figures; see each property.
-    public init(step: String, forEach: Bool, total: Int?, succeeded: Int, failed: Int, maybeSent: Int) {
+    public init(
+        step: String, forEach: Bool, total: Int?, succeeded: Int, failed: Int, maybeSent: Int, skipped: Bool = false
+    ) {
         self.step = step
         self.forEach = forEach
         self.total = total
         self.succeeded = succeeded
         self.failed = failed
         self.maybeSent = maybeSent
+        self.skipped = skipped
     }
 }
 
@@ -53,6 +58,7 @@ extension PostgresJobStore {
         let succeeded = rows.map { Int64($0.succeeded) }
         let failed = rows.map { Int64($0.failed) }
         let maybeSent = rows.map { Int64($0.maybeSent) }
+        let skipped = rows.map(\.skipped)
         let indices = positions.map(Int64.init)
         try await transaction { [self] connection in
             if replacing {
@@ -63,15 +69,16 @@ extension PostgresJobStore {
             try await connection.query(
                 """
                 INSERT INTO \(unescaped: table("run_steps"))
-                    (run_id, position, step, for_each, total, succeeded, failed, maybe_sent)
-                SELECT \(runID), position, step, for_each, NULLIF(total, -1), succeeded, failed, maybe_sent
+                    (run_id, position, step, for_each, total, succeeded, failed, maybe_sent, skipped)
+                SELECT \(runID), position, step, for_each, NULLIF(total, -1), succeeded, failed, maybe_sent, skipped
                 FROM unnest(\(indices)::BIGINT[], \(names)::TEXT[], \(forEach)::BOOLEAN[], \(totals)::BIGINT[],
-                    \(succeeded)::BIGINT[], \(failed)::BIGINT[], \(maybeSent)::BIGINT[])
-                    AS s (position, step, for_each, total, succeeded, failed, maybe_sent)
+                    \(succeeded)::BIGINT[], \(failed)::BIGINT[], \(maybeSent)::BIGINT[], \(skipped)::BOOLEAN[])
+                    AS s (position, step, for_each, total, succeeded, failed, maybe_sent, skipped)
                 WHERE EXISTS (SELECT 1 FROM \(unescaped: table("runs")) WHERE id = \(runID))
                 ON CONFLICT (run_id, position) DO UPDATE SET
                     step = EXCLUDED.step, for_each = EXCLUDED.for_each, total = EXCLUDED.total,
-                    succeeded = EXCLUDED.succeeded, failed = EXCLUDED.failed, maybe_sent = EXCLUDED.maybe_sent
+                    succeeded = EXCLUDED.succeeded, failed = EXCLUDED.failed, maybe_sent = EXCLUDED.maybe_sent,
+                    skipped = EXCLUDED.skipped
                 """, logger: logger)
         }
     }
@@ -81,16 +88,16 @@ extension PostgresJobStore {
     public func steps(of runID: String) async throws -> [DurableStepFigures] {
         try await read { [self] connection in
             var steps: [DurableStepFigures] = []
-            for try await (step, forEach, total, succeeded, failed, maybeSent) in try await connection.query(
+            for try await (step, forEach, total, succeeded, failed, maybeSent, skipped) in try await connection.query(
                 """
-                SELECT step, for_each, total, succeeded, failed, maybe_sent
+                SELECT step, for_each, total, succeeded, failed, maybe_sent, skipped
                 FROM \(unescaped: table("run_steps")) WHERE run_id = \(runID) ORDER BY position
                 """, logger: logger
-            ).decode((String, Bool, Int64?, Int64, Int64, Int64).self) {
+            ).decode((String, Bool, Int64?, Int64, Int64, Int64, Bool).self) {
                 steps.append(
                     DurableStepFigures(
                         step: step, forEach: forEach, total: total.map(Int.init), succeeded: Int(succeeded),
-                        failed: Int(failed), maybeSent: Int(maybeSent)))
+                        failed: Int(failed), maybeSent: Int(maybeSent), skipped: skipped))
             }
             return steps
         }

@@ -53,7 +53,7 @@ final class StepRecorder: Sendable {
         steps.map {
             DurableStepFigures(
                 step: $0.id, forEach: $0.forEach, total: $0.total, succeeded: $0.succeeded, failed: $0.failed,
-                maybeSent: $0.maybeSent)
+                maybeSent: $0.maybeSent, skipped: $0.skipped)
         }
     }
 }

@@ -174,6 +174,7 @@ struct StoreStatus {
         step.succeeded = figures.succeeded
         step.failed = figures.failed
         step.maybeSent = figures.maybeSent
+        step.skipped = figures.skipped
         return step
     }
 

@@ -54,6 +54,15 @@ extension StepExecutor {
             report.skippedByCondition = true
             $0[step.id] = report
         }
+        // The `--state` file says so (`orchestra status`: nothing to send), until a later run
+        // decides otherwise: its record of the step is replaced then, as any record is.
+        if let state {
+            state.record(
+                step: step.id, item: -1,
+                StateRecord(
+                    state: .skipped, url: workflow.redactor.redact(step.request.url.source),
+                    error: workflow.redactor.redact(reason), run: state.run))
+        }
     }
 }
 

@@ -6,8 +6,9 @@ import Orchestra
 /// response but not whether its step's expectations held).
 ///
 /// A `for_each` step's figures move with each element that ends; a step's own request counts
-/// once the step has ended. A request not sent (skipped, cancelled) counts nowhere: it is still
-/// to be sent.
+/// once the step has ended. A step skipped by a `when:` (its own or a dependency's) has nothing
+/// to send; a request not sent otherwise (its dependency failed, cancelled) counts nowhere: it
+/// is still to be sent.
 package final class WorkflowStepTally: Sendable {
     private struct State {
         var steps: [WorkflowStateSummary.Step]
@@ -44,7 +45,9 @@ package final class WorkflowStepTally: Sendable {
                 state.steps[position].take(counts)
             case .finished(let report):
                 guard let position = state.positions[report.id] else { return }
-                if state.steps[position].forEach {
+                if report.state == .skipped, report.skippedByCondition {
+                    state.steps[position].skipped = true
+                } else if state.steps[position].forEach {
                     // A list that could not be read has no counts: its length stays unknown.
                     guard let counts = report.itemCounts else { return }
                     state.steps[position].total = counts.total

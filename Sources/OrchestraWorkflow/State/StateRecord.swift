@@ -11,6 +11,9 @@ package struct StateRecord: Sendable, Hashable {
         /// It failed (a status not expected, a failed assertion, a transport error): a later
         /// run sends it again.
         case failed
+        /// Its step was skipped by a `when:` (its own or a dependency's), so nothing was to be
+        /// sent: a later run decides again (a step's own request only; `item` -1).
+        case skipped
     }
 
     package var state: State
@@ -60,7 +63,7 @@ package struct StateRecord: Sendable, Hashable {
         guard let record else { return .send }
         switch record.state {
         case .succeeded: return .reuse(record)
-        case .failed: return .send
+        case .failed, .skipped: return .send
         case .sending: return resends ? .send : .uncertain(record)
         }
     }

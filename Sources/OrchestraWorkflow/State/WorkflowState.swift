@@ -399,6 +399,10 @@ package final class WorkflowState: Sendable {
                 if let recorded, recorded != digest {
                     try db.execute(sql: "DELETE FROM records WHERE step = ?", arguments: [step])
                 }
+                // A `for_each` step skipped by an earlier run that reads its list now is not.
+                try db.cachedStatement(sql: "DELETE FROM records WHERE step = ? AND item = -1").execute(arguments: [
+                    step
+                ])
                 try db.cachedStatement(sql: "UPDATE steps SET total = ?, list_digest = ? WHERE id = ?")
                     .execute(arguments: [count, digest, step])
             }

@@ -3,7 +3,8 @@ import GRDB
 import OrchestraDurable
 
 /// Where a resumable run stands, read from its `--state` file (`orchestra status`): per step,
-/// how many of its requests succeeded, failed, may have been sent, or are still to be sent.
+/// how many of its requests succeeded, failed, may have been sent, or are still to be sent, or
+/// whether a `when:` skipped it.
 package struct WorkflowStateSummary: Sendable {
     /// One step of the workflow, in file order.
     package struct Step: Sendable, Hashable {
@@ -16,17 +17,23 @@ package struct WorkflowStateSummary: Sendable {
         package var failed = 0
         /// In flight when a run stopped, and not safe to send twice.
         package var maybeSent = 0
+        /// Skipped by a `when:` (its own or a dependency's) in the last run that reached it:
+        /// nothing to send, and not a failure (the run succeeds without it).
+        package var skipped = false
 
         /// Requests still to be sent: the elements without a record (or, for a step's own
-        /// request, 1 without one); `nil` for a `for_each` step whose list was never read.
+        /// request, 1 without one); `nil` for a `for_each` step whose list was never read; none
+        /// for a skipped step.
         package var pending: Int? {
+            if skipped { return 0 }
             guard forEach else { return succeeded + failed + maybeSent == 0 ? 1 : 0 }
             return total.map { max(0, $0 - succeeded - failed - maybeSent) }
         }
 
-        /// Whether every request of the step succeeded.
+        /// Whether every request of the step succeeded, or it was skipped by a `when:`.
         package var isDone: Bool {
-            forEach ? total.map { succeeded == $0 } ?? false : succeeded == 1
+            if skipped { return true }
+            return forEach ? total.map { succeeded == $0 } ?? false : succeeded == 1
         }
     }
 
@@ -97,6 +104,7 @@ package struct WorkflowStateSummary: Sendable {
                     case .succeeded: steps[position].succeeded += n
                     case .failed: steps[position].failed += n
                     case .sending: steps[position].maybeSent += n
+                    case .skipped: steps[position].skipped = true
                     case nil: break
                     }
                 }

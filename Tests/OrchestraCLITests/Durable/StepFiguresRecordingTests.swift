@@ -91,4 +91,35 @@ struct StepFiguresRecordingTests {
             #expect(only["state"] as? String == "succeeded" && only["complete"] as? Bool == false, "\(json)")
         }
     }
+
+    @Test("a step its when: skipped is shown skipped, not pending: a run that succeeded is complete, exit 0")
+    func aStepSkippedByAWhenIsNotPending() async throws {
+        try await DistributedRunTests.withServerAndSchema { server, schema in
+            let file = try WorkflowCommandTests.workflowFile(
+                """
+                vars: { go: "no" }
+                steps:
+                  - { id: ping, url: "\(server.baseURL.absoluteString)/users/1" }
+                  - { id: maybe, url: "\(server.baseURL.absoluteString)/users/2", when: "{{vars.go}} == yes" }
+                """)
+            let run = try await DistributedRunTests.run(file, schema: schema, runID: "when", workers: 1)
+            #expect(run.status == 0, "\(run)")
+            let status = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "when", "--no-color",
+            ])
+            #expect(status.status == 0, "\(status)")
+            let lines = status.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(lines.contains { $0 == ["–", "maybe", "0", "0", "0", "skipped", "(when)"] }, "\(status)")
+            let json = try await OrchestraExecutable.run([
+                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "when", "--output", "json",
+            ])
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+            let only = try #require((document["runs"] as? [[String: Any]])?.first, "\(json)")
+            #expect(only["complete"] as? Bool == true, "\(json)")
+            let steps = try #require(only["steps"] as? [[String: Any]], "\(json)")
+            #expect(steps.map { $0["skipped"] as? Bool } == [false, true], "\(json)")
+            #expect(steps.map { $0["pending"] as? Int } == [0, 0], "\(json)")
+        }
+    }
 }

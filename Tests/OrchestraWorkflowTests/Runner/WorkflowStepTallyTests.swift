@@ -81,4 +81,35 @@ struct WorkflowStepTallyTests {
         tally.observe(.started(step: "ping"))
         #expect(tally.figures.version == unchanged, "a step that starts changes no figure")
     }
+
+    @Test("a step its when: skipped, or a dependency's, has nothing to send: not pending; a step after a failure is")
+    func aStepSkippedByAWhenIsNotPending() async throws {
+        let workflow = try parse(
+            """
+            vars: { go: "no" }
+            steps:
+              - { id: b, url: "http://x.test/b", when: "{{vars.go}} == yes" }
+              - { id: c, url: "http://x.test/c", needs: [b] }
+              - { id: list, url: "http://x.test/list", captures: { items: $.items } }
+              - { id: each, for_each: "{{list.items}}", url: "http://x.test/item/{{item}}", when: "{{vars.go}} == yes" }
+              - { id: broken, url: "http://x.test/broken" }
+              - { id: later, url: "http://x.test/later", needs: [broken] }
+            """)
+        let transport = ScriptedHTTPTransport { request, _ in
+            switch request.path {
+            case "/list": respond(200, #"{"items":[1,2]}"#)
+            case "/broken": respond(500)
+            default: respond()
+            }
+        }
+        let tally = WorkflowStepTally(workflow: workflow)
+        _ = try await withHangGuard {
+            await WorkflowRunner(workflow: workflow, transport: transport).run(
+                clock: ManualClock(), onEvent: tally.observe)
+        }
+        let steps = tally.figures.steps
+        #expect(steps.map(\.skipped) == [true, true, false, true, false, false])
+        #expect(steps.map(\.pending) == [0, 0, 0, 0, 0, 1])
+        #expect(steps.map(\.isDone) == [true, true, true, true, false, false])
+    }
 }

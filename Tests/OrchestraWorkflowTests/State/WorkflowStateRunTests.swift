@@ -343,6 +343,47 @@ struct WorkflowStateRunTests {
         }
     }
 
+    /// A step its `when:` skipped (or a dependency's) has nothing to send: the summary counts
+    /// it done, not pending, so the file of a run that succeeded is complete (`orchestra status`
+    /// exits 0, as the run did); a later run that sends it replaces its record.
+    @Test func aStepSkippedByAWhenIsDoneNotPendingUntilALaterRunSendsIt() async throws {
+        func workflow(go: String) throws -> Workflow {
+            try parse(
+                """
+                vars: { go: "\(go)" }
+                steps:
+                  - { id: a, url: "http://x.test/a" }
+                  - { id: b, url: "http://x.test/b", when: "{{vars.go}} == yes" }
+                  - { id: c, url: "http://x.test/c", needs: [b] }
+                  - { id: list, url: "http://x.test/list", captures: { items: $.items } }
+                  - { id: each, for_each: "{{list.items}}", url: "http://x.test/item/{{item}}", when: "{{vars.go}} == yes" }
+                """)
+        }
+        let server = ScriptedHTTPTransport { request, _ in
+            request.path == "/list" ? respond(200, #"{"items":[1,2]}"#) : respond()
+        }
+        try await withStateFile { path in
+            let skipping = try await runWithState(try workflow(go: "no"), path: path, transport: server)
+            #expect(skipping.allSucceeded)
+            #expect(server.requests.compactMap(\.path).sorted() == ["/a", "/list"])
+            let summary = try WorkflowStateSummary.read(path: path)
+            #expect(summary.steps.map(\.skipped) == [false, true, true, false, true])
+            #expect(summary.steps.map(\.pending) == [0, 0, 0, 0, 0])
+            #expect(summary.isComplete)
+
+            let sending = ScriptedHTTPTransport { request, _ in
+                request.path == "/list" ? respond(200, #"{"items":[1,2]}"#) : respond()
+            }
+            let report = try await runWithState(try workflow(go: "yes"), path: path, transport: sending, force: true)
+            #expect(report.allSucceeded)
+            #expect(sending.requests.compactMap(\.path).sorted() == ["/b", "/c", "/item/1", "/item/2"])
+            let after = try WorkflowStateSummary.read(path: path)
+            #expect(after.steps.map(\.skipped) == [false, false, false, false, false])
+            #expect(after.steps.map(\.succeeded) == [1, 1, 1, 1, 2])
+            #expect(after.steps[4].total == 2 && after.isComplete)
+        }
+    }
+
     /// CI once saw a run refused the file the run before it had just ended: the lock went with
     /// the state object, which something still held. The lock now goes when the run's writer
     /// ends; here the first run's state is still held while the second run opens the file.
