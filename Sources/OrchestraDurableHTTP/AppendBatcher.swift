@@ -40,7 +40,8 @@ final class AppendBatcher: Sendable {
 
     /// Appends `job` to the run, with the jobs of the callers waiting at the same time.
     ///
-    /// Cancellation: the append is not interrupted (it is one short transaction).
+    /// Cancellation: the append is not interrupted (one short transaction, which may hold the jobs
+    /// of other callers too): a cancelled caller is told so once its job is appended.
     ///
     /// - Throws: The store's error, for every job of the batch.
     func append(_ job: DurableGraph.Job) async throws {
@@ -90,7 +91,9 @@ final class AppendBatcher: Sendable {
         graph.jobs = [job] + batch.map(\.job)
         let turn: Turn
         do {
-            let added = try await append(graph)
+            // Its own task: the batch holds other callers' jobs, so the leader's cancellation
+            // must not cut it short (a store's operation is cancelled with its caller).
+            let added = try await Task { [graph] in try await append(graph) }.value
             state.withLock {
                 $0.added += added
                 $0.existing += graph.jobs.count - added
