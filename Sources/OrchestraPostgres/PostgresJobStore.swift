@@ -704,13 +704,23 @@ public final class PostgresJobStore: JobStore {
     ///
     /// The timer ends with the operation: one that ends in time leaves no sleeping task behind
     /// (a worker makes a thousand of these a second, each with a 10-second timer).
+    ///
+    /// Cancelling the caller while the operation runs cancels the operation too (a transaction
+    /// then rolls back, unless its commit was under way): its caller has been told
+    /// `CancellationError` and never sees its result, so a claim must not go on to take jobs
+    /// that no worker will run (an at-most-once job would end "may have been sent" at its
+    /// lease's end, though it never started). A caller cancelled before the call still runs it
+    /// (what a stopping process records on its way out).
     static func abandoning<T: Sendable>(
         after timeout: Duration, timer: (@Sendable () async -> Void)? = nil,
         givingUp: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
-        // The timer's task, once started; `ended` once the operation has (its timer then stops).
-        let timing = Locked<(task: Task<Void, Never>?, ended: Bool)>((nil, false))
+        // The two tasks, once started; `ended` once the operation has (its timer then stops);
+        // `cancelled` once the caller was while it waited (the operation is then cancelled too,
+        // whichever of the two comes first).
+        let tasks = Locked<(work: Task<Void, Never>?, timer: Task<Void, Never>?, ended: Bool, cancelled: Bool)>(
+            (nil, nil, false, false))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 outcome.withLock { $0 = continuation }
@@ -722,9 +732,9 @@ public final class PostgresJobStore: JobStore {
                         defer { pending = nil }
                         return pending
                     }?.resume(with: result)
-                    timing.withLock { timing in
-                        timing.ended = true
-                        return timing.task
+                    tasks.withLock { tasks in
+                        tasks.ended = true
+                        return tasks.timer
                     }?.cancel()
                 }
                 let timerTask = Task {
@@ -744,17 +754,25 @@ public final class PostgresJobStore: JobStore {
                         pending.resume(throwing: TimeoutError(timeout: timeout, subject: "a PostgreSQL operation"))
                     }
                 }
-                let ended = timing.withLock { timing in
-                    timing.task = timerTask
-                    return timing.ended
+                let (ended, cancelled) = tasks.withLock { tasks in
+                    (tasks.work, tasks.timer) = (work, timerTask)
+                    return (tasks.ended, tasks.cancelled)
                 }
                 if ended { timerTask.cancel() }
+                if cancelled { work.cancel() }
             }
         } onCancel: {
-            outcome.withLock { pending in
+            let caller = outcome.withLock { pending in
                 defer { pending = nil }
                 return pending
-            }?.resume(throwing: CancellationError())
+            }
+            // A caller cancelled before the call is not waiting yet: it runs the operation whole.
+            guard let caller else { return }
+            tasks.withLock { tasks in
+                tasks.cancelled = true
+                return tasks.work
+            }?.cancel()
+            caller.resume(throwing: CancellationError())
         }
     }
 

@@ -45,4 +45,46 @@ struct AbandoningTimeoutTests {
         await #expect(throws: TimeoutError.self) { try await attempt.value }
         #expect(gaveUp.withLock { $0 })
     }
+
+    /// A caller cancelled while its operation runs is told at once, and the operation is
+    /// cancelled too: a claim whose caller is gone must not go on to take jobs no worker runs.
+    @Test func cancellingTheCallerCancelsTheOperation() async throws {
+        let started = AsyncEvent()
+        let operationCancelled = AsyncEvent()
+        let attempt = Task {
+            try await PostgresJobStore.abandoning(after: .seconds(10), timer: { try? await AsyncEvent().wait() }) {
+                started.signal()
+                // Ends only when cancelled, as a query does.
+                await withTaskCancellationHandler {
+                    try? await AsyncEvent().wait()
+                } onCancel: {
+                    operationCancelled.signal()
+                }
+                return 0
+            }
+        }
+        try await started.wait()
+        attempt.cancel()
+        await #expect(throws: CancellationError.self) { try await attempt.value }
+        try await withHangGuard { try await operationCancelled.wait() }
+    }
+
+    /// A caller cancelled before the call still runs the operation, whole: what a process
+    /// records as it stops (outcomes, leases given back) is done from a cancelled task.
+    @Test func aCallerCancelledBeforeTheCallRunsItWhole() async throws {
+        let ran = Locked(false)
+        let value = try await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            #expect(Task.isCancelled)
+            return try await PostgresJobStore.abandoning(after: .seconds(10), timer: { try? await AsyncEvent().wait() })
+            {
+                // A query of its own: not cancelled with the caller.
+                await Task.yield()
+                ran.withLock { $0 = true }
+                return Task.isCancelled ? -1 : 7
+            }
+        }.value
+        #expect(value == 7)
+        #expect(ran.withLock { $0 })
+    }
 }
