@@ -288,6 +288,7 @@ let package = Package(
             name: "OrchestraDurableHTTPTests",
             dependencies: [
                 "TestSupport", "OrchestraDurableHTTP", "OrchestraHTTP", "OrchestraDurable", "OrchestraTestKit",
+                "DurableStoreTestSupport",
             ]
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import DurableStoreTestSupport
 import Foundation
 import HTTPTypes
 import Orchestra
@@ -9,7 +10,7 @@ import Testing
 
 /// A store whose appends wait for `gate`, and, like the PostgreSQL store's operations, stop at
 /// their caller's cancellation.
-final class GatedAppends: JobStore {
+final class GatedAppends: ForwardingJobStore {
     let base: any JobStore
     let gate = AsyncEvent()
     let appending = AsyncEvent()
@@ -22,30 +23,6 @@ final class GatedAppends: JobStore {
         appending.signal()
         try await gate.wait()
         return try await base.append(jobs)
-    }
-
-    var workSignal: WorkSignal { base.workSignal }
-    func submit(_ run: DurableSubmission) async throws -> Bool { try await base.submit(run) }
-    func close(runID: String, now: Date) async throws -> DurableRunState? {
-        try await base.close(runID: runID, now: now)
-    }
-    func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
-        try await base.jobs(of: runID, ids: ids)
-    }
-    func record(
-        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
-    ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob]) {
-        try await base.record(outcomes, thenClaim: claim, now: now)
-    }
-    func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
-        try await base.renewLeases(of: jobs, worker: worker, until: expiry)
-    }
-    func removeRuns(endedBefore date: Date) async throws -> Int { try await base.removeRuns(endedBefore: date) }
-    func cancel(runID: String, now: Date) async throws -> Bool { try await base.cancel(runID: runID, now: now) }
-    func run(_ runID: String) async throws -> DurableRunRecord? { try await base.run(runID) }
-    func jobs(of runID: String) async throws -> [DurableJobRecord] { try await base.jobs(of: runID) }
-    func outlook(after now: Date, kinds: Set<String>) async throws -> WorkOutlook {
-        try await base.outlook(after: now, kinds: kinds)
     }
 }
 

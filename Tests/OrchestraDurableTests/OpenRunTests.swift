@@ -1,3 +1,4 @@
+import DurableStoreTestSupport
 import Foundation
 import Orchestra
 import OrchestraTestKit
@@ -147,7 +148,7 @@ struct OpenRunTests {
 
 /// A store that runs `beforeLook` once, the first time a worker asks what lies ahead: a close
 /// committed by another process while the worker found nothing to claim.
-final class ClosingBeforeLook: JobStore {
+final class ClosingBeforeLook: ForwardingJobStore {
     let base: any JobStore
     let beforeLook: Locked<(@Sendable () async throws -> Void)?>
 
@@ -165,30 +166,6 @@ final class ClosingBeforeLook: JobStore {
         }
         return try await base.outlook(after: now, kinds: kinds)
     }
-
-    var workSignal: WorkSignal { base.workSignal }
-    func submit(_ run: DurableSubmission) async throws -> Bool { try await base.submit(run) }
-    func append(_ jobs: DurableSubmission) async throws -> Int { try await base.append(jobs) }
-    func close(runID: String, now: Date) async throws -> DurableRunState? {
-        try await base.close(runID: runID, now: now)
-    }
-    func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
-        try await base.jobs(of: runID, ids: ids)
-    }
-    func record(
-        _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
-    ) async throws
-        -> (recorded: [RecordedOutcome], claimed: [ClaimedJob])
-    {
-        try await base.record(outcomes, thenClaim: claim, now: now)
-    }
-    func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
-        try await base.renewLeases(of: jobs, worker: worker, until: expiry)
-    }
-    func removeRuns(endedBefore date: Date) async throws -> Int { try await base.removeRuns(endedBefore: date) }
-    func cancel(runID: String, now: Date) async throws -> Bool { try await base.cancel(runID: runID, now: now) }
-    func run(_ runID: String) async throws -> DurableRunRecord? { try await base.run(runID) }
-    func jobs(of runID: String) async throws -> [DurableJobRecord] { try await base.jobs(of: runID) }
 }
 
 @Suite("An open run closed while a worker looks", .timeLimit(.minutes(1)), .takesTurns)

@@ -20,16 +20,17 @@ struct PostgresRateTests {
 
     /// A store that writes down, with the real clock, the instant of every job its claims
     /// granted (the claim's `now`, the instant the rate was enforced at), then forwards.
-    final class RecordingStore: ReleaseTimes {
-        let base: PostgresJobStore
+    final class RecordingStore: ReleaseTimes, ForwardingJobStore {
+        let store: PostgresJobStore
         let grants = Locked([Date]())
+        var base: any JobStore { store }
 
-        init(_ base: PostgresJobStore) { self.base = base }
+        init(_ store: PostgresJobStore) { self.store = store }
 
         func recordAndClaim(
             _ outcomes: [AttemptOutcome], thenClaim claim: Claim?, now: Date
         ) async throws -> (recorded: [RecordedOutcome], claimed: [ClaimedJob], nextRelease: Date?) {
-            let result = try await base.recordAndClaim(outcomes, thenClaim: claim, now: now)
+            let result = try await store.recordAndClaim(outcomes, thenClaim: claim, now: now)
             if let claim { grants.withLock { $0 += Array(repeating: claim.now, count: result.claimed.count) } }
             return result
         }
@@ -40,35 +41,6 @@ struct PostgresRateTests {
             let (recorded, claimed, _) = try await recordAndClaim(outcomes, thenClaim: claim, now: now)
             return (recorded, claimed)
         }
-
-        func submit(_ run: DurableSubmission) async throws -> Bool { try await base.submit(run) }
-        func append(_ jobs: DurableSubmission) async throws -> Int { try await base.append(jobs) }
-        func close(runID: String, now: Date) async throws -> DurableRunState? {
-            try await base.close(runID: runID, now: now)
-        }
-        func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
-            try await base.jobs(of: runID, ids: ids)
-        }
-        func renewLeases(of jobs: [JobKey], worker: String, until expiry: Date) async throws {
-            try await base.renewLeases(of: jobs, worker: worker, until: expiry)
-        }
-        func releaseLeases(of jobs: [JobKey], worker: String, now: Date) async throws {
-            try await base.releaseLeases(of: jobs, worker: worker, now: now)
-        }
-        func releaseLeases(of jobs: [JobKey], started: Set<JobKey>, worker: String, now: Date) async throws {
-            try await base.releaseLeases(of: jobs, started: started, worker: worker, now: now)
-        }
-        func pauseResource(_ resource: String, of runID: String, until: Date, now: Date) async throws {
-            try await base.pauseResource(resource, of: runID, until: until, now: now)
-        }
-        func removeRuns(endedBefore date: Date) async throws -> Int { try await base.removeRuns(endedBefore: date) }
-        func cancel(runID: String, now: Date) async throws -> Bool { try await base.cancel(runID: runID, now: now) }
-        func run(_ runID: String) async throws -> DurableRunRecord? { try await base.run(runID) }
-        func jobs(of runID: String) async throws -> [DurableJobRecord] { try await base.jobs(of: runID) }
-        func outlook(after now: Date, kinds: Set<String>) async throws -> WorkOutlook {
-            try await base.outlook(after: now, kinds: kinds)
-        }
-        var workSignal: WorkSignal { base.workSignal }
     }
 
     /// Claimers on connections of their own, claiming at the same instant: the pace is read and

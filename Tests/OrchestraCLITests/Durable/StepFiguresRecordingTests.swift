@@ -22,6 +22,20 @@ struct StepFiguresRecordingTests {
         try await store.steps(of: "run").map { "\($0.step) \($0.succeeded)/\($0.failed)/\($0.maybeSent)" }
     }
 
+    /// `orchestra status` of run `runID` in `schema`, as text (its output, and its lines split
+    /// into words) and as JSON (the run's object).
+    static func status(
+        of runID: String, in schema: String
+    ) async throws -> (text: ProcessOutput, lines: [[String]], run: [String: Any]) {
+        let arguments = ["status", "--state", DistributedRunTests.url, "--schema", schema, "--run", runID]
+        let text = try await OrchestraExecutable.run(arguments + ["--no-color"])
+        let json = try await OrchestraExecutable.run(arguments + ["--output", "json"])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+        let run = try #require((document["runs"] as? [[String: Any]])?.first, "\(json)")
+        return (text, text.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }, run)
+    }
+
     @Test("written at the start, again after a change, not again without one")
     func writtenWhenChanged() async throws {
         let workflow = try Workflow.parse(
@@ -71,24 +85,14 @@ struct StepFiguresRecordingTests {
         try await DistributedRunTests.withSchema { schema in
             let run = try await DistributedRunTests.run(file, schema: schema, runID: "refused", workers: 1)
             #expect(run.status == 1, "\(run)")
-            let status = try await OrchestraExecutable.run([
-                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "refused", "--no-color",
-            ])
+            let (status, lines, only) = try await Self.status(of: "refused", in: schema)
             #expect(status.status == 1, "\(status)")
-            let lines = status.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
             // The run's row: its jobs all succeeded, yet it is marked as not done.
             #expect(
                 lines.contains { $0.prefix(4) == ["✗", "refused", "succeeded", "1"] && $0.dropLast().last == "0/1" },
                 "\(status)")
             #expect(lines.contains { $0 == ["✗", "refused", "0", "1", "0", "0"] }, "\(status)")
-            let json = try await OrchestraExecutable.run([
-                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "refused", "--output",
-                "json",
-            ])
-            let document = try #require(
-                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
-            let only = try #require((document["runs"] as? [[String: Any]])?.first, "\(json)")
-            #expect(only["state"] as? String == "succeeded" && only["complete"] as? Bool == false, "\(json)")
+            #expect(only["state"] as? String == "succeeded" && only["complete"] as? Bool == false, "\(only)")
         }
     }
 
@@ -104,22 +108,13 @@ struct StepFiguresRecordingTests {
                 """)
             let run = try await DistributedRunTests.run(file, schema: schema, runID: "when", workers: 1)
             #expect(run.status == 0, "\(run)")
-            let status = try await OrchestraExecutable.run([
-                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "when", "--no-color",
-            ])
+            let (status, lines, only) = try await Self.status(of: "when", in: schema)
             #expect(status.status == 0, "\(status)")
-            let lines = status.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
             #expect(lines.contains { $0 == ["–", "maybe", "0", "0", "0", "skipped", "(when)"] }, "\(status)")
-            let json = try await OrchestraExecutable.run([
-                "status", "--state", DistributedRunTests.url, "--schema", schema, "--run", "when", "--output", "json",
-            ])
-            let document = try #require(
-                try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
-            let only = try #require((document["runs"] as? [[String: Any]])?.first, "\(json)")
-            #expect(only["complete"] as? Bool == true, "\(json)")
-            let steps = try #require(only["steps"] as? [[String: Any]], "\(json)")
-            #expect(steps.map { $0["skipped"] as? Bool } == [false, true], "\(json)")
-            #expect(steps.map { $0["pending"] as? Int } == [0, 0], "\(json)")
+            #expect(only["complete"] as? Bool == true, "\(only)")
+            let steps = try #require(only["steps"] as? [[String: Any]], "\(only)")
+            #expect(steps.map { $0["skipped"] as? Bool } == [false, true], "\(only)")
+            #expect(steps.map { $0["pending"] as? Int } == [0, 0], "\(only)")
         }
     }
 }
