@@ -11,8 +11,8 @@ struct StatusCommand: AsyncParsableCommand {
         discussion: """
             --state FILE: for each step of the workflow, in file order, how many of its \
             requests succeeded, failed, may have been sent (in flight when a run stopped, not \
-            safe to send twice) and are still to be sent, or that its 'when:' skipped it. The file is only read: a run may be \
-            using it. --backup COPY also copies it to the new file COPY in one consistent \
+            safe to send twice) and are still to be sent, or that its 'when:' skipped it. The \
+            file is only read: a run may be using it. --backup COPY also copies it to the new file COPY in one consistent \
             snapshot (SQLite's backup API), even while a run uses it: copying the file alone \
             during a run gives a copy behind the run (its last records are in FILE-wal), which \
             'orchestra run --state' refuses to resume from without --force.
@@ -24,8 +24,8 @@ struct StatusCommand: AsyncParsableCommand {
             shown (--run ID), also the table of its steps a state file gives, as the run's \
             coordinator judged them (written every 2 s while it runs). Only read; workers may be running.
 
-            Exit status: 0 every request (every listed run) succeeded or its step was skipped by a when:, 1 some are still to be \
-            sent or did not succeed (for a workflow's run, as its coordinator judged its steps), 2 the state cannot be read, 3 the PostgreSQL store's \
+            Exit status: 0 every request (every listed run) succeeded or its step was skipped \
+            by a 'when:', 1 some are still to be sent or did not succeed (for a workflow's run, as its coordinator judged its steps), 2 the state cannot be read, 3 the PostgreSQL store's \
             server cannot be reached (trying again later may work).
             """
     )
@@ -135,8 +135,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     /// A table of the steps, in file order: how many of each one's requests succeeded, failed,
     /// may have been sent and are still to be sent (or that a `when:` skipped it), each row
-    /// after a mark. The same for a state
-    /// file's run and a PostgreSQL store's.
+    /// after a mark. The same for a state file's run and a PostgreSQL store's.
     static func stepLines(_ steps: [WorkflowStateSummary.Step], console: Console) -> [String] {
         let header = ["step", "succeeded", "failed", "may have been sent", "pending"]
         let rows = steps.map { step -> [String] in
@@ -199,8 +198,8 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     /// A step's figures: `id`, `for_each`, `total`, `succeeded`, `failed`,
-    /// `may_have_been_sent`, `pending`, `skipped` (by a `when:`), `done`. The same for a state file's run and a
-    /// PostgreSQL store's.
+    /// `may_have_been_sent`, `pending`, `skipped` (by a `when:`), `done`. The same for a state
+    /// file's run and a PostgreSQL store's.
     static func json(of step: WorkflowStateSummary.Step) -> JSONValue {
         .object([
             "id": .string(step.id),

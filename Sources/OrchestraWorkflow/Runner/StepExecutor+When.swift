@@ -54,8 +54,8 @@ extension StepExecutor {
             report.skippedByCondition = true
             $0[step.id] = report
         }
-        // The `--state` file says so (`orchestra status`: nothing to send), until a later run
-        // decides otherwise: its record of the step is replaced then, as any record is.
+        // The `--state` file says so (`orchestra status`: nothing to send) for this run: the
+        // next run decides again.
         if let state {
             state.record(
                 step: step.id, item: -1,

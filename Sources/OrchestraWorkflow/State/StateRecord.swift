@@ -11,8 +11,9 @@ package struct StateRecord: Sendable, Hashable {
         /// It failed (a status not expected, a failed assertion, a transport error): a later
         /// run sends it again.
         case failed
-        /// Its step was skipped by a `when:` (its own or a dependency's), so nothing was to be
-        /// sent: a later run decides again (a step's own request only; `item` -1).
+        /// Its step was skipped by a `when:` (its own or a dependency's) in the file's last run,
+        /// so nothing was to be sent (a step's own record, `item` -1). The next run drops it and
+        /// decides again.
         case skipped
     }
 

@@ -164,6 +164,9 @@ package final class WorkflowState: Sendable {
                     """,
                 arguments: [workflow.name, file, workflow.digest, now, now])
         }
+        // A `when:` is decided again by each run: a skip is this run's to record, and a step an
+        // earlier run skipped is to be sent until this one skips it too.
+        try db.execute(sql: "DELETE FROM records WHERE state = ?", arguments: [StateRecord.State.skipped.rawValue])
         // The steps as the file has them now; records of steps it no longer has, or whose
         // kind changed (a request, a for_each), are dropped.
         let current = Dictionary(workflow.steps.map { ($0.id, $0.forEach != nil) }, uniquingKeysWith: { a, _ in a })
@@ -399,10 +402,6 @@ package final class WorkflowState: Sendable {
                 if let recorded, recorded != digest {
                     try db.execute(sql: "DELETE FROM records WHERE step = ?", arguments: [step])
                 }
-                // A `for_each` step skipped by an earlier run that reads its list now is not.
-                try db.cachedStatement(sql: "DELETE FROM records WHERE step = ? AND item = -1").execute(arguments: [
-                    step
-                ])
                 try db.cachedStatement(sql: "UPDATE steps SET total = ?, list_digest = ? WHERE id = ?")
                     .execute(arguments: [count, digest, step])
             }

@@ -17,8 +17,8 @@ package struct WorkflowStateSummary: Sendable {
         package var failed = 0
         /// In flight when a run stopped, and not safe to send twice.
         package var maybeSent = 0
-        /// Skipped by a `when:` (its own or a dependency's) in the last run that reached it:
-        /// nothing to send, and not a failure (the run succeeds without it).
+        /// Skipped by a `when:` (its own or a dependency's) in the file's last run: nothing to
+        /// send, and not a failure (the run succeeds without it).
         package var skipped = false
 
         /// Requests still to be sent: the elements without a record (or, for a step's own
