@@ -152,11 +152,9 @@ struct StatusCommand: AsyncParsableCommand {
             ]
         }
         let marks = steps.map { step in
-            step.skipped
-                ? console.paint("–", .dim)
-                : step.isDone
-                    ? console.paint("✓", .green)
-                    : step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
+            if step.skipped { return console.paint("–", .dim) }
+            if step.isDone { return console.paint("✓", .green) }
+            return step.failed + step.maybeSent > 0 ? console.paint("✗", .red) : console.paint("…", .yellow)
         }
         return table(header: header, rows: rows, marks: marks, console: console)
     }

@@ -36,8 +36,9 @@ extension StepExecutor {
     }
 
     /// Queues the outcome of request `item` of `step` (reported as `id`) in the `--state`
-    /// file: succeeded with `captures`, or failed. A request reused or reported "may have been
-    /// sent" keeps its record; a cancelled one keeps its "sending" record only if it was sent.
+    /// file: succeeded with `captures`, skipped by a `when:`, or failed. A request reused or
+    /// reported "may have been sent" keeps its record; a cancelled one keeps its "sending"
+    /// record only if it was sent.
     ///
     /// The file holds what the run shows, no more: the URL and the error with the secrets
     /// masked (the URL's user information is masked already), and only the captures a resume
@@ -53,6 +54,8 @@ extension StepExecutor {
         if let captures {
             record.state = .succeeded
             record.captures = storedCaptures(captures)
+        } else if report.skippedByCondition {
+            record.state = .skipped
         } else if report.state == .cancelled {
             // Sent, or about to be: its "sending" record stays. Never sent: nothing to keep.
             guard report.intentRecorded, report.attempts == 0 else { return }

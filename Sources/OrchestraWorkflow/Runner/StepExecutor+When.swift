@@ -56,13 +56,7 @@ extension StepExecutor {
         }
         // The `--state` file says so (`orchestra status`: nothing to send) for this run: the
         // next run decides again.
-        if let state {
-            state.record(
-                step: step.id, item: -1,
-                StateRecord(
-                    state: .skipped, url: workflow.redactor.redact(step.request.url.source),
-                    error: workflow.redactor.redact(reason), run: state.run))
-        }
+        recordOutcome(step, id: step.id, item: -1, captures: nil)
     }
 }
 

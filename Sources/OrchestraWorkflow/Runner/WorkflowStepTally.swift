@@ -45,7 +45,7 @@ package final class WorkflowStepTally: Sendable {
                 state.steps[position].take(counts)
             case .finished(let report):
                 guard let position = state.positions[report.id] else { return }
-                if report.state == .skipped, report.skippedByCondition {
+                if report.skippedByCondition {
                     state.steps[position].skipped = true
                 } else if state.steps[position].forEach {
                     // A list that could not be read has no counts: its length stays unknown.

@@ -360,9 +360,10 @@ struct WorkflowStateRunTests {
                   - { id: each, for_each: "{{list.items}}", url: "http://x.test/item/{{item}}", when: "{{vars.go}} == yes" }
                 """)
         }
-        let server = ScriptedHTTPTransport { request, _ in
+        @Sendable func answer(_ request: HTTPRequest) -> (HTTPResponse, Data) {
             request.path == "/list" ? respond(200, #"{"items":[1,2]}"#) : respond()
         }
+        let server = ScriptedHTTPTransport { request, _ in answer(request) }
         try await withStateFile { path in
             let skipping = try await runWithState(try workflow(go: "no"), path: path, transport: server)
             #expect(skipping.allSucceeded)
@@ -377,7 +378,7 @@ struct WorkflowStateRunTests {
             let gate = AsyncGate(isOpen: false)
             let stalled = ScriptedHTTPTransport { request, _ in
                 if request.path == "/b" { try await gate.pass() }
-                return request.path == "/list" ? respond(200, #"{"items":[1,2]}"#) : respond()
+                return answer(request)
             }
             _ = try await runStopped(
                 try workflow(go: "yes"), path: path, transport: stalled, when: "/b in flight", force: true
@@ -386,9 +387,7 @@ struct WorkflowStateRunTests {
             #expect(stopped.steps.map(\.skipped) == [false, false, false, false, false])
             #expect(stopped.steps[1].pending == 1 && stopped.steps[2].pending == 1 && !stopped.isComplete)
 
-            let sending = ScriptedHTTPTransport { request, _ in
-                request.path == "/list" ? respond(200, #"{"items":[1,2]}"#) : respond()
-            }
+            let sending = ScriptedHTTPTransport { request, _ in answer(request) }
             let report = try await runWithState(try workflow(go: "yes"), path: path, transport: sending, force: true)
             #expect(report.allSucceeded)
             #expect(sending.requests.compactMap(\.path).contains("/b"))
