@@ -60,6 +60,8 @@ public final class PostgresJobStore: JobStore {
     /// The operations (transactions and reads) each of the store's own connections ran since it
     /// last dropped its plans.
     private let sinceReplanning = Locked<[PostgresConnection.ID: Int]>([:])
+    /// The connections whose reads ``RequestedReadsOnly`` guards (``preparing(_:)``).
+    private let guardedConnections = Locked<Set<PostgresConnection.ID>>([])
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -530,6 +532,8 @@ public final class PostgresJobStore: JobStore {
     /// Readies `connection` for the prepared statements (`PreparedStatements`): one statement,
     /// none most of the time.
     ///
+    /// - A connection met for the first time gets ``RequestedReadsOnly`` first on its channel:
+    ///   a server that closes it while a result is read ends that query, not the process.
     /// - A connection of the store's own client (it started with the store's `search_path`)
     ///   drops its cached plans (`DISCARD PLANS`) every ``replanningInterval`` operations.
     ///   After five uses of a prepared statement, PostgreSQL may plan it once for any values
@@ -542,6 +546,13 @@ public final class PostgresJobStore: JobStore {
     ///   and plans for each use (`plan_cache_mode`): the client's connections, and their plans,
     ///   are the app's too.
     func preparing(_ connection: PostgresConnection) async throws {
+        let new = guardedConnections.withLock { ids in
+            // Connections closed since leave their ids behind: forgotten now and then (guarding
+            // one again finds its handler there).
+            if ids.count >= 1024 { ids = [] }
+            return ids.insert(connection.id).inserted
+        }
+        if new { await Self.guardReads(of: connection, logger: logger) }
         guard connectionsUseSchema else {
             try await connection.query(
                 """
