@@ -60,8 +60,9 @@ public final class PostgresJobStore: JobStore {
     /// The operations (transactions and reads) each of the store's own connections ran since it
     /// last dropped its plans.
     private let sinceReplanning = Locked<[PostgresConnection.ID: Int]>([:])
-    /// The connections whose reads ``RequestedReadsOnly`` guards (``preparing(_:)``).
-    private let guardedConnections = Locked<Set<PostgresConnection.ID>>([])
+    /// The connections in use, from the first operation on each until it closes, with the
+    /// tries running on each now (``watch(_:during:)``): given up at once when it closes.
+    let connections = Locked<[PostgresConnection.ID: [ObjectIdentifier: TryAbandonment]]>([:])
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -522,7 +523,9 @@ public final class PostgresJobStore: JobStore {
     ) async throws -> T {
         let (client, logger) = (self.client, self.logger)
         return try await retrying(timeout: timeout) { [self] current in
-            try await client.withTransaction(logger: logger) { connection in
+            defer { stopWatching(current) }
+            return try await client.withTransaction(logger: logger) { connection in
+                await watch(connection, during: current)
                 try await preparing(connection)
                 return try await body(connection, current)
             }
@@ -532,8 +535,6 @@ public final class PostgresJobStore: JobStore {
     /// Readies `connection` for the prepared statements (`PreparedStatements`): one statement,
     /// none most of the time.
     ///
-    /// - A connection met for the first time gets ``RequestedReadsOnly`` first on its channel:
-    ///   a server that closes it while a result is read ends that query, not the process.
     /// - A connection of the store's own client (it started with the store's `search_path`)
     ///   drops its cached plans (`DISCARD PLANS`) every ``replanningInterval`` operations.
     ///   After five uses of a prepared statement, PostgreSQL may plan it once for any values
@@ -546,13 +547,6 @@ public final class PostgresJobStore: JobStore {
     ///   and plans for each use (`plan_cache_mode`): the client's connections, and their plans,
     ///   are the app's too.
     func preparing(_ connection: PostgresConnection) async throws {
-        let new = guardedConnections.withLock { ids in
-            // Connections closed since leave their ids behind: forgotten now and then (guarding
-            // one again finds its handler there).
-            if ids.count >= 1024 { ids = [] }
-            return ids.insert(connection.id).inserted
-        }
-        if new { await Self.guardReads(of: connection, logger: logger) }
         guard connectionsUseSchema else {
             try await connection.query(
                 """
@@ -587,6 +581,8 @@ public final class PostgresJobStore: JobStore {
     struct Try: Sendable {
         let number: Int
         fileprivate let givenUp = Locked(false)
+        /// Gives this try up at once when its connection closes (``watch(_:during:)``).
+        let abandonment = TryAbandonment()
 
         /// Whether an earlier try may have done the work (its commit unseen).
         var isRetry: Bool { number > 1 }
@@ -619,8 +615,10 @@ public final class PostgresJobStore: JobStore {
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         guard connectionsUseSchema else { return try await transaction(body) }
         let client = self.client
-        return try await retrying { [self] _ in
-            try await client.withConnection { connection in
+        return try await retrying { [self] current in
+            defer { stopWatching(current) }
+            return try await client.withConnection { connection in
+                await watch(connection, during: current)
                 try await preparing(connection)
                 return try await body(connection)
             }
@@ -662,7 +660,8 @@ public final class PostgresJobStore: JobStore {
             }
             do {
                 let result = try await Self.abandoning(
-                    after: timeout, timer: wait, givingUp: { current.givenUp.withLock { $0 = true } }, work)
+                    after: timeout, timer: wait, givingUp: { current.givenUp.withLock { $0 = true } },
+                    abandonment: current.abandonment, work)
                 connectivity.answered()
                 return result
             } catch let error as TimeoutError {
@@ -722,9 +721,14 @@ public final class PostgresJobStore: JobStore {
     /// that no worker will run (an at-most-once job would end "may have been sent" at its
     /// lease's end, though it never started). A caller cancelled before the call still runs it
     /// (what a stopping process records on its way out).
+    ///
+    /// `abandonment`, once told, gives the operation up at once with
+    /// ``ConnectionClosedMidOperation``, as its timer would: its connection closed, and a query
+    /// left on it may never answer.
     static func abandoning<T: Sendable>(
         after timeout: Duration, timer: (@Sendable () async -> Void)? = nil,
-        givingUp: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () async throws -> T
+        givingUp: @escaping @Sendable () -> Void = {}, abandonment: TryAbandonment? = nil,
+        _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
         // The two tasks, once started; `ended` once the operation has (its timer then stops);
@@ -771,6 +775,18 @@ public final class PostgresJobStore: JobStore {
                 }
                 if ended { timerTask.cancel() }
                 if cancelled { work.cancel() }
+                let abandon: @Sendable () -> Void = {
+                    let pending = outcome.withLock { pending in
+                        defer { pending = nil }
+                        return pending
+                    }
+                    guard let pending else { return }
+                    givingUp()
+                    work.cancel()
+                    timerTask.cancel()
+                    pending.resume(throwing: ConnectionClosedMidOperation())
+                }
+                if abandonment?.install(abandon) == true { abandon() }
             }
         } onCancel: {
             let caller = outcome.withLock { pending in
@@ -789,7 +805,7 @@ public final class PostgresJobStore: JobStore {
 
     /// The server cannot be reached, or is shutting down or starting: worth trying again.
     static func isOutage(_ error: any Error) -> Bool {
-        if isPoolCircuitBreaker(error) { return true }
+        if isPoolCircuitBreaker(error) || error is ConnectionClosedMidOperation { return true }
         guard let error = error as? PSQLError else { return false }
         if let state = error.serverInfo?[.sqlState] {
             // 57P01–57P03: admin shutdown, crash shutdown, cannot connect now; 08xxx: connection;
@@ -884,6 +900,12 @@ public final class PostgresJobStore: JobStore {
         if let error = error as? DurableError { return error }
         if error is CancellationError {
             return DurableError(code: .storeFailed, message: "cancelled", underlying: error)
+        }
+        if error is ConnectionClosedMidOperation {
+            return DurableError(
+                code: .connectionFailed,
+                message: "PostgreSQL at \(location) cannot be reached: the connection closed during an operation",
+                underlying: error)
         }
         if isPoolCircuitBreaker(error) {
             return DurableError(

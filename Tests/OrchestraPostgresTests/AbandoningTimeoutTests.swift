@@ -46,6 +46,35 @@ struct AbandoningTimeoutTests {
         #expect(gaveUp.withLock { $0 })
     }
 
+    /// A try whose connection closed is given up at once, not at its timer: a query left on a
+    /// closed connection may never answer. Told before the try waits, it is given up as it starts.
+    @Test(arguments: [false, true])
+    func anOperationWhoseConnectionClosedIsGivenUpAtOnce(abandonedBeforeItWaits: Bool) async throws {
+        let abandonment = TryAbandonment()
+        if abandonedBeforeItWaits { abandonment.abandon() }
+        let started = AsyncEvent()
+        let stuck = AsyncEvent()
+        let gaveUp = Locked(false)
+        defer { stuck.signal() }
+        let attempt = Task {
+            try await PostgresJobStore.abandoning(
+                after: .seconds(10), timer: { try? await AsyncEvent().wait() },
+                givingUp: { gaveUp.withLock { $0 = true } }, abandonment: abandonment,
+                {
+                    started.signal()
+                    // Ignores cancellation, as a query on a connection the server closed did.
+                    await Task.detached { try? await stuck.wait() }.value
+                    return 0
+                })
+        }
+        if !abandonedBeforeItWaits {
+            try await started.wait()
+            abandonment.abandon()
+        }
+        await #expect(throws: ConnectionClosedMidOperation.self) { try await withHangGuard { try await attempt.value } }
+        #expect(gaveUp.withLock { $0 })
+    }
+
     /// A caller cancelled while its operation runs is told at once, and the operation is
     /// cancelled too: a claim whose caller is gone must not go on to take jobs no worker runs.
     @Test func cancellingTheCallerCancelsTheOperation() async throws {

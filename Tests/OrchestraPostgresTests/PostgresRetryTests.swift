@@ -48,6 +48,38 @@ struct PostgresRetryTests {
         }
     }
 
+    /// The server ends the connection a try runs on while a query on it never answers (as
+    /// PostgresNIO left one after an immediate restart): the try is given up when the
+    /// connection closes, not at its timer (which here never fires), and the next one runs.
+    /// The store then holds no try on any connection, and none for the closed one.
+    @Test func aTryWhoseConnectionClosesIsGivenUpAtOnceAndTriedAgain() async throws {
+        try await withTemporaryStore(.postgres) { file in
+            _ = try await file.open()
+            let stuck = AsyncEvent()
+            defer { stuck.signal() }
+            let store = try file.postgresStore(tries: .init(timer: { _, _ in try? await stuck.wait() }))
+            let client = try #require(file.client)
+            let closed = Locked<PostgresConnection.ID?>(nil)
+            let tries = try await withHangGuard {
+                try await store.transaction { connection, current in
+                    guard current.number == 1 else { return current.number }
+                    closed.withLock { $0 = connection.id }
+                    let backend = try await connection.query("SELECT pg_backend_pid()", logger: store.logger)
+                        .decode(Int32.self).onlyRow()
+                    try await client.query("SELECT pg_terminate_backend(\(backend))")
+                    await Task.detached { try? await stuck.wait() }.value
+                    return current.number
+                }
+            }
+            #expect(tries == 2)
+            let id = try #require(closed.withLock { $0 })
+            let watched = store.connections.withLock { $0 }
+            #expect(watched[id] == nil)
+            let triesHeld = watched.values.map(\.count).reduce(0, +)
+            #expect(triesHeld == 0)
+        }
+    }
+
     @Test func outcomesTriedAgainAreRecordedNotRefused() async throws {
         try await withTemporaryStore(.postgres) { file in
             try await Self.submitIndependentJobs(3, to: file)
