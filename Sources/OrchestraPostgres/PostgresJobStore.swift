@@ -57,12 +57,9 @@ public final class PostgresJobStore: JobStore {
     /// else each transaction sets it for the prepared statements, which name their tables
     /// without it (``preparing(_:)``).
     let connectionsUseSchema: Bool
-    /// The operations (transactions and reads) each of the store's own connections ran since it
-    /// last dropped its plans.
-    private let sinceReplanning = Locked<[PostgresConnection.ID: Int]>([:])
-    /// The connections in use, from the first operation on each until it closes, with the
-    /// tries running on each now (``watch(_:during:)``): given up at once when it closes.
-    let connections = Locked<[PostgresConnection.ID: [ObjectIdentifier: TryAbandonment]]>([:])
+    /// The connections the store uses, from the first operation on each (``watch(_:during:)``)
+    /// until it closes.
+    let connections = Locked<[PostgresConnection.ID: ConnectionInUse]>([:])
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
@@ -555,11 +552,10 @@ public final class PostgresJobStore: JobStore {
                 """, logger: logger)
             return
         }
-        let due = sinceReplanning.withLock { counts in
-            // Connections lost to outages leave their counts behind: forgotten now and then.
-            if counts[connection.id] == nil, counts.count >= 64 { counts = [:] }
-            let count = counts[connection.id, default: 0] + 1
-            counts[connection.id] = count < Self.replanningInterval ? count : 0
+        let due = connections.withLock { connections in
+            // None for a connection that closed since its try began: its next query fails.
+            guard let count = connections[connection.id].map({ $0.sinceReplanning + 1 }) else { return false }
+            connections[connection.id]?.sinceReplanning = count < Self.replanningInterval ? count : 0
             return count == Self.replanningInterval
         }
         if due { try await connection.query("DISCARD PLANS", logger: logger) }
@@ -736,21 +732,35 @@ public final class PostgresJobStore: JobStore {
         // whichever of the two comes first).
         let tasks = Locked<(work: Task<Void, Never>?, timer: Task<Void, Never>?, ended: Bool, cancelled: Bool)>(
             (nil, nil, false, false))
+        // The caller, taken by the first of the operation, its timer, its abandonment and the
+        // caller's cancellation to end; the others find nothing to do.
+        let takeCaller: @Sendable () -> CheckedContinuation<T, any Error>? = {
+            outcome.withLock { pending in
+                defer { pending = nil }
+                return pending
+            }
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 outcome.withLock { $0 = continuation }
                 // Unstructured, both: the operation may never end, and the caller must not wait
-                // for it. Whichever ends first resumes the caller; the other finds nothing to do.
+                // for it.
                 let work = Task {
                     let result = await Result { try await body() }
-                    outcome.withLock { pending in
-                        defer { pending = nil }
-                        return pending
-                    }?.resume(with: result)
+                    takeCaller()?.resume(with: result)
                     tasks.withLock { tasks in
                         tasks.ended = true
                         return tasks.timer
                     }?.cancel()
+                }
+                // Gives the operation up (its timer fired, or its connection closed), before the
+                // caller hears of it: its next try comes after.
+                let giveUp: @Sendable (any Error) -> Void = { error in
+                    guard let caller = takeCaller() else { return }
+                    givingUp()
+                    work.cancel()
+                    tasks.withLock { $0.timer }?.cancel()
+                    caller.resume(throwing: error)
                 }
                 let timerTask = Task {
                     if let timer {
@@ -758,16 +768,7 @@ public final class PostgresJobStore: JobStore {
                     } else {
                         try? await sleepReleasingOnCancel(for: timeout, clock: ContinuousClock())
                     }
-                    let pending = outcome.withLock { pending in
-                        defer { pending = nil }
-                        return pending
-                    }
-                    if let pending {
-                        // Before the caller hears of it: its next try comes after.
-                        givingUp()
-                        work.cancel()
-                        pending.resume(throwing: TimeoutError(timeout: timeout, subject: "a PostgreSQL operation"))
-                    }
+                    giveUp(TimeoutError(timeout: timeout, subject: "a PostgreSQL operation"))
                 }
                 let (ended, cancelled) = tasks.withLock { tasks in
                     (tasks.work, tasks.timer) = (work, timerTask)
@@ -775,26 +776,13 @@ public final class PostgresJobStore: JobStore {
                 }
                 if ended { timerTask.cancel() }
                 if cancelled { work.cancel() }
-                let abandon: @Sendable () -> Void = {
-                    let pending = outcome.withLock { pending in
-                        defer { pending = nil }
-                        return pending
-                    }
-                    guard let pending else { return }
-                    givingUp()
-                    work.cancel()
-                    timerTask.cancel()
-                    pending.resume(throwing: ConnectionClosedMidOperation())
+                if abandonment?.install({ giveUp(ConnectionClosedMidOperation()) }) == true {
+                    giveUp(ConnectionClosedMidOperation())
                 }
-                if abandonment?.install(abandon) == true { abandon() }
             }
         } onCancel: {
-            let caller = outcome.withLock { pending in
-                defer { pending = nil }
-                return pending
-            }
             // A caller cancelled before the call is not waiting yet: it runs the operation whole.
-            guard let caller else { return }
+            guard let caller = takeCaller() else { return }
             tasks.withLock { tasks in
                 tasks.cancelled = true
                 return tasks.work

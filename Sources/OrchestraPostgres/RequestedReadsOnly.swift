@@ -58,14 +58,11 @@ final class RequestedReadsOnly: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if answering {
-            answering = false
-            context.fireChannelReadComplete()
-        } else if asked {
-            // The end of a read that brought nothing (the channel reports one at the peer's
-            // close): the read asked for is still outstanding.
-            context.fireChannelReadComplete()
-        }
+        // With `asked` alone, the end of a read that brought nothing (the channel reports one at
+        // the peer's close): the read asked for is still outstanding.
+        guard answering || asked else { return }
+        answering = false
+        context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {

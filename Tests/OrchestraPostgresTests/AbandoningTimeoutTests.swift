@@ -32,15 +32,8 @@ struct AbandoningTimeoutTests {
         let stuck = AsyncEvent()
         let gaveUp = Locked(false)
         defer { stuck.signal() }
-        let attempt = Task {
-            try await PostgresJobStore.abandoning(
-                after: .seconds(10), timer: { try? await fire.wait() }, givingUp: { gaveUp.withLock { $0 = true } },
-                {
-                    // Ignores cancellation, as a query on a connection the server dropped did.
-                    await Task.detached { try? await stuck.wait() }.value
-                    return 0
-                })
-        }
+        let attempt = Self.stuckOperation(
+            timer: { try? await fire.wait() }, givingUp: { gaveUp.withLock { $0 = true } }, until: stuck)
         fire.signal()
         await #expect(throws: TimeoutError.self) { try await attempt.value }
         #expect(gaveUp.withLock { $0 })
@@ -56,23 +49,33 @@ struct AbandoningTimeoutTests {
         let stuck = AsyncEvent()
         let gaveUp = Locked(false)
         defer { stuck.signal() }
-        let attempt = Task {
-            try await PostgresJobStore.abandoning(
-                after: .seconds(10), timer: { try? await AsyncEvent().wait() },
-                givingUp: { gaveUp.withLock { $0 = true } }, abandonment: abandonment,
-                {
-                    started.signal()
-                    // Ignores cancellation, as a query on a connection the server closed did.
-                    await Task.detached { try? await stuck.wait() }.value
-                    return 0
-                })
-        }
+        let attempt = Self.stuckOperation(
+            timer: { try? await AsyncEvent().wait() }, givingUp: { gaveUp.withLock { $0 = true } },
+            abandonment: abandonment, started: started, until: stuck)
         if !abandonedBeforeItWaits {
             try await started.wait()
             abandonment.abandon()
         }
         await #expect(throws: ConnectionClosedMidOperation.self) { try await withHangGuard { try await attempt.value } }
         #expect(gaveUp.withLock { $0 })
+    }
+
+    /// `abandoning` (10 s, its timer `timer`) of an operation that signals `started`, then never
+    /// ends until `stuck` is signalled, and ignores cancellation, as a query on a connection the
+    /// server dropped did.
+    static func stuckOperation(
+        timer: @escaping @Sendable () async -> Void, givingUp: @escaping @Sendable () -> Void,
+        abandonment: TryAbandonment? = nil, started: AsyncEvent = AsyncEvent(), until stuck: AsyncEvent
+    ) -> Task<Int, any Error> {
+        Task {
+            try await PostgresJobStore.abandoning(
+                after: .seconds(10), timer: timer, givingUp: givingUp, abandonment: abandonment
+            ) {
+                started.signal()
+                await Task.detached { try? await stuck.wait() }.value
+                return 0
+            }
+        }
     }
 
     /// A caller cancelled while its operation runs is told at once, and the operation is

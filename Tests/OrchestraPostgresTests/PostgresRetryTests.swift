@@ -75,7 +75,7 @@ struct PostgresRetryTests {
             let id = try #require(closed.withLock { $0 })
             let watched = store.connections.withLock { $0 }
             #expect(watched[id] == nil)
-            let triesHeld = watched.values.map(\.count).reduce(0, +)
+            let triesHeld = watched.values.map(\.tries.count).reduce(0, +)
             #expect(triesHeld == 0)
         }
     }

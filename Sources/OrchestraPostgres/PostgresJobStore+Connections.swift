@@ -44,6 +44,15 @@ final class TryAbandonment: Sendable {
     }
 }
 
+/// A connection a store uses, from its first operation until it closes.
+struct ConnectionInUse: Sendable {
+    /// The tries running on it now: given up at once if it closes.
+    var tries: [ObjectIdentifier: TryAbandonment] = [:]
+    /// The operations (transactions and reads) it ran since it last dropped its plans
+    /// (`PostgresJobStore.preparing(_:)`).
+    var sinceReplanning = 0
+}
+
 extension PostgresJobStore {
     /// Has `current` given up at once if `connection` closes before the try ends
     /// (``stopWatching(_:)``); and, the first time the store uses `connection`, puts
@@ -52,8 +61,9 @@ extension PostgresJobStore {
         let (id, abandonment) = (connection.id, current.abandonment)
         abandonment.connection = id
         let isNew = connections.withLock { connections in
-            defer { connections[id, default: [:]][ObjectIdentifier(abandonment)] = abandonment }
-            return connections[id] == nil
+            let isNew = connections[id] == nil
+            connections[id, default: ConnectionInUse()].tries[ObjectIdentifier(abandonment)] = abandonment
+            return isNew
         }
         guard isNew else { return }
         await Self.guardReads(of: connection, logger: logger)
@@ -62,8 +72,8 @@ extension PostgresJobStore {
         // closed already calls it at once.
         let connections = self.connections
         connection.closeFuture.whenComplete { _ in
-            let tries = connections.withLock { $0.removeValue(forKey: id) } ?? [:]
-            for abandonment in tries.values { abandonment.abandon() }
+            guard let closed = connections.withLock({ $0.removeValue(forKey: id) }) else { return }
+            for abandonment in closed.tries.values { abandonment.abandon() }
         }
     }
 
@@ -71,6 +81,6 @@ extension PostgresJobStore {
     func stopWatching(_ current: Try) {
         let abandonment = current.abandonment
         guard let id = abandonment.connection else { return }
-        connections.withLock { _ = $0[id]?.removeValue(forKey: ObjectIdentifier(abandonment)) }
+        connections.withLock { _ = $0[id]?.tries.removeValue(forKey: ObjectIdentifier(abandonment)) }
     }
 }
