@@ -30,7 +30,7 @@ extension PostgresJobStore {
                     connection) || ended
         }
         for runID in runs { _ = try await endRunIfDone(runID, now: now, connection) }
-        if ended { try await notify(outcome: true, connection) }
+        if ended { try await notify(outcome: .any, connection) }
     }
 
     /// Locks the rows of `runIDs` in id order, as recording outcomes does (so that the two never
@@ -111,7 +111,7 @@ extension PostgresJobStore {
                     """, logger: logger)
                 if !uncertain.isEmpty { _ = try await endRunIfDone(runID, now: now, connection) }
             }
-            try await notify(work: "", outcome: ended, connection)
+            try await notify(work: "", outcome: ended ? .any : nil, connection)
         }
     }
 

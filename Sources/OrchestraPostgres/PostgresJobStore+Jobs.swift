@@ -203,21 +203,23 @@ extension PostgresJobStore {
             }
             let ended = try await endRunIfDone(runID, now: Millis.of(now), connection)
             // Idle workers look again: the run they waited on may be over.
-            try await notify(work: "", outcome: ended != nil, connection)
+            try await notify(work: "", outcome: ended != nil ? .any : nil, connection)
             return ended
         }
     }
 
     /// Says, when the transaction commits, that there is new work (to the workers that wait for
     /// it, `LISTEN`: `work` names the worker whose outcomes released it, which claims next
-    /// anyway, or is empty) and new outcomes (to the processes waiting for those of open runs);
-    /// and with `tryingClaimLock`, asks for the store-wide claim lock without waiting. One
-    /// statement, none if there is nothing to do.
+    /// anyway, or is empty) and new outcomes (to the processes waiting for those of open runs:
+    /// `outcome` names them, as ``outcomePayload(_:)`` writes it); and with `tryingClaimLock`,
+    /// asks for the store-wide claim lock without waiting. One statement, none if there is
+    /// nothing to do.
     ///
     /// - Returns: Whether the transaction holds the claim lock now (`false` if not asked).
     @discardableResult
     func notify(
-        work: String? = nil, outcome: Bool = false, tryingClaimLock: Bool = false, _ connection: PostgresConnection
+        work: String? = nil, outcome: OutcomeNotice? = nil, tryingClaimLock: Bool = false,
+        _ connection: PostgresConnection
     ) async throws -> Bool {
         var binds = PostgresBindings()
         var notifications: [String] = []
@@ -226,9 +228,10 @@ extension PostgresJobStore {
             binds.append(work)
             notifications.append("pg_notify($\(binds.count - 1), $\(binds.count))")
         }
-        if outcome {
+        if let outcome {
             binds.append(outcomeChannel)
-            notifications.append("pg_notify($\(binds.count), '')")
+            binds.append(Self.outcomePayload(outcome))
+            notifications.append("pg_notify($\(binds.count - 1), $\(binds.count))")
         }
         let sent = notifications.joined(separator: ", ")
         guard tryingClaimLock else {
@@ -247,6 +250,25 @@ extension PostgresJobStore {
     /// The channel on which ``notify(work:outcome:tryingClaimLock:_:)`` wakes the processes
     /// waiting for outcomes.
     var outcomeChannel: String { "\(schema)_outcome" }
+
+    /// The payload of a notification of outcomes: the jobs named, as a JSON object of their ids
+    /// by run (`{"run":["a","b"]}`), or empty for ``OutcomeNotice/any`` and for names longer
+    /// than a notification carries (PostgreSQL's 8,000 bytes).
+    static func outcomePayload(_ notice: OutcomeNotice) -> String {
+        guard case .jobs(let keys) = notice,
+            let data = try? JSONEncoder().encode(Dictionary(grouping: keys, by: \.runID).mapValues { $0.map(\.jobID) }),
+            data.count <= 7_900
+        else { return "" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// What a notification's payload on the outcome channel tells: the jobs it names, or (empty,
+    /// unreadable: an older process's) ``OutcomeNotice/any``.
+    static func outcomeNotice(_ payload: String) -> OutcomeNotice {
+        guard !payload.isEmpty, let byRun = try? JSONDecoder().decode([String: [String]].self, from: Data(payload.utf8))
+        else { return .any }
+        return .jobs(byRun.flatMap { run, ids in ids.map { JobKey(runID: run, jobID: $0) } })
+    }
 
     /// The channel on which ``notify(work:outcome:tryingClaimLock:_:)`` wakes idle workers.
     var workChannel: String { "\(schema)_work" }
@@ -337,12 +359,12 @@ extension PostgresJobStore {
                 recorded[last].runEnded = ended
             }
             // Someone waits for the outcomes of an open run's jobs (the process that appends them).
-            let outcomeWaited = zip(outcomes, recorded).contains { $1.recorded && openRuns.contains($0.job.key.runID) }
+            let outcomeWaited = zip(outcomes, recorded).filter { $1.recorded && openRuns.contains($0.job.key.runID) }
             // With the work released, the claim lock if it is free now (never waited for), in
             // the same statement: a claim follows in this transaction if it was.
             let locked = try await notify(
-                work: released ? worker : nil, outcome: outcomeWaited, tryingClaimLock: released && claim != nil,
-                connection)
+                work: released ? worker : nil, outcome: Self.notice(of: outcomeWaited),
+                tryingClaimLock: released && claim != nil, connection)
             guard locked, let claim else { return (recorded, nil, current.isRetry) }
             do {
                 let together = try await self.claim(
@@ -695,6 +717,22 @@ extension PostgresJobStore {
         var released = false
         for try await state in rows where state == "ready" { released = true }
         return released
+    }
+
+    /// What a notification tells of `outcomes` recorded: the jobs that succeeded, if that is all
+    /// that ended (those failed to be tried again ended nothing); any job, if one failed for good
+    /// (its dependents failed or were skipped) or a run ended; nothing if nothing ended.
+    static func notice(of outcomes: [(AttemptOutcome, RecordedOutcome)]) -> OutcomeNotice? {
+        var succeeded: [JobKey] = []
+        for (outcome, recorded) in outcomes {
+            switch outcome.outcome {
+            case .succeeded: succeeded.append(outcome.job.key)
+            case .failed(_, retryAt: .some): break
+            case .failed(_, retryAt: nil): return .any
+            }
+            if recorded.runEnded != nil { return .any }
+        }
+        return succeeded.isEmpty ? nil : .jobs(succeeded)
     }
 
     /// What a job that failed for good (recorded in the caller's transaction) does to the

@@ -128,25 +128,30 @@ public final class PostgresJobStore: JobStore {
     /// name), until the calling task is cancelled. A lost connection is opened again after
     /// ``pollInterval`` (the idle workers poll meanwhile).
     public func listenForWork(ignoring worker: String, _ onWork: @escaping @Sendable () -> Void) async throws {
-        try await listen(on: workChannel, ignoring: worker, onWork)
+        try await listen(on: workChannel) { payload in
+            if payload != worker { onWork() }
+        }
     }
 
     /// Listens on the store's outcome channel, as ``listenForWork(ignoring:_:)`` does on its
-    /// work channel.
-    public func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {
-        try await listen(on: outcomeChannel, onOutcome)
+    /// work channel, telling `onOutcome` the jobs each notification names (``OutcomeNotice``;
+    /// ``OutcomeNotice/any`` when listening begins).
+    public func listenForOutcomes(_ onOutcome: @escaping @Sendable (OutcomeNotice) -> Void) async throws {
+        try await listen(on: outcomeChannel) { payload in
+            onOutcome(payload.map(Self.outcomeNotice) ?? .any)
+        }
     }
 
-    /// Calls `onNotification` once listening on `channel` has begun (anything sent before is
-    /// looked for then) and at each notification (but those whose payload is `payload`),
-    /// connecting again after a lost connection, until the task is cancelled.
+    /// Calls `onNotification` once listening on `channel` has begun (with `nil`: anything sent
+    /// before is looked for then) and with the payload of each notification, connecting again
+    /// after a lost connection, until the task is cancelled.
     ///
     /// A connection lost to an outage is one (told to `onConnectivity`, as a failed operation
     /// is), and listening again its end: a process that waits on its notifications (a
     /// coordinator between outcomes, an idle worker) says so even if none of its operations
     /// met the outage.
     private func listen(
-        on channel: String, ignoring payload: String? = nil, _ onNotification: @escaping @Sendable () -> Void
+        on channel: String, _ onNotification: @escaping @Sendable (_ payload: String?) -> Void
     ) async throws {
         let connectivity = self.connectivity
         while !Task.isCancelled {
@@ -154,10 +159,8 @@ public final class PostgresJobStore: JobStore {
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         connectivity.answered()
-                        onNotification()
-                        for try await notification in notifications where notification.payload != payload {
-                            onNotification()
-                        }
+                        onNotification(nil)
+                        for try await notification in notifications { onNotification(notification.payload) }
                     }
                 }
             } catch is CancellationError {

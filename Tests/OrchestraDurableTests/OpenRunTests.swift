@@ -146,6 +146,109 @@ struct OpenRunTests {
     }
 }
 
+/// A store that keeps the ids of each look for outcomes (`jobs(of:ids:)`), in order.
+final class RecordingLooks: ForwardingJobStore {
+    let base: any JobStore
+    let looks = Locked<[[String]]>([])
+
+    init(_ base: any JobStore) {
+        self.base = base
+    }
+
+    func jobs(of runID: String, ids: [String]) async throws -> [DurableJobRecord] {
+        looks.withLock { $0.append(ids.sorted()) }
+        return try await base.jobs(of: runID, ids: ids)
+    }
+}
+
+@Suite("Outcomes awaited: what each change makes a waiter look at", .timeLimit(.minutes(1)), .takesTurns)
+struct OutcomeLookTests {
+    /// A job's outcome is read when it is first waited for and when a change names it, not at
+    /// every outcome of the run while it waits: on PostgreSQL the notification names the jobs
+    /// that succeeded, in this process the queue's event does. (Before, every change read every
+    /// job waited for: about eight reads of each in a run of 10,000.)
+    @Test(arguments: StoreKind.available) func aChangeThatNamesItsJobsIsLookedAtForThoseAlone(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let store = RecordingLooks(try await file.open())
+            let coordinator = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
+            let worker =
+                kind == .postgres
+                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
+            let (released, release) = AsyncStream<Void>.makeStream()
+            worker.register(add) { input, _ in
+                if input == [0] { for await _ in released { break } }
+                return input.reduce(0, +)
+            }
+            try await coordinator.open(runID: "named", limit: 4)
+            try await coordinator.withOutcomes(of: "named") { outcomes in
+                // On PostgreSQL, once listening has begun: its start is a change that names
+                // nothing (anything recorded before is looked for then).
+                if kind == .postgres {
+                    try await waitUntil("the outcome notifications are listened to") {
+                        outcomes.changes.read { $0 } >= 1
+                    }
+                }
+                try await coordinator.append(try OpenRunTests.job("slow", [0]), to: "named")
+                try await coordinator.append(try OpenRunTests.job("fast", [1]), to: "named")
+                let slow = Task { try await outcomes.wait(for: "slow") }
+                let fast = Task { try await outcomes.wait(for: "fast") }
+                // Both looked at once, as they began to be waited for (neither has run).
+                try await waitUntil("both jobs are looked at") {
+                    Set(store.looks.withLock { $0.joined() }) == ["slow", "fast"]
+                }
+                let before = store.looks.withLock { $0.count }
+                let stop = DurableStopSignal()
+                let working = Task { try await worker.work(limit: 4, until: stop) }
+                #expect(try await withHangGuard { try await fast.value }.output(as: Int.self) == 1)
+                // The change that ended "fast" named it alone: "slow", still running, not read.
+                let afterFast = store.looks.withLock { Array($0[before...]) }
+                #expect(afterFast == [["fast"]])
+                release.yield()
+                #expect(try await withHangGuard { try await slow.value }.output(as: Int.self) == 0)
+                #expect(store.looks.withLock { Array($0[(before + afterFast.count)...]) } == [["slow"]])
+                stop.request()
+                try await withHangGuard { try await working.value }
+            }
+        }
+    }
+
+    /// A failure for good skips its dependents, which no outcome names: the change is told as
+    /// one that may have ended any job, and a waiter for a dependent (here on PostgreSQL with
+    /// no poll to fall back on) learns of its end.
+    @Test(arguments: StoreKind.available) func aDependentSkippedByAFailureIsSeenThoughNoChangeNamesIt(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let coordinator = DurableQueue(
+                store: RecordingLooks(try await file.open()), clock: ManualClock(), wallClockStart: epoch)
+            let worker =
+                kind == .postgres
+                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
+            worker.register(add) { input, _ in
+                if input.contains(-1) { throw DurableJobFailure("negative", retryable: false) }
+                return input.reduce(0, +)
+            }
+            try await coordinator.open(runID: "skipping", limit: 4)
+            try await coordinator.withOutcomes(of: "skipping") { outcomes in
+                var graph = DurableGraph()
+                let first = try graph.add("fails", add, input: [-1])
+                try graph.add("after", add, input: [1], after: [first.id])
+                try await coordinator.append(graph, to: "skipping")
+                let after = Task { try await outcomes.wait(for: "after") }
+                try await waitUntil("the dependent is waited for") { outcomes.awaited == ["after"] }
+                let stop = DurableStopSignal()
+                let working = Task { try await worker.work(limit: 4, until: stop) }
+                let record = try await withHangGuard { try await after.value }
+                #expect(record.state == .skipped && record.error?.contains("'fails'") == true)
+                stop.request()
+                try await withHangGuard { try await working.value }
+            }
+        }
+    }
+}
+
 /// A store that runs `beforeLook` once, the first time a worker asks what lies ahead: a close
 /// committed by another process while the worker found nothing to claim.
 final class ClosingBeforeLook: ForwardingJobStore {

@@ -2,12 +2,18 @@ import Foundation
 import Orchestra
 
 /// Waits for the outcomes of jobs of one run, as ``DurableQueue/withOutcomes(of:_:)`` gives it:
-/// many tasks may wait at once, and one query looks for all of their jobs whenever an outcome
-/// may have been recorded (by a worker of this queue, or, on a shared store, of any process).
+/// many tasks may wait at once, and one query looks for their jobs whenever an outcome may have
+/// been recorded (by a worker of this queue, or, on a shared store, of any process): for the
+/// jobs newly waited for and those the change named (``OutcomeNotice``), or for every one when
+/// it named none.
 public final class DurableOutcomes: Sendable {
     private struct State: Sendable {
         var waiters: [String: [Int: CheckedContinuation<DurableJobRecord, any Error>]] = [:]
         var next = 0
+        /// The jobs to look at next: waited for since the last look, or named by a change since.
+        var toLook: Set<String> = []
+        /// Whether the next look is at every job waited for (a change that named none).
+        var looksAtAll = false
     }
 
     /// The run whose jobs are waited for.
@@ -38,6 +44,7 @@ public final class DurableOutcomes: Sendable {
                 let cancelled = state.withLock { state in
                     if Task.isCancelled { return true }
                     state.waiters[jobID, default: [:]][id] = continuation
+                    state.toLook.insert(jobID)
                     return false
                 }
                 if cancelled {
@@ -57,6 +64,34 @@ public final class DurableOutcomes: Sendable {
 
     /// The ids of the jobs waited for now.
     var awaited: [String] { state.withLock { Array($0.waiters.keys) } }
+
+    /// Whether a job is waited for.
+    var isWaiting: Bool { state.withLock { !$0.waiters.isEmpty } }
+
+    /// Takes note of a change, `notice`, for the next look, and wakes the watcher.
+    func changed(_ notice: OutcomeNotice) {
+        state.withLock { state in
+            switch notice {
+            case .any: state.looksAtAll = true
+            case .jobs(let keys):
+                for key in keys where key.runID == runID && state.waiters[key.jobID] != nil {
+                    state.toLook.insert(key.jobID)
+                }
+            }
+        }
+        changes.update { $0 += 1 }
+    }
+
+    /// The ids of the jobs to look at now (every job waited for, or those waited for since the
+    /// last look and those named since), forgetting them: a change during the look is looked at
+    /// next time.
+    func takeJobsToLookAt() -> [String] {
+        state.withLock { state in
+            defer { (state.toLook, state.looksAtAll) = ([], false) }
+            return state.looksAtAll
+                ? Array(state.waiters.keys) : state.toLook.filter { state.waiters[$0] != nil }
+        }
+    }
 
     /// Resumes the waiters of every job of `records` that has ended, and fails those of the
     /// `asked` jobs the run does not have.

@@ -239,11 +239,14 @@ public final class DurableQueue: Sendable {
         let outcomes = DurableOutcomes(runID: runID)
         let events = hub.subscribe()
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            listen(to: events, into: outcomes.changes, in: &group) { event in
+            listen(to: events, in: &group, onChange: outcomes.changed) { event in
                 switch event {
-                case .succeeded(let key, _), .failed(let key, _, _, _): key.runID == runID
-                case .runEnded(let id, _): id == runID
-                default: false
+                case .succeeded(let key, _) where key.runID == runID: .jobs([key])
+                // A failure for good fails or skips dependents the event does not name; one to
+                // be tried again ends nothing.
+                case .failed(let key, _, _, nil) where key.runID == runID: .any
+                case .runEnded(runID, _): .any
+                default: nil
                 }
             }
             group.addTask { try await self.watch(outcomes) }
@@ -252,20 +255,21 @@ public final class DurableQueue: Sendable {
         }
     }
 
-    /// Adds to `group` the listeners that count in `changes` whatever may have changed what a
-    /// waiter looks for: this queue's `events` that `counts` keeps, the store's notifications
-    /// of outcomes (other processes' workers), and its lease endings (a lease that ended made a
-    /// job uncertain, and no worker records an outcome for it).
+    /// Adds to `group` the listeners that tell `onChange` whatever may have changed what a
+    /// waiter looks for: this queue's `events` as `notice` sees them (`nil`: not a change), the
+    /// store's notifications of outcomes (other processes' workers), and its lease endings (a
+    /// lease that ended made a job uncertain, and no worker records an outcome for it).
     private func listen(
-        to events: AsyncStream<DurableEvent>, into changes: AwaitedState<Int>,
-        in group: inout ThrowingTaskGroup<Void, any Error>, counting counts: @escaping @Sendable (DurableEvent) -> Bool
+        to events: AsyncStream<DurableEvent>, in group: inout ThrowingTaskGroup<Void, any Error>,
+        onChange: @escaping @Sendable (OutcomeNotice) -> Void,
+        notice: @escaping @Sendable (DurableEvent) -> OutcomeNotice?
     ) {
         group.addTask {
-            for await event in events where counts(event) { changes.update { $0 += 1 } }
+            for await event in events { if let notice = notice(event) { onChange(notice) } }
         }
-        group.addTask { try? await self.store.workSignal.listenForOutcomes { changes.update { $0 += 1 } } }
+        group.addTask { try? await self.store.workSignal.listenForOutcomes(onChange) }
         group.addTask {
-            try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings { changes.update { $0 += 1 } }
+            try? await (self.store as? any LeaseEndingNotices)?.listenForLeaseEndings { onChange(.any) }
         }
     }
 
@@ -274,7 +278,7 @@ public final class DurableQueue: Sendable {
     private func watch(_ outcomes: DurableOutcomes) async throws {
         while !Task.isCancelled {
             let seen = outcomes.changes.read { $0 }
-            let asked = outcomes.awaited
+            let asked = outcomes.takeJobsToLookAt()
             if !asked.isEmpty {
                 do {
                     outcomes.settle(try await store.jobs(of: outcomes.runID, ids: asked), asked: asked)
@@ -286,9 +290,11 @@ public final class DurableQueue: Sendable {
             }
             let signal = store.workSignal
             let poll =
-                signal.isShared && !asked.isEmpty
+                signal.isShared && outcomes.isWaiting
                 ? signal.pollInterval.map { now().addingTimeInterval($0.seconds) } : nil
             try await idle(until: poll, orNotificationAfter: seen, outcomes.changes)
+            // Woken by the poll, not by a change: a notification may have been lost.
+            if outcomes.changes.read({ $0 }) == seen { outcomes.changed(.any) }
         }
     }
 
@@ -481,8 +487,8 @@ public final class DurableQueue: Sendable {
         // Subscribed before the run is first read: an end between the two is not missed.
         let events = hub.subscribe()
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            listen(to: events, into: changes, in: &group) { event in
-                if case .runEnded(runID, _) = event { true } else { false }
+            listen(to: events, in: &group, onChange: { _ in changes.update { $0 += 1 } }) { event in
+                if case .runEnded(runID, _) = event { .any } else { nil }
             }
             defer { group.cancelAll() }
             let interval = min(store.workSignal.pollInterval ?? Self.resultPollInterval, Self.resultPollInterval)

@@ -78,9 +78,9 @@ public struct WorkSignal: Sendable {
     }
 
     /// Calls `onOutcome` whenever another process may have recorded an outcome of a job of an
-    /// open run, until the calling task is cancelled. Returns at once when the store sends no
-    /// notifications.
-    func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws {
+    /// open run, with what it knows of it, until the calling task is cancelled. Returns at once
+    /// when the store sends no notifications.
+    func listenForOutcomes(_ onOutcome: @escaping @Sendable (OutcomeNotice) -> Void) async throws {
         guard case .notifications(let notifications, _) = source else { return }
         try await notifications.listenForOutcomes(onOutcome)
     }
@@ -102,8 +102,25 @@ public protocol WorkNotifications: Sendable {
 
     /// Calls `onOutcome` whenever another process may have recorded the outcome of a job of an
     /// open run: a process waiting for those outcomes (``DurableQueue/withOutcomes(of:_:)``)
-    /// looks again.
-    func listenForOutcomes(_ onOutcome: @escaping @Sendable () -> Void) async throws
+    /// looks again, for the jobs named (``OutcomeNotice/jobs(_:)``) or for all it waits for
+    /// (``OutcomeNotice/any``: when listening begins, and whenever the store cannot say which).
+    func listenForOutcomes(_ onOutcome: @escaping @Sendable (OutcomeNotice) -> Void) async throws
+}
+
+/// What a notification of outcomes tells a process that waits for some
+/// (``WorkNotifications/listenForOutcomes(_:)``).
+///
+/// The rule: ``jobs(_:)`` names *every* job that ended in the change it announces; a change that
+/// ended jobs it cannot name (a failure that failed or skipped dependents, a run's end, a lease
+/// that ran out) is ``any``. *Why:* a waiter looks only at the jobs named, so that each outcome
+/// is read once rather than once for every notification while it is awaited. *If you break
+/// it:* a waiter for a job left out misses its end until the store's poll interval (or
+/// forever on a store without one).
+public enum OutcomeNotice: Sendable, Hashable {
+    /// These jobs ended, and no other job did in the same change.
+    case jobs([JobKey])
+    /// Any job may have ended: look at every one waited for.
+    case any
 }
 
 /// What lies ahead for a worker that found nothing to claim, with nothing running: read by
