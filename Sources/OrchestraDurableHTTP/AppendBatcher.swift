@@ -6,11 +6,11 @@ import OrchestraDurable
 /// next batch to one of the callers that waited meanwhile. Each request then costs the store a
 /// share of a transaction rather than one of its own.
 final class AppendBatcher: Sendable {
-    /// What a waiting caller is told: its job was appended, the append failed, or it is to
-    /// append the next batch.
+    /// What a waiting caller is told: how its batch's append ended (whether every job of the
+    /// batch was added, none there already, or the error), or that it is to append the next
+    /// batch.
     private enum Turn: Sendable {
-        case appended
-        case failed(any Error)
+        case appended(Result<Bool, any Error>)
         case lead
     }
 
@@ -43,9 +43,11 @@ final class AppendBatcher: Sendable {
     /// Cancellation: the append is not interrupted (one short transaction, which may hold the jobs
     /// of other callers too): a cancelled caller is told so once its job is appended.
     ///
+    /// - Returns: Whether the job was added, not found in the run already (when its batch had
+    ///   jobs of both, `false`: it may have been either).
     /// - Throws: The store's error, for every job of the batch.
-    func append(_ job: DurableGraph.Job) async throws {
-        var turn = await withCheckedContinuation { continuation in
+    func append(_ job: DurableGraph.Job) async throws -> Bool {
+        let turn = await withCheckedContinuation { continuation in
             // Waits, or leads, decided under the lock the leader hands its lead over under.
             let leads = state.withLock { state in
                 if state.appending {
@@ -57,8 +59,10 @@ final class AppendBatcher: Sendable {
             }
             if leads { continuation.resume(returning: .lead) }
         }
-        if case .lead = turn { turn = await lead(with: job) }
-        if case .failed(let error) = turn { throw error }
+        switch turn {
+        case .appended(let result): return try result.get()
+        case .lead: return try await lead(with: job).get()
+        }
     }
 
     /// Appends `graph`'s jobs to the run; returns how many were new. A job is named by what it
@@ -82,14 +86,14 @@ final class AppendBatcher: Sendable {
     }
 
     /// Appends `job` and the jobs waiting now, tells their callers, and passes the lead on.
-    private func lead(with job: DurableGraph.Job) async -> Turn {
+    private func lead(with job: DurableGraph.Job) async -> Result<Bool, any Error> {
         let batch = state.withLock { state in
             defer { state.waiting.removeAll() }
             return state.waiting
         }
         var graph = DurableGraph()
         graph.jobs = [job] + batch.map(\.job)
-        let turn: Turn
+        let result: Result<Bool, any Error>
         do {
             // Its own task: the batch holds other callers' jobs, so the leader's cancellation
             // must not cut it short (a store's operation is cancelled with its caller).
@@ -98,11 +102,11 @@ final class AppendBatcher: Sendable {
                 $0.added += added
                 $0.existing += graph.jobs.count - added
             }
-            turn = .appended
+            result = .success(added == graph.jobs.count)
         } catch {
-            turn = .failed(error)
+            result = .failure(error)
         }
-        for waiter in batch { waiter.continuation.resume(returning: turn) }
+        for waiter in batch { waiter.continuation.resume(returning: .appended(result)) }
         // The next batch is led by a caller that came meanwhile, if one did.
         let next = state.withLock { state -> CheckedContinuation<Turn, Never>? in
             guard !state.waiting.isEmpty else {
@@ -112,6 +116,6 @@ final class AppendBatcher: Sendable {
             return state.waiting.removeFirst().continuation
         }
         next?.resume(returning: .lead)
-        return turn
+        return result
     }
 }

@@ -163,8 +163,7 @@ public final class DurableHTTPTransport: HTTPTransport {
                 timeout: jobTimeout))
         var job = graph.jobs[0]
         (job.id, job.options.atMostOnce) = jobID(method: request.method.rawValue, input: job.input)
-        try await batcher.append(job)
-        let record = try await outcomes.wait(for: job.id)
+        let record = try await outcomes.wait(for: job.id) { try await batcher.append(job) }
         do {
             if record.state == .uncertain {
                 throw HTTPJobUncertainError(

@@ -145,6 +145,29 @@ struct DurableHTTPTransportTests {
         }
     }
 
+    /// A request whose job the run has already, ended, is answered from it at once: the append
+    /// says the job was not added, so its outcome is read rather than waited for (no change will
+    /// name it again). Sent twice under one name in one producer, once the listeners are up.
+    @Test func aRequestWhoseJobTheRunHasEndedIsAnsweredFromItAtOnce() async throws {
+        try await Self.withStoreFile { path in
+            let server = Self.echoServer()
+            let counts = try await Self.withProducer(path: path, runID: "again", server: server) {
+                coordinator, transport in
+                for _ in 1...3 {
+                    let result = try await withHangGuard {
+                        try await DurableHTTPTransport.withJobName("list") {
+                            try await coordinator.data(for: Self.request(.get, "/items"))
+                        }
+                    }
+                    #expect(result.status.code == 201)
+                }
+                return transport.counts
+            }
+            #expect(server.requests.count == 1)
+            #expect(counts == .init(appended: 1, reused: 2))
+        }
+    }
+
     @Test func anAtMostOnceRequestWhoseWorkerDiedIsUncertainAndNotSentAgain() async throws {
         try await Self.withStoreFile { path in
             let epoch = Date(timeIntervalSince1970: 1_800_000_000)

@@ -214,6 +214,86 @@ struct OutcomeLookTests {
         }
     }
 
+    /// A job the caller has just added (``DurableOutcomes/wait(for:appendingWith:)``) cannot
+    /// have ended: it is read once, when a change names it. One the run had already (a
+    /// coordinator started again) is read at once.
+    @Test(arguments: StoreKind.available) func aJobJustAddedIsReadOnceWhenNamedAndOneFoundIsReadAtOnce(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let store = RecordingLooks(try await file.open())
+            let coordinator = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
+            let worker =
+                kind == .postgres
+                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
+            worker.register(add) { input, _ in input.reduce(0, +) }
+            try await coordinator.open(runID: "fresh", limit: 4)
+            let stop = DurableStopSignal()
+            let working = Task { try await worker.work(limit: 4, until: stop) }
+            try await coordinator.withOutcomes(of: "fresh") { outcomes in
+                if kind == .postgres {
+                    try await waitUntil("the outcome notifications are listened to") {
+                        outcomes.changes.read { $0 } >= 1
+                    }
+                }
+                let job = try OpenRunTests.job("new", [2, 3])
+                let record = try await withHangGuard {
+                    try await outcomes.wait(for: "new") { try await coordinator.append(job, to: "fresh") == 1 }
+                }
+                #expect(try record.output(as: Int.self) == 5)
+                #expect(store.looks.withLock { $0 } == [["new"]])
+                // Appended again: the run has it, ended; read at once (no change will name it).
+                let again = try await withHangGuard {
+                    try await outcomes.wait(for: "new") { try await coordinator.append(job, to: "fresh") == 1 }
+                }
+                #expect(again.state == .succeeded)
+                #expect(store.looks.withLock { $0 } == [["new"], ["new"]])
+            }
+            stop.request()
+            try await withHangGuard { try await working.value }
+        }
+    }
+
+    /// A change that names a job while it is being appended, before its waiter is in place, is
+    /// kept for that waiter: here the job runs and ends, and its change is taken note of, before
+    /// the append returns.
+    @Test(arguments: StoreKind.available) func aJobThatEndsBeforeItsWaiterIsInPlaceIsStillSeen(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTemporaryStore(kind) { file in
+            let coordinator = DurableQueue(
+                store: RecordingLooks(try await file.open()), clock: ManualClock(), wallClockStart: epoch)
+            let worker =
+                kind == .postgres
+                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
+            worker.register(add) { input, _ in input.reduce(0, +) }
+            try await coordinator.open(runID: "early", limit: 4)
+            let stop = DurableStopSignal()
+            try await coordinator.withOutcomes(of: "early") { outcomes in
+                if kind == .postgres {
+                    try await waitUntil("the outcome notifications are listened to") {
+                        outcomes.changes.read { $0 } >= 1
+                    }
+                }
+                let working = Task<Void, any Error>.detached { try await worker.work(limit: 4, until: stop) }
+                let record = try await withHangGuard {
+                    try await outcomes.wait(for: "quick") {
+                        let seen = outcomes.changes.read { $0 }
+                        let added = try await coordinator.append(try OpenRunTests.job("quick", [7]), to: "early")
+                        try await waitUntil("the job ended and its change was noted") {
+                            outcomes.changes.read { $0 } > seen
+                        }
+                        #expect(try await coordinator.jobs(of: "early").map(\.state) == [.succeeded])
+                        return added == 1
+                    }
+                }
+                #expect(try record.output(as: Int.self) == 7)
+                stop.request()
+                try await withHangGuard { try await working.value }
+            }
+        }
+    }
+
     /// A failure for good skips its dependents, which no outcome names: the change is told as
     /// one that may have ended any job, and a waiter for a dependent (here on PostgreSQL with
     /// no poll to fall back on) learns of its end.

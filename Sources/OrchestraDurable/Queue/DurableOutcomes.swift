@@ -14,6 +14,15 @@ public final class DurableOutcomes: Sendable {
         var toLook: Set<String> = []
         /// Whether the next look is at every job waited for (a change that named none).
         var looksAtAll = false
+        /// The jobs being appended to be waited for (``wait(for:appendingWith:)``), each with
+        /// the number of its callers: a change that names one, or names none, is kept in
+        /// `toLook` until its waiter is in place.
+        var expected: [String: Int] = [:]
+
+        mutating func unexpect(_ jobID: String) {
+            expected[jobID, default: 1] -= 1
+            if expected[jobID] == 0 { expected[jobID] = nil }
+        }
     }
 
     /// The run whose jobs are waited for.
@@ -28,28 +37,67 @@ public final class DurableOutcomes: Sendable {
     }
 
     /// Waits until job `jobID` of the run has ended (succeeded, failed for good, skipped,
-    /// cancelled, or uncertain: ``DurableJobOptions/atMostOnce``) and returns it as stored. Call it once the job was submitted or appended.
+    /// cancelled, or uncertain: ``DurableJobOptions/atMostOnce``) and returns it as stored. Call
+    /// it once the job was submitted or appended.
     ///
     /// Cancellation: cancelling the waiting task throws `CancellationError`; the job goes on.
     ///
     /// - Throws: ``DurableError`` (``DurableError/Code/unknownJob``) if the run has no such job;
     ///   the store's errors; `CancellationError`.
     public func wait(for jobID: String) async throws -> DurableJobRecord {
+        try await waitAfterAppend(for: jobID, new: false)
+    }
+
+    /// Appends job `jobID` with `append`, then waits for its outcome as ``wait(for:)`` does.
+    /// `append` returns whether it added the job (`false`: the run had it already, and it may
+    /// have ended). A job just added cannot have ended yet, so it is not read until a change
+    /// names it, where ``wait(for:)`` after an append reads it at once too: one read of the store
+    /// less per job.
+    ///
+    /// ```swift
+    /// let record = try await outcomes.wait(for: "page-2") {
+    ///     var graph = DurableGraph()
+    ///     try graph.add("page-2", fetch, input: url)
+    ///     return try await queue.append(graph, to: "crawl") == 1
+    /// }
+    /// ```
+    ///
+    /// Cancellation and errors: as ``wait(for:)``, and `append`'s own.
+    public func wait(
+        for jobID: String, appendingWith append: () async throws -> Bool
+    ) async throws -> DurableJobRecord {
+        // Expected from now on: a change that names the job while it is being appended, or
+        // before its waiter is in place, is kept for it.
+        state.withLock { $0.expected[jobID, default: 0] += 1 }
+        let new: Bool
+        do {
+            new = try await append()
+        } catch {
+            state.withLock { $0.unexpect(jobID) }
+            throw error
+        }
+        return try await waitAfterAppend(for: jobID, new: new, expected: true)
+    }
+
+    /// Waits for `jobID`, read at once unless it is `new` (and nothing named it meanwhile);
+    /// `expected`: the job was expected (``wait(for:appendingWith:)``), and no longer is.
+    private func waitAfterAppend(for jobID: String, new: Bool, expected: Bool = false) async throws -> DurableJobRecord {
         let id = state.withLock { state in
             defer { state.next += 1 }
             return state.next
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let cancelled = state.withLock { state in
-                    if Task.isCancelled { return true }
+                let (cancelled, look) = state.withLock { state in
+                    if expected { state.unexpect(jobID) }
+                    if Task.isCancelled { return (true, false) }
                     state.waiters[jobID, default: [:]][id] = continuation
-                    state.toLook.insert(jobID)
-                    return false
+                    if !new { state.toLook.insert(jobID) }
+                    return (false, state.toLook.contains(jobID))
                 }
                 if cancelled {
                     continuation.resume(throwing: CancellationError())
-                } else {
+                } else if look {
                     changes.update { $0 += 1 }
                 }
             }
@@ -72,9 +120,12 @@ public final class DurableOutcomes: Sendable {
     func changed(_ notice: OutcomeNotice) {
         state.withLock { state in
             switch notice {
-            case .any: state.looksAtAll = true
+            case .any:
+                state.looksAtAll = true
+                state.toLook.formUnion(state.expected.keys)
             case .jobs(let keys):
-                for key in keys where key.runID == runID && state.waiters[key.jobID] != nil {
+                for key in keys
+                where key.runID == runID && (state.waiters[key.jobID] != nil || state.expected[key.jobID] != nil) {
                     state.toLook.insert(key.jobID)
                 }
             }
@@ -83,13 +134,15 @@ public final class DurableOutcomes: Sendable {
     }
 
     /// The ids of the jobs to look at now (every job waited for, or those waited for since the
-    /// last look and those named since), forgetting them: a change during the look is looked at
-    /// next time.
+    /// last look and those named since), forgetting them but for those still expected: a change
+    /// during the look is looked at next time.
     func takeJobsToLookAt() -> [String] {
         state.withLock { state in
-            defer { (state.toLook, state.looksAtAll) = ([], false) }
-            return state.looksAtAll
-                ? Array(state.waiters.keys) : state.toLook.filter { state.waiters[$0] != nil }
+            let jobs =
+                state.looksAtAll ? Array(state.waiters.keys) : state.toLook.filter { state.waiters[$0] != nil }
+            state.toLook = state.toLook.filter { state.expected[$0] != nil }
+            state.looksAtAll = false
+            return jobs
         }
     }
 
