@@ -81,7 +81,8 @@ public final class DurableOutcomes: Sendable {
 
     /// Waits for `jobID`, read at once unless it is `new` (and nothing named it meanwhile);
     /// `expected`: the job was expected (``wait(for:appendingWith:)``), and no longer is.
-    private func waitAfterAppend(for jobID: String, new: Bool, expected: Bool = false) async throws -> DurableJobRecord {
+    private func waitAfterAppend(for jobID: String, new: Bool, expected: Bool = false) async throws -> DurableJobRecord
+    {
         let id = state.withLock { state in
             defer { state.next += 1 }
             return state.next
