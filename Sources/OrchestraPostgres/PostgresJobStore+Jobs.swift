@@ -193,6 +193,11 @@ extension PostgresJobStore {
     public func close(runID: String, now: Date) async throws -> DurableRunState? {
         let location = self.location
         return try await transaction { [self] connection in
+            // `FOR UPDATE` first, which waits for the outcomes recorded under the open run's
+            // shared lock (an `UPDATE` alone would not): their jobs' ends are seen below, and the
+            // outcomes that come next find the run closed and may end it themselves.
+            try await connection.query(
+                "SELECT id FROM \(unescaped: table("runs")) WHERE id = \(runID) FOR UPDATE", logger: logger)
             guard
                 try await connection.query(
                     "UPDATE \(unescaped: table("runs")) SET open_for_jobs = false WHERE id = \(runID) RETURNING id",
@@ -310,9 +315,7 @@ extension PostgresJobStore {
             var openRuns: Set<String> = []
             // Runs locked in id order: two workers recording in the same runs never deadlock.
             for runID in Set(outcomes.map(\.job.key.runID)).sorted() {
-                let open = try await connection.execute(PreparedStatements.LockRun(runID: runID), logger: logger)
-                    .onlyRow()
-                if open == true { openRuns.insert(runID) }
+                if try await self.lockRunForOutcomes(runID, connection) == true { openRuns.insert(runID) }
             }
             // Every outcome in one statement, each only if its attempt is still the current one;
             // then the dependents of those that succeeded, one statement per run.
@@ -349,8 +352,11 @@ extension PostgresJobStore {
             }
             // Each run's end looked for once, after all of its outcomes; told with its last. A
             // run whose dependents were just made ready (after every failure's effect above) has
-            // a job to run: no statement to look (one round trip less for each link of a chain).
-            for runID in Set(outcomes.map(\.job.key.runID)).subtracting(runsWithReadyJobs).sorted() {
+            // a job to run: no statement to look (one round trip less for each link of a chain);
+            // nor does a run open for jobs.
+            // An open run cannot end.
+            let mayEnd = Set(outcomes.map(\.job.key.runID)).subtracting(runsWithReadyJobs).subtracting(openRuns)
+            for runID in mayEnd.sorted() {
                 guard let ended = try await endRunIfDone(runID, now: Millis.of(now), connection),
                     let last = outcomes.indices.last(where: {
                         outcomes[$0].job.key.runID == runID && recorded[$0].recorded
@@ -717,6 +723,32 @@ extension PostgresJobStore {
         var released = false
         for try await state in rows where state == "ready" { released = true }
         return released
+    }
+
+    /// Locks run `runID`'s row for recording its outcomes in the caller's transaction, and
+    /// returns whether it is open for jobs (`nil`: no such run).
+    ///
+    /// A run open for jobs cannot end, so its outcomes need not wait for its appends nor for
+    /// each other: they take the shared ``PreparedStatements/LockOpenRun`` (which a close
+    /// waits for). Only a run that may end, or not known open, is locked for its outcomes alone
+    /// (``PreparedStatements/LockRun``), which appends wait for: the run this store last saw
+    /// open is locked shared first, and also exclusively if it has been closed since.
+    func lockRunForOutcomes(_ runID: String, _ connection: PostgresConnection) async throws -> Bool? {
+        if runsSeenOpen.withLock({ $0.contains(runID) }) {
+            let open = try await connection.execute(PreparedStatements.LockOpenRun(runID: runID), logger: logger)
+                .onlyRow()
+            if open == true { return true }
+            runsSeenOpen.withLock { _ = $0.remove(runID) }
+            guard open != nil else { return nil }
+        }
+        let open = try await connection.execute(PreparedStatements.LockRun(runID: runID), logger: logger).onlyRow()
+        if open == true {
+            runsSeenOpen.withLock { runs in
+                if runs.count >= 1_024 { runs.removeAll() }
+                runs.insert(runID)
+            }
+        }
+        return open
     }
 
     /// What a notification tells of `outcomes` recorded: the jobs that succeeded, if that is all

@@ -171,9 +171,28 @@ enum PreparedStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
-    /// The lock of a run whose outcomes a transaction records, and whether it takes new jobs.
+    /// The lock of a run whose outcomes a transaction records, and whether it takes new jobs:
+    /// one at a time, and none while the run's jobs are appended (the outcomes may end the
+    /// run). `FOR NO KEY UPDATE`, not `FOR UPDATE`: a transaction that holds ``LockOpenRun``
+    /// takes it when the run turns out closed, beside other holders of that one.
     struct LockRun: StoreStatement {
-        static let sql = "SELECT open_for_jobs FROM runs WHERE id = $1::TEXT FOR UPDATE"
+        static let sql = "SELECT open_for_jobs FROM runs WHERE id = $1::TEXT FOR NO KEY UPDATE"
+        typealias Row = Bool
+        let bindings: PostgresBindings
+
+        init(runID: String) {
+            bindings = Self.bind(runID)
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// The lock of a run open for jobs whose outcomes a transaction records, and whether it
+    /// still is (`PostgresJobStore.lockRunForOutcomes`): `FOR KEY SHARE`, which appends (an
+    /// `UPDATE` of the run's row) and other outcomes of the run do not wait for, and a close
+    /// (`FOR UPDATE`) does. An open run cannot end, so its outcomes need no more.
+    struct LockOpenRun: StoreStatement {
+        static let sql = "SELECT open_for_jobs FROM runs WHERE id = $1::TEXT FOR KEY SHARE"
         typealias Row = Bool
         let bindings: PostgresBindings
 

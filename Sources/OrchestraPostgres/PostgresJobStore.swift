@@ -60,6 +60,10 @@ public final class PostgresJobStore: JobStore {
     /// The connections the store uses, from the first operation on each (``watch(_:during:)``)
     /// until it closes.
     let connections = Locked<[PostgresConnection.ID: ConnectionInUse]>([:])
+    /// The runs this store last found open for jobs as it recorded their outcomes: their next
+    /// outcomes take the run's shared lock first (``lockRunForOutcomes(_:_:)``). At most
+    /// 1,024, forgotten all at once beyond.
+    let runsSeenOpen = Locked<Set<String>>([])
 
     /// A store over `client`, in `schema`. Call ``migrate()`` once before using it.
     ///
