@@ -257,7 +257,7 @@ extension PostgresJobStore {
     var outcomeChannel: String { "\(schema)_outcome" }
 
     /// The payload of a notification of outcomes: the jobs named, as a JSON object of their ids
-    /// by run (`{"run":["a","b"]}`), or empty for ``OutcomeNotice/any`` and for names longer
+    /// by run (`{"run":["a","b"]}`), or empty for `OutcomeNotice.any` and for names longer
     /// than a notification carries (PostgreSQL's 8,000 bytes).
     static func outcomePayload(_ notice: OutcomeNotice) -> String {
         guard case .jobs(let keys) = notice,
@@ -268,7 +268,7 @@ extension PostgresJobStore {
     }
 
     /// What a notification's payload on the outcome channel tells: the jobs it names, or (empty,
-    /// unreadable: an older process's) ``OutcomeNotice/any``.
+    /// unreadable: an older process's) `OutcomeNotice.any`.
     static func outcomeNotice(_ payload: String) -> OutcomeNotice {
         guard !payload.isEmpty, let byRun = try? JSONDecoder().decode([String: [String]].self, from: Data(payload.utf8))
         else { return .any }

@@ -138,8 +138,8 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// Listens on the store's outcome channel, as ``listenForWork(ignoring:_:)`` does on its
-    /// work channel, telling `onOutcome` the jobs each notification names (``OutcomeNotice``;
-    /// ``OutcomeNotice/any`` when listening begins).
+    /// work channel, telling `onOutcome` the jobs each notification names (`OutcomeNotice`;
+    /// `OutcomeNotice.any` when listening begins).
     public func listenForOutcomes(_ onOutcome: @escaping @Sendable (OutcomeNotice) -> Void) async throws {
         try await listen(on: outcomeChannel) { payload in
             onOutcome(payload.map(Self.outcomeNotice) ?? .any)
