@@ -353,8 +353,7 @@ extension PostgresJobStore {
             // Each run's end looked for once, after all of its outcomes; told with its last. A
             // run whose dependents were just made ready (after every failure's effect above) has
             // a job to run: no statement to look (one round trip less for each link of a chain);
-            // nor does a run open for jobs.
-            // An open run cannot end.
+            // nor does a run open for jobs, which cannot end.
             let mayEnd = Set(outcomes.map(\.job.key.runID)).subtracting(runsWithReadyJobs).subtracting(openRuns)
             for runID in mayEnd.sorted() {
                 guard let ended = try await endRunIfDone(runID, now: Millis.of(now), connection),

@@ -157,50 +157,29 @@ enum PreparedStatements {
     }
 
     /// `PostgresJobStore.endRunIfDone`: whether the run has a job left to run.
-    struct RunHasOpenJobs: StoreStatement {
+    struct RunHasOpenJobs: RunFlagStatement {
         static let sql = """
             SELECT EXISTS (SELECT 1 FROM jobs WHERE run_id = $1::TEXT AND state IN ('blocked', 'ready', 'running'))
             """
-        typealias Row = Bool
         let bindings: PostgresBindings
-
-        init(runID: String) {
-            bindings = Self.bind(runID)
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// The lock of a run whose outcomes a transaction records, and whether it takes new jobs:
     /// one at a time, and none while the run's jobs are appended (the outcomes may end the
     /// run). `FOR NO KEY UPDATE`, not `FOR UPDATE`: a transaction that holds ``LockOpenRun``
     /// takes it when the run turns out closed, beside other holders of that one.
-    struct LockRun: StoreStatement {
+    struct LockRun: RunFlagStatement {
         static let sql = "SELECT open_for_jobs FROM runs WHERE id = $1::TEXT FOR NO KEY UPDATE"
-        typealias Row = Bool
         let bindings: PostgresBindings
-
-        init(runID: String) {
-            bindings = Self.bind(runID)
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// The lock of a run open for jobs whose outcomes a transaction records, and whether it
     /// still is (`PostgresJobStore.lockRunForOutcomes`): `FOR KEY SHARE`, which appends (an
     /// `UPDATE` of the run's row) and other outcomes of the run do not wait for, and a close
     /// (`FOR UPDATE`) does. An open run cannot end, so its outcomes need no more.
-    struct LockOpenRun: StoreStatement {
+    struct LockOpenRun: RunFlagStatement {
         static let sql = "SELECT open_for_jobs FROM runs WHERE id = $1::TEXT FOR KEY SHARE"
-        typealias Row = Bool
         let bindings: PostgresBindings
-
-        init(runID: String) {
-            bindings = Self.bind(runID)
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// Jobs of a run by id, in the order they were added: each looked up by its whole key, in a
@@ -229,6 +208,19 @@ enum PreparedStatements {
 }
 
 /// A prepared statement of the store, its values bound when it is made.
+/// A statement of one run (its id, `$1`) that reads one flag.
+protocol RunFlagStatement: StoreStatement where Row == Bool {
+    init(bindings: PostgresBindings)
+}
+
+extension RunFlagStatement {
+    init(runID: String) {
+        self.init(bindings: Self.bind(runID))
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
+}
+
 protocol StoreStatement: PostgresPreparedStatement {
     var bindings: PostgresBindings { get }
 }

@@ -163,12 +163,15 @@ final class RecordingLooks: ForwardingJobStore {
 
 @Suite("Outcomes awaited: what each change makes a waiter look at", .timeLimit(.minutes(1)), .takesTurns)
 struct OutcomeLookTests {
-    /// A job's outcome is read when it is first waited for and when a change names it, not at
-    /// every outcome of the run while it waits: on PostgreSQL the notification names the jobs
-    /// that succeeded, in this process the queue's event does. (Before, every change read every
-    /// job waited for: about eight reads of each in a run of 10,000.)
-    @Test(arguments: StoreKind.available) func aChangeThatNamesItsJobsIsLookedAtForThoseAlone(
-        _ kind: StoreKind
+    /// Runs `body` with a coordinator whose store records its looks, and a worker (on
+    /// PostgreSQL another queue on its own connection, as another process; on SQLite the same
+    /// queue) running `handler`, inside `withOutcomes` of the open run `runID`, once the
+    /// coordinator listens for outcomes (on PostgreSQL, the start of listening is a change that
+    /// names nothing: anything recorded before is looked for then).
+    static func withCoordinator(
+        _ kind: StoreKind, runID: String,
+        handler: @escaping @Sendable ([Int], JobContext) async throws -> Int = { input, _ in input.reduce(0, +) },
+        _ body: (RecordingLooks, DurableQueue, DurableQueue, DurableOutcomes) async throws -> Void
     ) async throws {
         try await withTemporaryStore(kind) { file in
             let store = RecordingLooks(try await file.open())
@@ -176,40 +179,65 @@ struct OutcomeLookTests {
             let worker =
                 kind == .postgres
                 ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
-            let (released, release) = AsyncStream<Void>.makeStream()
-            worker.register(add) { input, _ in
-                if input == [0] { for await _ in released { break } }
-                return input.reduce(0, +)
-            }
-            try await coordinator.open(runID: "named", limit: 4)
-            try await coordinator.withOutcomes(of: "named") { outcomes in
-                // On PostgreSQL, once listening has begun: its start is a change that names
-                // nothing (anything recorded before is looked for then).
+            worker.register(add, handler: handler)
+            try await coordinator.open(runID: runID, limit: 4)
+            try await coordinator.withOutcomes(of: runID) { outcomes in
                 if kind == .postgres {
                     try await waitUntil("the outcome notifications are listened to") {
                         outcomes.changes.read { $0 } >= 1
                     }
                 }
-                try await coordinator.append(try OpenRunTests.job("slow", [0]), to: "named")
-                try await coordinator.append(try OpenRunTests.job("fast", [1]), to: "named")
-                let slow = Task { try await outcomes.wait(for: "slow") }
-                let fast = Task { try await outcomes.wait(for: "fast") }
-                // Both looked at once, as they began to be waited for (neither has run).
-                try await waitUntil("both jobs are looked at") {
-                    Set(store.looks.withLock { $0.joined() }) == ["slow", "fast"]
-                }
-                let before = store.looks.withLock { $0.count }
-                let stop = DurableStopSignal()
-                let working = Task { try await worker.work(limit: 4, until: stop) }
-                #expect(try await withHangGuard { try await fast.value }.output(as: Int.self) == 1)
+                try await body(store, coordinator, worker, outcomes)
+            }
+        }
+    }
+
+    /// Runs `body` while `worker` works, then stops it.
+    static func working(_ worker: DurableQueue, _ body: () async throws -> Void) async throws {
+        let stop = DurableStopSignal()
+        let working = Task<Void, any Error>.detached { try await worker.work(limit: 4, until: stop) }
+        do {
+            try await body()
+        } catch {
+            stop.request()
+            throw error
+        }
+        stop.request()
+        try await withHangGuard { try await working.value }
+    }
+
+    /// A job's outcome is read when it is first waited for and when a change names it, not at
+    /// every outcome of the run while it waits: on PostgreSQL the notification names the jobs
+    /// that succeeded, in this process the queue's event does. (Before, every change read every
+    /// job waited for: about eight reads of each in a run of 10,000.)
+    @Test(arguments: StoreKind.available) func aChangeThatNamesItsJobsIsLookedAtForThoseAlone(
+        _ kind: StoreKind
+    ) async throws {
+        let (released, release) = AsyncStream<Void>.makeStream()
+        let handler: @Sendable ([Int], JobContext) async throws -> Int = { input, _ in
+            if input == [0] { for await _ in released { break } }
+            return input.reduce(0, +)
+        }
+        try await Self.withCoordinator(kind, runID: "named", handler: handler) { store, coordinator, worker, outcomes in
+            try await coordinator.append(try OpenRunTests.job("slow", [0]), to: "named")
+            try await coordinator.append(try OpenRunTests.job("fast", [1]), to: "named")
+            let slow = Task { try await outcomes.wait(for: "slow") }
+            let fast = Task { try await outcomes.wait(for: "fast") }
+            // Both looked at once, as they began to be waited for (neither has run).
+            try await waitUntil("both jobs are looked at") {
+                Set(store.looks.withLock { $0.joined() }) == ["slow", "fast"]
+            }
+            let before = store.looks.withLock { $0.count }
+            try await Self.working(worker) {
+                let fastRecord = try await withHangGuard { try await fast.value }
+                #expect(try fastRecord.output(as: Int.self) == 1)
                 // The change that ended "fast" named it alone: "slow", still running, not read.
                 let afterFast = store.looks.withLock { Array($0[before...]) }
                 #expect(afterFast == [["fast"]])
                 release.yield()
-                #expect(try await withHangGuard { try await slow.value }.output(as: Int.self) == 0)
+                let slowRecord = try await withHangGuard { try await slow.value }
+                #expect(try slowRecord.output(as: Int.self) == 0)
                 #expect(store.looks.withLock { Array($0[(before + afterFast.count)...]) } == [["slow"]])
-                stop.request()
-                try await withHangGuard { try await working.value }
             }
         }
     }
@@ -220,22 +248,8 @@ struct OutcomeLookTests {
     @Test(arguments: StoreKind.available) func aJobJustAddedIsReadOnceWhenNamedAndOneFoundIsReadAtOnce(
         _ kind: StoreKind
     ) async throws {
-        try await withTemporaryStore(kind) { file in
-            let store = RecordingLooks(try await file.open())
-            let coordinator = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
-            let worker =
-                kind == .postgres
-                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
-            worker.register(add) { input, _ in input.reduce(0, +) }
-            try await coordinator.open(runID: "fresh", limit: 4)
-            let stop = DurableStopSignal()
-            let working = Task { try await worker.work(limit: 4, until: stop) }
-            try await coordinator.withOutcomes(of: "fresh") { outcomes in
-                if kind == .postgres {
-                    try await waitUntil("the outcome notifications are listened to") {
-                        outcomes.changes.read { $0 } >= 1
-                    }
-                }
+        try await Self.withCoordinator(kind, runID: "fresh") { store, coordinator, worker, outcomes in
+            try await Self.working(worker) {
                 let job = try OpenRunTests.job("new", [2, 3])
                 let record = try await withHangGuard {
                     try await outcomes.wait(for: "new") { try await coordinator.append(job, to: "fresh") == 1 }
@@ -249,8 +263,6 @@ struct OutcomeLookTests {
                 #expect(again.state == .succeeded)
                 #expect(store.looks.withLock { $0 } == [["new"], ["new"]])
             }
-            stop.request()
-            try await withHangGuard { try await working.value }
         }
     }
 
@@ -260,22 +272,8 @@ struct OutcomeLookTests {
     @Test(arguments: StoreKind.available) func aJobThatEndsBeforeItsWaiterIsInPlaceIsStillSeen(
         _ kind: StoreKind
     ) async throws {
-        try await withTemporaryStore(kind) { file in
-            let coordinator = DurableQueue(
-                store: RecordingLooks(try await file.open()), clock: ManualClock(), wallClockStart: epoch)
-            let worker =
-                kind == .postgres
-                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
-            worker.register(add) { input, _ in input.reduce(0, +) }
-            try await coordinator.open(runID: "early", limit: 4)
-            let stop = DurableStopSignal()
-            try await coordinator.withOutcomes(of: "early") { outcomes in
-                if kind == .postgres {
-                    try await waitUntil("the outcome notifications are listened to") {
-                        outcomes.changes.read { $0 } >= 1
-                    }
-                }
-                let working = Task<Void, any Error>.detached { try await worker.work(limit: 4, until: stop) }
+        try await Self.withCoordinator(kind, runID: "early") { _, coordinator, worker, outcomes in
+            try await Self.working(worker) {
                 let record = try await withHangGuard {
                     try await outcomes.wait(for: "quick") {
                         let seen = outcomes.changes.read { $0 }
@@ -288,8 +286,6 @@ struct OutcomeLookTests {
                     }
                 }
                 #expect(try record.output(as: Int.self) == 7)
-                stop.request()
-                try await withHangGuard { try await working.value }
             }
         }
     }
@@ -300,30 +296,20 @@ struct OutcomeLookTests {
     @Test(arguments: StoreKind.available) func aDependentSkippedByAFailureIsSeenThoughNoChangeNamesIt(
         _ kind: StoreKind
     ) async throws {
-        try await withTemporaryStore(kind) { file in
-            let coordinator = DurableQueue(
-                store: RecordingLooks(try await file.open()), clock: ManualClock(), wallClockStart: epoch)
-            let worker =
-                kind == .postgres
-                ? DurableQueue(store: try await file.open(), clock: ManualClock(), wallClockStart: epoch) : coordinator
-            worker.register(add) { input, _ in
-                if input.contains(-1) { throw DurableJobFailure("negative", retryable: false) }
-                return input.reduce(0, +)
-            }
-            try await coordinator.open(runID: "skipping", limit: 4)
-            try await coordinator.withOutcomes(of: "skipping") { outcomes in
-                var graph = DurableGraph()
-                let first = try graph.add("fails", add, input: [-1])
-                try graph.add("after", add, input: [1], after: [first.id])
-                try await coordinator.append(graph, to: "skipping")
-                let after = Task { try await outcomes.wait(for: "after") }
-                try await waitUntil("the dependent is waited for") { outcomes.awaited == ["after"] }
-                let stop = DurableStopSignal()
-                let working = Task { try await worker.work(limit: 4, until: stop) }
+        let handler: @Sendable ([Int], JobContext) async throws -> Int = { input, _ in
+            if input.contains(-1) { throw DurableJobFailure("negative", retryable: false) }
+            return input.reduce(0, +)
+        }
+        try await Self.withCoordinator(kind, runID: "skipping", handler: handler) { _, coordinator, worker, outcomes in
+            var graph = DurableGraph()
+            let first = try graph.add("fails", add, input: [-1])
+            try graph.add("after", add, input: [1], after: [first.id])
+            try await coordinator.append(graph, to: "skipping")
+            let after = Task { try await outcomes.wait(for: "after") }
+            try await waitUntil("the dependent is waited for") { outcomes.awaited == ["after"] }
+            try await Self.working(worker) {
                 let record = try await withHangGuard { try await after.value }
                 #expect(record.state == .skipped && record.error?.contains("'fails'") == true)
-                stop.request()
-                try await withHangGuard { try await working.value }
             }
         }
     }
