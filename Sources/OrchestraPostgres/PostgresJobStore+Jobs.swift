@@ -364,11 +364,11 @@ extension PostgresJobStore {
                 recorded[last].runEnded = ended
             }
             // Someone waits for the outcomes of an open run's jobs (the process that appends them).
-            let outcomeWaited = zip(outcomes, recorded).filter { $1.recorded && openRuns.contains($0.job.key.runID) }
+            let waited = zip(outcomes, recorded).filter { $1.recorded && openRuns.contains($0.job.key.runID) }.map(\.0)
             // With the work released, the claim lock if it is free now (never waited for), in
             // the same statement: a claim follows in this transaction if it was.
             let locked = try await notify(
-                work: released ? worker : nil, outcome: Self.notice(of: outcomeWaited),
+                work: released ? worker : nil, outcome: Self.notice(of: waited),
                 tryingClaimLock: released && claim != nil, connection)
             guard locked, let claim else { return (recorded, nil, current.isRetry) }
             do {
@@ -750,18 +750,18 @@ extension PostgresJobStore {
         return open
     }
 
-    /// What a notification tells of `outcomes` recorded: the jobs that succeeded, if that is all
-    /// that ended (those failed to be tried again ended nothing); any job, if one failed for good
-    /// (its dependents failed or were skipped) or a run ended; nothing if nothing ended.
-    static func notice(of outcomes: [(AttemptOutcome, RecordedOutcome)]) -> OutcomeNotice? {
+    /// What a notification tells of `outcomes` recorded in open runs (which cannot end): the jobs
+    /// that succeeded, if that is all that ended (those failed to be tried again ended nothing);
+    /// any job, if one failed for good (its dependents failed or were skipped); nothing if
+    /// nothing ended.
+    static func notice(of outcomes: [AttemptOutcome]) -> OutcomeNotice? {
         var succeeded: [JobKey] = []
-        for (outcome, recorded) in outcomes {
+        for outcome in outcomes {
             switch outcome.outcome {
             case .succeeded: succeeded.append(outcome.job.key)
             case .failed(_, retryAt: .some): break
             case .failed(_, retryAt: nil): return .any
             }
-            if recorded.runEnded != nil { return .any }
         }
         return succeeded.isEmpty ? nil : .jobs(succeeded)
     }

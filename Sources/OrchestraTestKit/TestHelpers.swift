@@ -81,10 +81,23 @@ public func waitUntil(
     guard limit: Duration = .seconds(30),
     _ condition: @escaping @Sendable () -> Bool
 ) async throws {
+    try await waitUntil(description, guard: limit, asking: { condition() })
+}
+
+/// Waits as ``waitUntil(_:guard:_:)`` does until `condition`, which asks something outside the
+/// process (a server's state, say), holds; an error it throws ends the wait.
+///
+/// - Throws: ``NeverHappened`` naming `description` when the guard expires; `condition`'s
+///   errors; `CancellationError` if the waiting task is cancelled.
+public func waitUntil(
+    _ description: String,
+    guard limit: Duration = .seconds(30),
+    asking condition: @escaping @Sendable () async throws -> Bool
+) async throws {
     do {
         try await withTimeout(limit) {
             var checks = 0
-            while !condition() {
+            while try await !condition() {
                 try Task.checkCancellation()
                 checks += 1
                 if checks < 50 {

@@ -27,9 +27,11 @@ struct PostgresRunLockTests {
             worker: "w", kinds: [add.name], limit: limit, now: epoch, leaseExpiry: epoch.addingTimeInterval(3_600))
     }
 
-    /// Opens run `open` with jobs `a` and `b` appended, claims both, records `a`'s outcome
-    /// (so that `store` has seen the run open), and returns `b`.
-    static func openWithBRunning(_ store: PostgresJobStore) async throws -> ClaimedJob {
+    /// A store over a new schema with run `open`: jobs `a` and `b` appended, both claimed, and
+    /// `a`'s outcome recorded (so that the store has seen the run open); returns it and `b`.
+    static func openWithBRunning(_ file: TemporaryStore) async throws -> (PostgresJobStore, ClaimedJob) {
+        _ = try await file.open()  // makes the schema
+        let store = try file.postgresStore(tries: .init())
         let queue = DurableQueue(store: store, clock: ManualClock(), wallClockStart: epoch)
         try await queue.open(runID: "open", limit: 10)
         var graph = DurableGraph()
@@ -43,24 +45,27 @@ struct PostgresRunLockTests {
             [AttemptOutcome(job: a, outcome: .succeeded(Data("1".utf8)))], thenClaim: nil, now: epoch
         ).recorded
         #expect(recorded == [RecordedOutcome(recorded: true, runEnded: nil)])
-        return try #require(claimed.first { $0.key.jobID == "b" })
+        return (store, try #require(claimed.first { $0.key.jobID == "b" }))
     }
 
-    /// Runs `body` inside a transaction of its own connection, held open until `release`, then
-    /// rolled back; `held` is signalled once `body` ran.
+    /// Runs `statements` in a transaction of a connection of its own, and returns once they
+    /// ran, with the task that ends the transaction with `end` (`COMMIT`, `ROLLBACK`) once
+    /// `release` is signalled.
     static func holding(
-        _ file: TemporaryStore, held: AsyncEvent, release: AsyncEvent,
-        _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
-    ) -> Task<Void, any Error> {
-        Task {
+        _ file: TemporaryStore, _ statements: [PostgresQuery], ending end: PostgresQuery, until release: AsyncEvent
+    ) async throws -> Task<Void, any Error> {
+        let held = AsyncEvent()
+        let transaction = Task {
             try await file.client!.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
-                try await body(connection)
+                for statement in statements { try await connection.query(statement, logger: logger) }
                 held.signal()
                 try await release.wait()
-                try await connection.query("ROLLBACK", logger: logger)
+                try await connection.query(end, logger: logger)
             }
         }
+        try await withTimeout(.seconds(30)) { try await held.wait() }
+        return transaction
     }
 
     /// The coordinator appends while an append of its run holds the run's row (here a
@@ -68,17 +73,12 @@ struct PostgresRunLockTests {
     /// run is recorded meanwhile, where it waited for the append's commit before.
     @Test func anOutcomeOfAnOpenRunDoesNotWaitForItsAppends() async throws {
         try await withTemporaryStore(.postgres) { file in
-            _ = try await file.open()  // makes the schema
-            let store = try file.postgresStore(tries: .init())
-            let b = try await Self.openWithBRunning(store)
-            let (held, release) = (AsyncEvent(), AsyncEvent())
-            let appending = Self.holding(file, held: held, release: release) { connection in
-                try await connection.query(
-                    "UPDATE \(unescaped: file.schema).runs SET next_position = next_position WHERE id = 'open'",
-                    logger: Self.logger)
-            }
+            let (store, b) = try await Self.openWithBRunning(file)
+            let release = AsyncEvent()
             defer { release.signal() }
-            try await withTimeout(.seconds(30)) { try await held.wait() }
+            let appending = try await Self.holding(
+                file, ["UPDATE \(unescaped: file.schema).runs SET next_position = next_position WHERE id = 'open'"],
+                ending: "ROLLBACK", until: release)
             let recorded = try await withTimeout(.seconds(30)) {
                 try await store.record(
                     [AttemptOutcome(job: b, outcome: .succeeded(Data("2".utf8)))], thenClaim: nil, now: Self.epoch
@@ -98,37 +98,23 @@ struct PostgresRunLockTests {
     /// stayed running with nothing left to end it.
     @Test func aCloseWaitsForTheOutcomesOfItsOpenRunAndEndsIt() async throws {
         try await withTemporaryStore(.postgres) { file in
-            _ = try await file.open()  // makes the schema
-            let store = try file.postgresStore(tries: .init())
-            _ = try await Self.openWithBRunning(store)
-            let (held, release) = (AsyncEvent(), AsyncEvent())
-            let recording = Task {
-                try await file.client!.withConnection { connection in
-                    try await connection.query("BEGIN", logger: Self.logger)
-                    try await connection.query(
-                        "SELECT open_for_jobs FROM \(unescaped: file.schema).runs WHERE id = 'open' FOR KEY SHARE",
-                        logger: Self.logger)
-                    try await connection.query(
-                        "UPDATE \(unescaped: file.schema).jobs SET state = 'succeeded', output = '2' WHERE id = 'b'",
-                        logger: Self.logger)
-                    held.signal()
-                    try await release.wait()
-                    try await connection.query("COMMIT", logger: Self.logger)
-                }
-            }
+            let (store, _) = try await Self.openWithBRunning(file)
+            let release = AsyncEvent()
             defer { release.signal() }
-            try await withTimeout(.seconds(30)) { try await held.wait() }
+            let recording = try await Self.holding(
+                file,
+                [
+                    "SELECT open_for_jobs FROM \(unescaped: file.schema).runs WHERE id = 'open' FOR KEY SHARE",
+                    "UPDATE \(unescaped: file.schema).jobs SET state = 'succeeded', output = '2' WHERE id = 'b'",
+                ], ending: "COMMIT", until: release)
             let closeReturned = Locked(false)
             let closing = Task {
                 defer { closeReturned.withLock { $0 = true } }
                 return try await store.close(runID: "open", now: Self.epoch)
             }
-            // The close waits for the outcome's lock (or, wrongly, has returned already): looked
-            // at every millisecond, as `waitUntil` does.
-            try await withTimeout(.seconds(30)) {
-                while try await !Self.waitsForARowLock(file), !closeReturned.withLock({ $0 }) {
-                    try await Task.sleep(for: .milliseconds(1))
-                }
+            // The close waits for the outcome's lock (or, wrongly, has returned already).
+            try await waitUntil("the close waits for the run's lock, or has returned") {
+                try await Self.waitsForARowLock(file) || closeReturned.withLock { $0 }
             }
             #expect(!closeReturned.withLock { $0 })
             release.signal()
@@ -142,9 +128,7 @@ struct PostgresRunLockTests {
     /// job.
     @Test func anOutcomeAfterTheRunWasClosedElsewhereEndsIt() async throws {
         try await withTemporaryStore(.postgres) { file in
-            _ = try await file.open()  // makes the schema
-            let store = try file.postgresStore(tries: .init())
-            let b = try await Self.openWithBRunning(store)
+            let (store, b) = try await Self.openWithBRunning(file)
             let other = try file.postgresStore(tries: .init())
             #expect(try await other.close(runID: "open", now: Self.epoch) == nil)
             let recorded = try await store.record(

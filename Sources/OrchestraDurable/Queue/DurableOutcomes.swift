@@ -117,21 +117,26 @@ public final class DurableOutcomes: Sendable {
     /// Whether a job is waited for.
     var isWaiting: Bool { state.withLock { !$0.waiters.isEmpty } }
 
-    /// Takes note of a change, `notice`, for the next look, and wakes the watcher.
+    /// Takes note of a change, `notice`, for the next look, and wakes the watcher if it named a
+    /// job waited for (or about to be), or none.
     func changed(_ notice: OutcomeNotice) {
-        state.withLock { state in
+        let concerned = state.withLock { state in
             switch notice {
             case .any:
                 state.looksAtAll = true
                 state.toLook.formUnion(state.expected.keys)
+                return true
             case .jobs(let keys):
+                var concerned = false
                 for key in keys
                 where key.runID == runID && (state.waiters[key.jobID] != nil || state.expected[key.jobID] != nil) {
                     state.toLook.insert(key.jobID)
+                    concerned = true
                 }
+                return concerned
             }
         }
-        changes.update { $0 += 1 }
+        if concerned { changes.update { $0 += 1 } }
     }
 
     /// The ids of the jobs to look at now (every job waited for, or those waited for since the
